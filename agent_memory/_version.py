@@ -1,0 +1,3 @@
+"""The package version (kept in sync with pyproject.toml)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,186 @@
+"""The one place that knows the ``valkey`` and ``redis`` client packages.
+
+Both packages share an API (valkey-py is a fork of redis-py): ``execute_command``,
+``pipeline(transaction=...)`` and ``execute(raise_on_error=False)``. This module wraps a
+client of either package, sync or asyncio, standalone or cluster, behind two tiny
+executors, and maps the packages' exceptions onto :mod:`agent_memory.errors`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from agent_memory.core.effects import Batch, Command
+from agent_memory.errors import (
+    AgentMemoryError,
+    InvalidInputError,
+    OperationTimeoutError,
+    ServerResponseError,
+    ServerUnavailableError,
+)
+
+# Reply decoding is switched off per command with this option of redis-py/valkey-py
+# (a public module constant in both packages, used for binary replies such as DUMP).
+_NEVER_DECODE = "NEVER_DECODE"
+
+_UNAVAILABLE_NAMES = frozenset(
+    {
+        "ConnectionError",
+        "BusyLoadingError",
+        "AuthenticationError",
+        "ReadOnlyError",
+        "MasterDownError",
+        "ClusterDownError",
+        "TryAgainError",
+        "MaxConnectionsError",
+        "AuthenticationWrongNumberOfArgsError",
+        "ClusterError",
+    }
+)
+
+
+def _client_package(obj: object) -> str:
+    return type(obj).__module__.split(".", 1)[0]
+
+
+def map_client_error(exc: BaseException, *, command: str | None = None) -> AgentMemoryError:
+    """Translate an exception of a client package (or the OS) into the library's hierarchy."""
+    if isinstance(exc, AgentMemoryError):
+        return exc
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    where = f" (during {command})" if command else ""
+    if "TimeoutError" in names:
+        return OperationTimeoutError(f"server did not answer in time{where}: {exc}")
+    if names & _UNAVAILABLE_NAMES or isinstance(exc, OSError):
+        return ServerUnavailableError(f"server unavailable{where}: {exc}")
+    if "NoScriptError" in names:
+        return ServerResponseError(f"NOSCRIPT{where}: {exc}", command=command)
+    if "ResponseError" in names or "DataError" in names:
+        return ServerResponseError(f"server error{where}: {exc}", command=command)
+    if isinstance(exc, UnicodeDecodeError):
+        return ServerResponseError(
+            f"binary reply could not be decoded{where}; use a client with "
+            f"decode_responses=False for this operation: {exc}",
+            command=command,
+        )
+    return ServerResponseError(f"unexpected client error{where}: {exc!r}", command=command)
+
+
+@contextlib.contextmanager
+def map_client_errors(command: str | None = None) -> Iterator[None]:
+    """Re-raise client-package exceptions as library exceptions (chained)."""
+    try:
+        yield
+    except AgentMemoryError:
+        raise
+    except Exception as exc:
+        raise map_client_error(exc, command=command) from exc
+
+
+def is_async_client(client: Any) -> bool:
+    """True for ``valkey.asyncio`` / ``redis.asyncio`` clients (and in-process async ones)."""
+    execute = getattr(client, "execute_command", None)
+    if execute is None:
+        raise InvalidInputError(
+            f"client {type(client).__name__} has no execute_command(); pass a valkey or "
+            "redis client",
+            field="client",
+        )
+    return inspect.iscoroutinefunction(execute)
+
+
+def is_cluster_client(client: Any) -> bool:
+    """True for ``ValkeyCluster`` / ``RedisCluster`` (sync or async)."""
+    return "Cluster" in type(client).__name__ and hasattr(client, "get_primaries")
+
+
+def _options(cmd: Command) -> dict[str, Any]:
+    return {_NEVER_DECODE: True} if cmd.binary else {}
+
+
+class SyncExecutor:
+    """Runs effects on a blocking client."""
+
+    __slots__ = ("client",)
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def command(self, cmd: Command) -> Any:
+        with map_client_errors(cmd.name):
+            return self.client.execute_command(*cmd.args, **_options(cmd))
+
+    def batch(self, b: Batch) -> list[Any]:
+        with map_client_errors(b.commands[0].name if b.commands else None):
+            pipe = self.client.pipeline(transaction=b.atomic)
+            for cmd in b.commands:
+                pipe.execute_command(*cmd.args, **_options(cmd))
+            replies = pipe.execute(raise_on_error=False)
+        return _map_batch_errors(b, replies)
+
+
+class AsyncExecutor:
+    """Runs effects on an asyncio client."""
+
+    __slots__ = ("client",)
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def command(self, cmd: Command) -> Any:
+        with map_client_errors(cmd.name):
+            return await self.client.execute_command(*cmd.args, **_options(cmd))
+
+    async def batch(self, b: Batch) -> list[Any]:
+        with map_client_errors(b.commands[0].name if b.commands else None):
+            pipe = self.client.pipeline(transaction=b.atomic)
+            for cmd in b.commands:
+                pipe.execute_command(*cmd.args, **_options(cmd))
+            replies = await pipe.execute(raise_on_error=False)
+        return _map_batch_errors(b, replies)
+
+
+def _map_batch_errors(b: Batch, replies: list[Any]) -> list[Any]:
+    return [
+        map_client_error(reply, command=cmd.name) if isinstance(reply, BaseException) else reply
+        for cmd, reply in zip(b.commands, replies, strict=True)
+    ]
+
+
+_DEFAULT_TIMEOUTS = {"socket_timeout": 10.0, "socket_connect_timeout": 5.0}
+
+
+def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
+    """Build a client from a URL.
+
+    ``valkey://``/``valkeys://``/``unix://`` use the ``valkey`` package (falling back to
+    ``redis`` when it is not installed); ``redis://``/``rediss://`` use ``redis``
+    (falling back to ``valkey``). Socket timeouts default to 10 s (connect 5 s); pass
+    ``socket_timeout=None`` for an explicitly unbounded wait.
+
+    Raises:
+        InvalidInputError: the URL scheme is not supported.
+    """
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in {"valkey", "valkeys", "redis", "rediss", "unix"}:
+        raise InvalidInputError(f"unsupported URL scheme {scheme!r}", field="url")
+    options = {**_DEFAULT_TIMEOUTS, **kwargs}
+    preferred = ["redis", "valkey"] if scheme.startswith("redis") else ["valkey", "redis"]
+    last_error: ImportError | None = None
+    for package in preferred:
+        try:
+            module = __import__(f"{package}.asyncio" if asyncio else package, fromlist=["x"])
+        except ImportError as exc:
+            last_error = exc
+            continue
+        cls = module.Valkey if package == "valkey" else module.Redis
+        if package == "redis" and scheme.startswith("valkey"):
+            url = "redis" + url[len("valkey") :]
+        return cls.from_url(url, **options)
+    raise InvalidInputError(
+        "neither the 'valkey' nor the 'redis' package can be imported", field="url"
+    ) from last_error

@@ -1,0 +1,99 @@
+"""The effects an operation may ask its runner to perform.
+
+An operation is a generator: it yields an effect, receives the result, and finally
+returns its value. Operations never touch a client, a socket or an event loop, so
+one body serves blocking and asyncio code and is tested by feeding canned replies.
+
+* :class:`Command` -> the parsed reply of one server command.
+* :class:`Batch` -> a list with one entry per command: the reply, or an
+  :class:`~agent_memory.errors.AgentMemoryError` *instance* when that command failed
+  (errors inside a batch are returned, not raised, so the operation decides).
+* :class:`Call` -> the return value of a user callback (embedder, summariser, ...),
+  awaited by the async runner when it is awaitable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+Arg = str | bytes | int | float
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One server command.
+
+    Attributes:
+        args: the command name and its arguments.
+        binary: the reply carries binary data (vector blobs) and must not be decoded,
+            whatever the client's ``decode_responses`` setting.
+    """
+
+    args: tuple[Arg, ...]
+    binary: bool = False
+
+    @property
+    def name(self) -> str:
+        first = self.args[0]
+        return first.decode() if isinstance(first, bytes) else str(first)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Several commands sent in one round trip.
+
+    Attributes:
+        commands: the commands, in order.
+        atomic: wrap them in MULTI/EXEC (all keys must live in one hash slot on a
+            cluster).
+    """
+
+    commands: tuple[Command, ...]
+    atomic: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Call a user-supplied function (sync or async) with positional arguments."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = field(default=())
+    what: str = "callback"
+
+
+Effect = Command | Batch | Call
+Operation = Generator[Effect, Any, T]
+
+
+def command(*args: Arg, binary: bool = False) -> Command:
+    """Build a :class:`Command` from positional arguments."""
+    return Command(tuple(args), binary=binary)
+
+
+def batch(commands: Sequence[Command], *, atomic: bool = False) -> Batch:
+    """Build a :class:`Batch`."""
+    return Batch(tuple(commands), atomic=atomic)
+
+
+def execute(*args: Arg, binary: bool = False) -> Operation[Any]:
+    """Sub-operation: run one command and return its reply (``yield from execute(...)``)."""
+    reply = yield Command(tuple(args), binary=binary)
+    return reply
+
+
+def execute_batch(commands: Sequence[Command], *, atomic: bool = False) -> Operation[list[Any]]:
+    """Sub-operation: run commands in one round trip; returns replies or error instances."""
+    if not commands:
+        return []
+    replies = yield Batch(tuple(commands), atomic=atomic)
+    return list(replies)
+
+
+def call(fn: Callable[..., Any], *args: Any, what: str = "callback") -> Operation[Any]:
+    """Sub-operation: call a user function, awaiting it under the async runner."""
+    result = yield Call(fn, tuple(args), what)
+    return result

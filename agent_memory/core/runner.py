@@ -1,0 +1,71 @@
+"""The two runners: the only code that drives operations against real I/O."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from agent_memory.core.clients import AsyncExecutor, SyncExecutor
+from agent_memory.core.effects import Batch, Call, Command, Effect, Operation, T
+from agent_memory.errors import InvalidInputError
+
+
+def _misuse(effect: Effect) -> InvalidInputError:
+    return InvalidInputError(f"operation yielded an unknown effect {effect!r}")
+
+
+def run_sync(op: Operation[T], executor: SyncExecutor) -> T:
+    """Drive ``op`` to completion with blocking I/O."""
+    send_value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = op.throw(error) if error is not None else op.send(send_value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        send_value, error = None, None
+        try:
+            if isinstance(effect, Command):
+                send_value = executor.command(effect)
+            elif isinstance(effect, Batch):
+                send_value = executor.batch(effect)
+            elif isinstance(effect, Call):
+                send_value = effect.fn(*effect.args)
+                if inspect.isawaitable(send_value):
+                    close = getattr(send_value, "close", None)
+                    if close is not None:
+                        close()  # silence "coroutine was never awaited"
+                    raise InvalidInputError(
+                        f"the {effect.what} returned an awaitable; a sync store needs a "
+                        f"sync {effect.what} (use MemoryStore for async callbacks)",
+                        field=effect.what,
+                    )
+            else:
+                raise _misuse(effect)
+        except Exception as exc:  # noqa: BLE001 - delivered into the operation, which decides
+            error = exc
+
+
+async def run_async(op: Operation[T], executor: AsyncExecutor) -> T:
+    """Drive ``op`` to completion on the running event loop."""
+    send_value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            effect = op.throw(error) if error is not None else op.send(send_value)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        send_value, error = None, None
+        try:
+            if isinstance(effect, Command):
+                send_value = await executor.command(effect)
+            elif isinstance(effect, Batch):
+                send_value = await executor.batch(effect)
+            elif isinstance(effect, Call):
+                send_value = effect.fn(*effect.args)
+                if inspect.isawaitable(send_value):
+                    send_value = await send_value
+            else:
+                raise _misuse(effect)
+        except Exception as exc:  # noqa: BLE001 - delivered into the operation, which decides
+            error = exc

@@ -1,0 +1,141 @@
+"""Run one server process on a free loopback port and wait until it answers."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_memory.embedded.binaries import ServerBinary
+from agent_memory.errors import ServerUnavailableError
+
+logger = logging.getLogger(__name__)
+
+
+def free_port() -> int:
+    """Ask the kernel for a loopback port nobody is listening on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass(slots=True)
+class ServerProcess:
+    """A running server started by :func:`start_server`."""
+
+    binary: ServerBinary
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    data_dir: Path
+    module: Path | None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the server log (for error messages)."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError as exc:
+            return f"<log unreadable: {exc}>"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after ``timeout`` seconds)."""
+        if self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            logger.warning("server on port %d ignored SIGTERM; killing it", self.port)
+            self.process.kill()
+            self.process.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        """Kill the server abruptly (SIGKILL), as a crash would."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def _ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def start_server(
+    binary: ServerBinary,
+    data_dir: Path,
+    *,
+    port: int | None = None,
+    module: Path | None = None,
+    appendonly: bool = False,
+    extra_args: tuple[str, ...] = (),
+    startup_timeout: float = 20.0,
+) -> ServerProcess:
+    """Start ``binary`` on ``127.0.0.1`` and block until it answers PING.
+
+    Raises:
+        ServerUnavailableError: the process exited or did not answer in time; the
+            message carries the end of its log.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    log_path = data_dir / f"server-{port}.log"
+    args = [
+        str(binary.path),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(data_dir),
+        "--logfile",
+        str(log_path),
+        "--save",
+        "",
+        "--appendonly",
+        "yes" if appendonly else "no",
+        "--protected-mode",
+        "yes",
+    ]
+    if module is not None:
+        args += ["--loadmodule", str(module)]
+    args += list(extra_args)
+    process = subprocess.Popen(
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=binary.environment(),
+        start_new_session=True,
+    )
+    server = ServerProcess(binary, port, process, log_path, data_dir, module)
+    deadline = time.monotonic() + startup_timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ServerUnavailableError(
+                f"{binary.path} exited with code {process.returncode} during start-up:\n"
+                f"{server.log_tail()}"
+            )
+        if _ping(port):
+            return server
+        time.sleep(0.05)
+    server.kill()
+    raise ServerUnavailableError(
+        f"{binary.path} did not answer PING on port {port} within {startup_timeout}s:\n"
+        f"{server.log_tail()}"
+    )

@@ -1,0 +1,99 @@
+"""The exception hierarchy of agent-memory.
+
+Every error the library raises derives from :class:`AgentMemoryError`. Errors of the
+client packages (``valkey``, ``redis``) are translated at one boundary
+(:func:`agent_memory.core.clients.map_client_errors`) and chained with ``raise ... from``,
+so users never need to catch a client package's exception types. Sync and async
+stores raise the same classes.
+
+Families:
+
+* :class:`InvalidInputError` (also a :class:`ValueError`): a bad argument; nothing
+  was written.
+* :class:`NotFoundError` (also a :class:`KeyError`): an id or selection that does not
+  exist.
+* :class:`ServerUnavailableError`: the server cannot be reached (connection refused
+  or dropped, server loading, read-only replica).
+* :class:`OperationTimeoutError`: the server did not answer within the timeout.
+* :class:`IndexMismatchError`: the existing index or stored identity does not match
+  this store's configuration (dimension, metric, schema version).
+* :class:`CapabilityError`: the server lacks something the operation needs.
+* :class:`ServerResponseError`: the server answered with an error we do not expect.
+* :class:`ReplyParseError`: a reply had a shape the parser cannot read.
+* :class:`StoreClosedError`: the store was used after ``close()``.
+"""
+
+from __future__ import annotations
+
+
+class AgentMemoryError(Exception):
+    """Base class of every exception raised by agent-memory."""
+
+
+class InvalidInputError(AgentMemoryError, ValueError):
+    """An argument is invalid. Nothing was written or changed.
+
+    Attributes:
+        field: name of the offending argument, when known.
+    """
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFoundError(AgentMemoryError, KeyError):
+    """The memory, selection or other object does not exist (or has expired)."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else ""
+
+
+class ServerUnavailableError(AgentMemoryError, ConnectionError):
+    """The server could not be reached or cannot serve the request right now."""
+
+
+class OperationTimeoutError(AgentMemoryError, TimeoutError):
+    """The server did not answer within the configured timeout."""
+
+
+class IndexMismatchError(AgentMemoryError):
+    """The existing index or stored identity conflicts with this store's configuration."""
+
+
+class CapabilityError(AgentMemoryError):
+    """The server does not support what the operation needs."""
+
+
+class ServerResponseError(AgentMemoryError):
+    """The server answered with an unexpected error.
+
+    Attributes:
+        command: the command name that failed.
+    """
+
+    def __init__(self, message: str, *, command: str | None = None) -> None:
+        super().__init__(message)
+        self.command = command
+
+
+class ReplyParseError(AgentMemoryError):
+    """A server reply had a shape the library cannot interpret."""
+
+
+class StoreClosedError(AgentMemoryError):
+    """The store (or cache tier) was used after ``close()``."""
+
+
+__all__ = [
+    "AgentMemoryError",
+    "CapabilityError",
+    "IndexMismatchError",
+    "InvalidInputError",
+    "NotFoundError",
+    "OperationTimeoutError",
+    "ReplyParseError",
+    "ServerResponseError",
+    "ServerUnavailableError",
+    "StoreClosedError",
+]

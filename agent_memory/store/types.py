@@ -1,0 +1,209 @@
+"""Value objects of the long-term memory store: scopes, items, hits and results."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, overload
+
+from agent_memory.errors import InvalidInputError
+
+Durability = Literal["shared", "session"]
+
+_SCOPE_FIELDS = ("namespace", "agent_id", "thread_id", "session_id")
+MAX_SCOPE_VALUE_CHARS = 512
+
+
+def _check_scope_value(name: str, value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise InvalidInputError(
+            f"Scope.{name} must be a string or None, got {type(value).__name__}", field=name
+        )
+    if value == "":
+        raise InvalidInputError(f"Scope.{name} must not be empty (use None)", field=name)
+    if len(value) > MAX_SCOPE_VALUE_CHARS:
+        raise InvalidInputError(
+            f"Scope.{name} is longer than {MAX_SCOPE_VALUE_CHARS} characters", field=name
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(f"Scope.{name} is not valid Unicode: {exc}", field=name) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Where a memory belongs and who may see it.
+
+    Attributes:
+        namespace: hard tenant boundary. A recall, list or forget only ever touches the
+            namespace it names; ``None`` is the default namespace, itself a boundary
+            (it never sees memories of a named namespace).
+        agent_id: the agent the memory belongs to; ``None`` in a query means any agent.
+        thread_id: the conversation thread; ``None`` in a query means any thread.
+        session_id: session-scoped memories are visible only to recalls that pass the
+            same session id. A recall with a session id searches the shared pool and
+            that session separately and merges them.
+
+    Any Unicode string (up to 512 characters) is a valid value, including filter
+    metacharacters: values are encoded before they reach a query, so they can never
+    widen a filter.
+    """
+
+    namespace: str | None = None
+    agent_id: str | None = None
+    thread_id: str | None = None
+    session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in _SCOPE_FIELDS:
+            _check_scope_value(name, getattr(self, name))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """A stored memory as read back from the server.
+
+    Timestamps are epoch milliseconds (the BetterDB layout). ``expires_at`` is ``None``
+    for a memory without TTL.
+    """
+
+    id: str
+    content: str
+    importance: float
+    tags: tuple[str, ...]
+    scope: Scope
+    created_at: int
+    last_accessed_at: int
+    access_count: int
+    durability: Durability = "shared"
+    source: str | None = None
+    subject: str | None = None
+    date: str | None = None
+    expires_at: int | None = None
+    metadata: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    """One recalled memory.
+
+    Attributes:
+        item: the memory.
+        score: the composite ranking score (higher is better).
+        distance: cosine distance between query and memory, 0 (same direction) to 2.
+        similarity: cosine similarity, ``1 - distance`` (-1 to 1).
+    """
+
+    item: MemoryItem
+    score: float
+    distance: float
+    similarity: float
+
+
+class RecallResult(Sequence[MemoryHit]):
+    """The hits of one recall, best first, with the ``selection_id`` naming this recall.
+
+    Behaves as an immutable sequence of :class:`MemoryHit`.
+
+    Attributes:
+        selection_id: id to pass to ``complete()`` with the outcome of this recall.
+        candidates: how many candidates the search returned before the threshold.
+        nearest_distance: distance of the nearest candidate (``None`` when none).
+        near_miss: nothing passed the threshold but the nearest candidate lay within
+            twice of it (a sign of a mis-set threshold).
+        backend: the backend that served the recall.
+    """
+
+    __slots__ = ("_hits", "backend", "candidates", "near_miss", "nearest_distance", "selection_id")
+
+    def __init__(
+        self,
+        hits: Sequence[MemoryHit],
+        *,
+        selection_id: str,
+        candidates: int,
+        nearest_distance: float | None,
+        near_miss: bool,
+        backend: str,
+    ) -> None:
+        self._hits = tuple(hits)
+        self.selection_id = selection_id
+        self.candidates = candidates
+        self.nearest_distance = nearest_distance
+        self.near_miss = near_miss
+        self.backend = backend
+
+    @overload
+    def __getitem__(self, index: int) -> MemoryHit: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[MemoryHit]: ...
+    def __getitem__(self, index: int | slice) -> MemoryHit | Sequence[MemoryHit]:
+        return self._hits[index]
+
+    def __len__(self) -> int:
+        return len(self._hits)
+
+    def __iter__(self) -> Iterator[MemoryHit]:
+        return iter(self._hits)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecallResult(hits={len(self._hits)}, selection_id={self.selection_id!r}, "
+            f"backend={self.backend!r})"
+        )
+
+    @property
+    def items(self) -> tuple[MemoryItem, ...]:
+        """The recalled memories, best first."""
+        return tuple(hit.item for hit in self._hits)
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    """One page of :meth:`MemoryStore.list`: ``items`` and the ``total`` matching."""
+
+    items: tuple[MemoryItem, ...]
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecallWeights:
+    """Weights of the composite score; each must be finite and >= 0, sum > 0."""
+
+    similarity: float = 0.6
+    recency: float = 0.25
+    importance: float = 0.15
+
+    def __post_init__(self) -> None:
+        values = (self.similarity, self.recency, self.importance)
+        for name, value in zip(("similarity", "recency", "importance"), values, strict=True):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InvalidInputError(f"weight {name} must be a number", field="weights")
+            if not math.isfinite(value) or value < 0:
+                raise InvalidInputError(
+                    f"weight {name} must be finite and >= 0, got {value}", field="weights"
+                )
+        if sum(values) <= 0:
+            raise InvalidInputError("at least one weight must be > 0", field="weights")
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A fact extracted by ``consolidate(mode="facts")``.
+
+    Attributes:
+        subject: what the fact is about; reconciliation matches subjects ignoring case
+            and surrounding space.
+        statement: the fact itself.
+        date: when it was stated (ISO date or datetime), used to pick the newest.
+        tombstone: retract the subject instead of stating something about it.
+    """
+
+    subject: str
+    statement: str = ""
+    date: str | None = None
+    tombstone: bool = False

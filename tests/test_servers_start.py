@@ -1,0 +1,40 @@
+"""The servers the suite depends on are really what DESIGN.md says they are."""
+
+from __future__ import annotations
+
+import redis
+
+from tests.conftest import ServerInfo
+
+
+def _module_names(url: str) -> dict[str, int]:
+    client = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        modules = client.execute_command("MODULE", "LIST")
+        out: dict[str, int] = {}
+        for entry in modules:
+            if isinstance(entry, dict):
+                out[str(entry["name"])] = int(entry["ver"])
+            else:
+                pairs = dict(zip(entry[::2], entry[1::2], strict=False))
+                out[str(pairs["name"])] = int(pairs["ver"])
+        return out
+    finally:
+        client.close()
+
+
+def test_each_server_kind_runs_the_expected_binary_and_module(any_server: ServerInfo) -> None:
+    client = redis.Redis.from_url(any_server.url, decode_responses=True)
+    try:
+        info = client.info("server")
+    finally:
+        client.close()
+    modules = _module_names(any_server.url)
+    if any_server.kind.startswith("valkey"):
+        assert "valkey_version" in info or str(info.get("server_name")) == "valkey"
+    else:
+        assert str(info["redis_version"]).startswith("8.2")
+    if any_server.has_search:
+        assert "search" in modules
+    else:
+        assert "search" not in modules
