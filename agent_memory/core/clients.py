@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from agent_memory.core.effects import Batch, Command
+from agent_memory.core.effects import Batch, Command, ScanKeys
 from agent_memory.errors import (
     AgentMemoryError,
     InvalidInputError,
@@ -122,6 +122,11 @@ class SyncExecutor:
             replies = pipe.execute(raise_on_error=False)
         return _map_batch_errors(b, replies)
 
+    def scan(self, scan: ScanKeys) -> list[Any]:
+        # scan_iter covers every primary on ValkeyCluster/RedisCluster.
+        with map_client_errors("SCAN"):
+            return list(self.client.scan_iter(match=scan.match, count=scan.count))
+
 
 class AsyncExecutor:
     """Runs effects on an asyncio client."""
@@ -142,6 +147,10 @@ class AsyncExecutor:
                 pipe.execute_command(*cmd.args, **_options(cmd))
             replies = await pipe.execute(raise_on_error=False)
         return _map_batch_errors(b, replies)
+
+    async def scan(self, scan: ScanKeys) -> list[Any]:
+        with map_client_errors("SCAN"):
+            return [key async for key in self.client.scan_iter(match=scan.match, count=scan.count)]
 
 
 def _map_batch_errors(b: Batch, replies: list[Any]) -> list[Any]:

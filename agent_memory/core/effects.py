@@ -8,6 +8,7 @@ one body serves blocking and asyncio code and is tested by feeding canned replie
 * :class:`Batch` -> a list with one entry per command: the reply, or an
   :class:`~agent_memory.errors.AgentMemoryError` *instance* when that command failed
   (errors inside a batch are returned, not raised, so the operation decides).
+* :class:`ScanKeys` -> every key matching a pattern, across all cluster primaries.
 * :class:`Call` -> the return value of a user callback (embedder, summariser, ...),
   awaited by the async runner when it is awaitable.
 """
@@ -65,7 +66,19 @@ class Call:
     what: str = "callback"
 
 
-Effect = Command | Batch | Call
+@dataclass(frozen=True, slots=True)
+class ScanKeys:
+    """All keys matching a glob pattern, on every primary of a cluster.
+
+    Resolves to a ``list`` of keys (``str`` or ``bytes`` as the client decodes). Costs
+    one SCAN cursor walk per primary; use only for maintenance, never on a hot path.
+    """
+
+    match: str
+    count: int = 1000
+
+
+Effect = Command | Batch | Call | ScanKeys
 Operation = Generator[Effect, Any, T]
 
 
@@ -91,6 +104,12 @@ def execute_batch(commands: Sequence[Command], *, atomic: bool = False) -> Opera
         return []
     replies = yield Batch(tuple(commands), atomic=atomic)
     return list(replies)
+
+
+def scan_keys(match: str, *, count: int = 1000) -> Operation[list[Any]]:
+    """Sub-operation: every key matching ``match`` (all primaries of a cluster)."""
+    keys = yield ScanKeys(match, count)
+    return list(keys)
 
 
 def call(fn: Callable[..., Any], *args: Any, what: str = "callback") -> Operation[Any]:

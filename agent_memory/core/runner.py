@@ -6,7 +6,7 @@ import inspect
 from typing import Any
 
 from agent_memory.core.clients import AsyncExecutor, SyncExecutor
-from agent_memory.core.effects import Batch, Call, Command, Effect, Operation, T
+from agent_memory.core.effects import Batch, Call, Command, Effect, Operation, ScanKeys, T
 from agent_memory.errors import InvalidInputError
 
 
@@ -29,6 +29,8 @@ def run_sync(op: Operation[T], executor: SyncExecutor) -> T:
                 send_value = executor.command(effect)
             elif isinstance(effect, Batch):
                 send_value = executor.batch(effect)
+            elif isinstance(effect, ScanKeys):
+                send_value = executor.scan(effect)
             elif isinstance(effect, Call):
                 send_value = effect.fn(*effect.args)
                 if inspect.isawaitable(send_value):
@@ -61,6 +63,8 @@ async def run_async(op: Operation[T], executor: AsyncExecutor) -> T:
                 send_value = await executor.command(effect)
             elif isinstance(effect, Batch):
                 send_value = await executor.batch(effect)
+            elif isinstance(effect, ScanKeys):
+                send_value = await executor.scan(effect)
             elif isinstance(effect, Call):
                 send_value = effect.fn(*effect.args)
                 if inspect.isawaitable(send_value):

@@ -1,0 +1,91 @@
+"""Normalise replies whatever the client package, protocol (RESP2/RESP3) or decoding.
+
+Replies arrive as ``bytes`` or ``str`` (``decode_responses``), hashes as dicts (client
+callbacks) or flat lists, numbers as ints, floats or their text. Parsers call these
+helpers instead of assuming one shape; an unreadable shape raises
+:class:`~agent_memory.errors.ReplyParseError`, never a bare ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from agent_memory.errors import ReplyParseError
+
+
+def text(value: Any) -> str:
+    """A reply element as ``str`` (UTF-8 decoded when it is bytes)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ReplyParseError(f"reply is not valid UTF-8: {exc}") from exc
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise ReplyParseError(f"expected a string reply, got {type(value).__name__}")
+
+
+def optional_text(value: Any) -> str | None:
+    """Like :func:`text`, but ``None`` stays ``None``."""
+    return None if value is None else text(value)
+
+
+def raw_bytes(value: Any) -> bytes:
+    """A binary reply element as ``bytes``."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        # A decoding client hands us text only when the blob was valid UTF-8, so
+        # encoding it again restores the exact bytes.
+        return value.encode("utf-8")
+    raise ReplyParseError(f"expected a binary reply, got {type(value).__name__}")
+
+
+def integer(value: Any) -> int:
+    """A reply element as ``int`` (accepts ints and their text)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    try:
+        return int(float(text(value)))
+    except (ValueError, OverflowError) as exc:
+        raise ReplyParseError(f"expected an integer reply, got {value!r}") from exc
+
+
+def number(value: Any) -> float:
+    """A reply element as a finite ``float``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        result = float(value)
+    else:
+        try:
+            result = float(text(value))
+        except ValueError as exc:
+            raise ReplyParseError(f"expected a numeric reply, got {value!r}") from exc
+    if math.isnan(result):
+        raise ReplyParseError("numeric reply is NaN")
+    return result
+
+
+def pairs(value: Any) -> dict[str, Any]:
+    """A map reply (dict, or flat ``[k, v, k, v]`` list) as ``{str: raw value}``."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return {text(k): v for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        if len(value) % 2:
+            raise ReplyParseError(f"map reply has an odd number of elements ({len(value)})")
+        return {text(value[i]): value[i + 1] for i in range(0, len(value), 2)}
+    raise ReplyParseError(f"expected a map reply, got {type(value).__name__}")
+
+
+def error_text(value: BaseException) -> str:
+    """Lower-cased message of an error reply, for loose matching."""
+    return str(value).lower()
