@@ -13,6 +13,11 @@ from agent_memory.errors import (
     ServerUnavailableError,
     StoreClosedError,
 )
+from agent_memory.store.memory_store import MemoryStore
+from agent_memory.store.ops.ensure import IndexStatus
+from agent_memory.store.ops.read import MemoryStats
+from agent_memory.store.ops.write import MemoryInput
+from agent_memory.store.sync_store import SyncMemoryStore
 from agent_memory.store.types import (
     Fact,
     ListResult,
@@ -28,10 +33,14 @@ __all__ = [
     "CapabilityError",
     "Fact",
     "IndexMismatchError",
+    "IndexStatus",
     "InvalidInputError",
     "ListResult",
     "MemoryHit",
+    "MemoryInput",
     "MemoryItem",
+    "MemoryStats",
+    "MemoryStore",
     "NotFoundError",
     "OperationTimeoutError",
     "RecallResult",
@@ -41,5 +50,6 @@ __all__ = [
     "ServerResponseError",
     "ServerUnavailableError",
     "StoreClosedError",
+    "SyncMemoryStore",
     "__version__",
 ]

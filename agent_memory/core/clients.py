@@ -43,10 +43,6 @@ _UNAVAILABLE_NAMES = frozenset(
 )
 
 
-def _client_package(obj: object) -> str:
-    return type(obj).__module__.split(".", 1)[0]
-
-
 def map_client_error(exc: BaseException, *, command: str | None = None) -> AgentMemoryError:
     """Translate an exception of a client package (or the OS) into the library's hierarchy."""
     if isinstance(exc, AgentMemoryError):
@@ -193,3 +189,16 @@ def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
     raise InvalidInputError(
         "neither the 'valkey' nor the 'redis' package can be imported", field="url"
     ) from last_error
+
+
+async def close_async_client(client: Any) -> None:
+    """Close an asyncio client of either package (``aclose`` where it exists)."""
+    closer = getattr(client, "aclose", None) or client.close
+    with map_client_errors("close"):
+        await closer()
+
+
+def close_sync_client(client: Any) -> None:
+    """Close a blocking client of either package."""
+    with map_client_errors("close"):
+        client.close()

@@ -1,0 +1,111 @@
+"""Search backend over FT.SEARCH (valkey-search >= 1.0.2 or RediSearch)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_memory.backends.base import KnnMatch, KnnQuery
+from agent_memory.core.effects import Command, Operation, execute, execute_batch
+from agent_memory.core.replies import error_text, number, text
+from agent_memory.errors import AgentMemoryError, IndexMismatchError, ServerResponseError
+from agent_memory.search.parse import IndexInfo, parse_index_info, parse_search_reply
+from agent_memory.search.query import VectorIndexSpec, create_index_args, knn_search_args
+from agent_memory.store.context import StoreContext
+from agent_memory.store.layout import DISTANCE_ALIAS, ITEM_FIELDS
+from agent_memory.store.records import vector_blob
+
+
+def _missing_index(exc: AgentMemoryError) -> bool:
+    message = error_text(exc)
+    return "unknown index" in message or "not found" in message or "no such index" in message
+
+
+def _already_exists(exc: AgentMemoryError) -> bool:
+    return "already exists" in error_text(exc)
+
+
+def read_index_info(ctx: StoreContext) -> Operation[IndexInfo | None]:
+    """FT.INFO of the store's index, or ``None`` when it does not exist."""
+    try:
+        reply = yield from execute("FT.INFO", ctx.keys.index)
+    except ServerResponseError as exc:
+        if _missing_index(exc):
+            return None
+        raise
+    return parse_index_info(reply)
+
+
+def _check_compatible(ctx: StoreContext, info: IndexInfo) -> None:
+    if info.dim is not None and ctx.dim is not None and info.dim != ctx.dim:
+        raise IndexMismatchError(
+            f"index {ctx.keys.index} has vectors of dimension {info.dim} but the embedder "
+            f"produces {ctx.dim}; writing would store vectors that are never found. Use "
+            f"another store name or drop the index."
+        )
+    if info.metric is not None and info.metric != "COSINE":
+        raise IndexMismatchError(
+            f"index {ctx.keys.index} uses distance metric {info.metric}, expected COSINE"
+        )
+
+
+class FtBackend:
+    """Filtered KNN through ``FT.SEARCH``; emits only the valkey-search 1.0 dialect."""
+
+    name = "ft"
+
+    def prepare(self, ctx: StoreContext) -> Operation[bool]:
+        info = yield from read_index_info(ctx)
+        if info is not None:
+            _check_compatible(ctx, info)
+            return False
+        assert ctx.dim is not None
+        args = create_index_args(ctx.keys.index, ctx.keys.prefix, VectorIndexSpec(dim=ctx.dim))
+        try:
+            yield from execute("FT.CREATE", *args)
+        except ServerResponseError as exc:
+            if not _already_exists(exc):
+                raise
+            # Another process created it first: make sure it is compatible.
+            info = yield from read_index_info(ctx)
+            if info is not None:
+                _check_compatible(ctx, info)
+            return False
+        return True
+
+    def knn(
+        self, ctx: StoreContext, queries: Sequence[KnnQuery]
+    ) -> Operation[list[list[KnnMatch]]]:
+        commands = [
+            Command(
+                (
+                    "FT.SEARCH",
+                    *knn_search_args(
+                        ctx.keys.index, q.filter, q.k, vector_blob(q.vector), ITEM_FIELDS
+                    ),
+                )
+            )
+            for q in queries
+        ]
+        replies = yield from execute_batch(commands)
+        results: list[list[KnnMatch]] = []
+        for reply in replies:
+            if isinstance(reply, AgentMemoryError):
+                raise reply
+            parsed = parse_search_reply(reply)
+            matches = []
+            for doc in parsed.documents:
+                fields = dict(doc.fields)
+                distance = fields.pop(DISTANCE_ALIAS, None)
+                if distance is None or "content" not in fields:
+                    continue  # deleted or expired between match and fetch
+                memory_id = text(fields.get("id")) if "id" in fields else ctx.keys.id_of(doc.key)
+                matches.append(KnnMatch(memory_id, min(max(number(distance), 0.0), 2.0), fields))
+            results.append(matches)
+        return results
+
+    def drop(self, ctx: StoreContext) -> Operation[None]:
+        try:
+            yield from execute("FT.DROPINDEX", ctx.keys.index)
+        except ServerResponseError as exc:
+            if not _missing_index(exc):
+                raise

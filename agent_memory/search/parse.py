@@ -1,0 +1,140 @@
+"""Parse FT.SEARCH and FT.INFO replies of valkey-search and RediSearch, RESP2 and RESP3."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_memory.core.replies import integer, pairs, text
+from agent_memory.errors import OperationTimeoutError, ReplyParseError
+
+
+@dataclass(frozen=True, slots=True)
+class SearchDocument:
+    """One document of a search reply: its key and the returned fields (raw values)."""
+
+    key: str
+    fields: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchReply:
+    total: int
+    documents: tuple[SearchDocument, ...]
+
+
+def _check_timeout(reply: Any) -> None:
+    # valkey-search 1.0 answers a timeout with a simple string, not an error.
+    if isinstance(reply, (str, bytes)) and text(reply).lower().startswith("request timed out"):
+        raise OperationTimeoutError("FT.SEARCH timed out on the server")
+
+
+def _parse_map_shape(reply: Mapping[Any, Any]) -> SearchReply:
+    top = pairs(reply)
+    if "results" not in top:
+        raise ReplyParseError(f"FT.SEARCH map reply without 'results' (keys: {sorted(top)})")
+    docs: list[SearchDocument] = []
+    results = top["results"] or []
+    if not isinstance(results, Sequence):
+        raise ReplyParseError("FT.SEARCH 'results' is not a list")
+    for entry in results:
+        item = pairs(entry)
+        key = text(item.get("id"))
+        attributes = item.get("extra_attributes") or item.get("values") or {}
+        fields = pairs(attributes) if attributes else {}
+        docs.append(SearchDocument(key, fields))
+    total = integer(top.get("total_results", len(docs)))
+    return SearchReply(total, tuple(docs))
+
+
+def _parse_array_shape(reply: Sequence[Any]) -> SearchReply:
+    if not reply:
+        raise ReplyParseError("FT.SEARCH reply is an empty array")
+    total = integer(reply[0])
+    docs: list[SearchDocument] = []
+    i = 1
+    while i < len(reply):
+        key = text(reply[i])
+        fields: Mapping[str, Any] = {}
+        if i + 1 < len(reply) and isinstance(reply[i + 1], (list, tuple, dict)):
+            fields = pairs(reply[i + 1])
+            i += 2
+        else:
+            i += 1  # NOCONTENT-style entry: key only
+        docs.append(SearchDocument(key, fields))
+    return SearchReply(total, tuple(docs))
+
+
+def parse_search_reply(reply: Any) -> SearchReply:
+    """Parse an ``FT.SEARCH`` reply of either server in either protocol.
+
+    Raises:
+        OperationTimeoutError: valkey-search 1.0 reported a timeout as a simple string.
+        ReplyParseError: the reply has no recognisable shape.
+    """
+    _check_timeout(reply)
+    if isinstance(reply, Mapping):
+        return _parse_map_shape(reply)
+    if isinstance(reply, (list, tuple)):
+        return _parse_array_shape(reply)
+    raise ReplyParseError(f"unexpected FT.SEARCH reply type {type(reply).__name__}")
+
+
+@dataclass(frozen=True, slots=True)
+class IndexInfo:
+    """What the library needs from ``FT.INFO``."""
+
+    num_docs: int
+    dim: int | None
+    metric: str | None
+    indexing: bool
+    failures: int
+
+
+def _flatten(value: Any) -> list[Any]:
+    """Walk nested lists/maps of FT.INFO and yield a flat key/value stream."""
+    out: list[Any] = []
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            out.append(k)
+            out.extend(_flatten(v) if isinstance(v, (list, tuple, Mapping)) else [v])
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            out.extend(_flatten(v) if isinstance(v, (list, tuple, Mapping)) else [v])
+    else:
+        out.append(value)
+    return out
+
+
+def _lookup(stream: list[Any], *names: str) -> Any:
+    wanted = {n.lower() for n in names}
+    for i in range(len(stream) - 1):
+        item = stream[i]
+        if isinstance(item, (str, bytes)) and text(item).lower() in wanted:
+            return stream[i + 1]
+    return None
+
+
+def parse_index_info(reply: Any) -> IndexInfo:
+    """Parse ``FT.INFO`` of valkey-search (``num_docs``, ``dimensions``, ``state``...) or
+    RediSearch (``num_docs``, ``attributes``, ``indexing``...).
+
+    Raises:
+        ReplyParseError: the reply has no document count.
+    """
+    stream = _flatten(reply)
+    docs = _lookup(stream, "num_docs")
+    if docs is None:
+        raise ReplyParseError("FT.INFO reply has no num_docs")
+    dim = _lookup(stream, "dimensions", "dim")
+    metric = _lookup(stream, "distance_metric", "distance metric")
+    indexing = _lookup(stream, "indexing", "backfill_in_progress")
+    failures = _lookup(stream, "hash_indexing_failures")
+    return IndexInfo(
+        num_docs=integer(docs),
+        dim=integer(dim) if dim is not None else None,
+        metric=text(metric).upper() if metric is not None else None,
+        indexing=bool(integer(indexing)) if indexing is not None else False,
+        failures=integer(failures) if failures is not None else 0,
+    )

@@ -1,0 +1,61 @@
+"""Shared state of one memory store, read by its operations."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.search.dialect import Dialect
+from agent_memory.store.layout import Keys
+from agent_memory.store.types import RecallWeights
+
+if TYPE_CHECKING:
+    from agent_memory.backends.base import Backend
+
+logger = logging.getLogger("agent_memory.store")
+
+Clock = Callable[[], float]
+
+
+def system_clock() -> float:
+    """Wall-clock seconds since the epoch (the default clock)."""
+    return time.time()
+
+
+@dataclass(slots=True)
+class LiveConfig:
+    """Settings that ``{name}:__mem_config`` may change while the store runs."""
+
+    threshold: float
+    weights: RecallWeights
+    half_life_seconds: float
+    max_items_per_scope: int | None
+
+
+@dataclass(slots=True)
+class StoreContext:
+    """Everything an operation needs to know about its store (no client)."""
+
+    keys: Keys
+    embed: Callable[[str], Any]
+    embed_many: Callable[[list[str]], Any] | None
+    clock: Clock
+    config: LiveConfig
+    initial_config: LiveConfig
+    backend_choice: str
+    max_content_bytes: int
+    dim: int | None = None
+    dialect: Dialect | None = None
+    backend: Backend | None = None
+    near_miss_warned: bool = False
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def count(self, name: str, amount: int = 1) -> None:
+        """Count a process-local event (exported by the telemetry layer)."""
+        self.counters[name] = self.counters.get(name, 0) + amount

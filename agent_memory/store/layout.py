@@ -1,0 +1,120 @@
+"""Key and field layout of the memory store (compatible with the BetterDB ecosystem).
+
+Memories are hashes at ``{name}:mem:{id}`` indexed by ``{name}:mem:idx``. The fields the
+TypeScript library reads (``content``, ``vector``, ``importance``, ``created_at``,
+``last_accessed_at``, ``access_count``, ``tags``, ``threadId``, ``agentId``,
+``namespace``, ``source``, ``subject``, ``date``) keep their meaning; indexed scope and
+tag fields hold tokens (see :mod:`agent_memory.search.encoding`), identical to the raw
+value for plain ASCII alphanumerics. Our extra fields keep the exact raw values.
+
+Bookkeeping keys live outside the index prefix so the index never sees them:
+``{name}:__mem_reg:{ns}`` (ids of a namespace, scored by expiry),
+``{name}:__mem_scope:{digest}`` (ids of one exact scope, for capacity),
+``{name}:__mem_epoch:{ns}`` (bumped when stored vectors or filters change),
+``{name}:__mem_meta`` (store identity), ``{name}:__mem_stats``, ``{name}:__mem_config``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+# Hash fields shared with the TypeScript library.
+F_CONTENT = "content"
+F_VECTOR = "vector"
+F_IMPORTANCE = "importance"
+F_CREATED = "created_at"
+F_ACCESSED = "last_accessed_at"
+F_ACCESS_COUNT = "access_count"
+F_TAGS = "tags"
+F_THREAD = "threadId"
+F_AGENT = "agentId"
+F_NAMESPACE = "namespace"
+F_SOURCE = "source"
+F_SUBJECT = "subject"
+F_DATE = "date"
+# Our own fields.
+F_ID = "id"
+F_SESSION = "session"
+F_SCOPE_RAW = "scope_json"
+F_TAGS_RAW = "tags_json"
+F_EXPIRES = "expires_at"
+F_METADATA = "metadata_json"
+
+TAG_SEPARATOR = ","
+SCHEMA_VERSION = 1
+DISTANCE_ALIAS = "__dist"
+
+# Fields a recall reads back (never the vector blob).
+ITEM_FIELDS: tuple[str, ...] = (
+    F_ID,
+    F_CONTENT,
+    F_IMPORTANCE,
+    F_CREATED,
+    F_ACCESSED,
+    F_ACCESS_COUNT,
+    F_TAGS,
+    F_THREAD,
+    F_AGENT,
+    F_NAMESPACE,
+    F_SOURCE,
+    F_SUBJECT,
+    F_DATE,
+    F_SESSION,
+    F_SCOPE_RAW,
+    F_TAGS_RAW,
+    F_EXPIRES,
+    F_METADATA,
+)
+
+# Fields the portable backend needs to filter and rank without the content.
+FILTER_FIELDS: tuple[str, ...] = (F_AGENT, F_THREAD, F_SESSION, F_TAGS, F_SOURCE)
+
+
+class Keys:
+    """Every key of one store, derived from its ``name``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def prefix(self) -> str:
+        return f"{self.name}:mem:"
+
+    @property
+    def index(self) -> str:
+        return f"{self.name}:mem:idx"
+
+    def memory(self, memory_id: str) -> str:
+        return f"{self.name}:mem:{memory_id}"
+
+    def id_of(self, key: str) -> str:
+        return key[len(self.prefix) :] if key.startswith(self.prefix) else key
+
+    def registry(self, namespace_token: str) -> str:
+        return f"{self.name}:__mem_reg:{namespace_token}"
+
+    def scope_bucket(self, bucket: str) -> str:
+        return f"{self.name}:__mem_scope:{bucket}"
+
+    def epoch(self, namespace_token: str) -> str:
+        return f"{self.name}:__mem_epoch:{namespace_token}"
+
+    @property
+    def meta(self) -> str:
+        return f"{self.name}:__mem_meta"
+
+    @property
+    def stats(self) -> str:
+        return f"{self.name}:__mem_stats"
+
+    @property
+    def config(self) -> str:
+        return f"{self.name}:__mem_config"
+
+
+def bucket_digest(namespace: str, agent: str, thread: str, session: str) -> str:
+    """Digest naming one exact scope (the unit of ``max_items_per_scope``)."""
+    joined = "\x1f".join((namespace, agent, thread, session)).encode("utf-8")
+    return hashlib.blake2b(joined, digest_size=16).hexdigest()

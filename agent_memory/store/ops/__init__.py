@@ -1,0 +1,1 @@
+"""Operations of the memory store: generators of effects, one per public method."""

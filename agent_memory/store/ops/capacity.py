@@ -1,0 +1,79 @@
+"""``max_items_per_scope``: exact eviction of the lowest-ranked memories of a scope."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_memory.core.effects import Command, Operation, command, execute_batch
+from agent_memory.core.replies import integer, number, text
+from agent_memory.errors import AgentMemoryError
+from agent_memory.store import layout as L
+from agent_memory.store.context import StoreContext
+from agent_memory.store.scoring import eviction_order
+
+
+def _raise_errors(replies: Sequence[object]) -> None:
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+
+
+def evict_over_capacity(
+    ctx: StoreContext, namespace_token: str, bucket: str, cap: int
+) -> Operation[int]:
+    """Evict from one scope bucket until at most ``cap`` live memories remain.
+
+    Reads every member of the bucket (no ceiling on its size), drops members whose
+    memory expired or was deleted, ranks the rest by importance + recency with the
+    store's weights and deletes the lowest. Returns how many were evicted.
+    """
+    bucket_key = ctx.keys.scope_bucket(bucket)
+    reply = yield from execute_batch([command("ZRANGE", bucket_key, "0", "-1")])
+    _raise_errors(reply)
+    ids = [text(x) for x in reply[0] or []]
+    if len(ids) <= cap:
+        return 0
+    fetched = yield from execute_batch(
+        [
+            Command(("HMGET", ctx.keys.memory(m), L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED))
+            for m in ids
+        ]
+    )
+    _raise_errors(fetched)
+    live, importance, touched, gone = [], [], [], []
+    for memory_id, values in zip(ids, fetched, strict=True):
+        if not values or values[0] is None:
+            gone.append(memory_id)
+            continue
+        live.append(memory_id)
+        importance.append(number(values[0]))
+        created = integer(values[1]) if values[1] is not None else 0
+        accessed = integer(values[2]) if values[2] is not None else created
+        touched.append(max(created, accessed))
+    excess = len(live) - cap
+    victims = (
+        eviction_order(
+            live,
+            importance,
+            touched,
+            now_ms=ctx.now_ms(),
+            weights=ctx.config.weights,
+            half_life_seconds=ctx.config.half_life_seconds,
+        )[:excess]
+        if excess > 0
+        else []
+    )
+    cleanup = [*gone, *victims]
+    if not cleanup:
+        return 0
+    commands = [
+        command("ZREM", bucket_key, *cleanup),
+        command("ZREM", ctx.keys.registry(namespace_token), *cleanup),
+        *(command("DEL", ctx.keys.memory(v)) for v in victims),
+    ]
+    if victims:
+        commands.append(command("HINCRBY", ctx.keys.stats, "evictions", str(len(victims))))
+    replies = yield from execute_batch(commands)
+    _raise_errors(replies)
+    ctx.count("evictions", len(victims))
+    return len(victims)

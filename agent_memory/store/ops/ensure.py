@@ -1,0 +1,106 @@
+"""``ensure_index``: detect the server, pick the backend, check the store identity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_memory.backends.ft import FtBackend
+from agent_memory.backends.portable import PortableBackend
+from agent_memory.core.effects import Operation, call, command, execute_batch
+from agent_memory.core.replies import integer, pairs, text
+from agent_memory.errors import AgentMemoryError, CapabilityError, IndexMismatchError
+from agent_memory.search.dialect import Dialect, detect_dialect
+from agent_memory.store.context import StoreContext
+from agent_memory.store.layout import SCHEMA_VERSION
+from agent_memory.store.validation import unit_vector
+
+_PROBE_TEXT = "agent-memory dimension probe"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """What :meth:`MemoryStore.ensure_index` found or created.
+
+    Attributes:
+        backend: ``"ft"``, ``"portable"`` or ``"inprocess"``.
+        dialect: the detected search dialect (``family == "none"`` without a module).
+        dim: the embedding dimension of the store.
+        created: the index (or store identity) was created by this call.
+    """
+
+    backend: str
+    dialect: Dialect
+    dim: int
+    created: bool
+
+
+def _discover_dim(ctx: StoreContext) -> Operation[int]:
+    declared = getattr(ctx.embed, "dim", None)
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
+        return declared
+    try:
+        vector = yield from call(ctx.embed, _PROBE_TEXT, what="embed")
+    except AgentMemoryError:
+        raise
+    except Exception as exc:
+        raise CapabilityError(f"the embedder failed on a probe text: {exc}") from exc
+    return int(unit_vector(vector, None, field="embedding").size)
+
+
+def _check_identity(ctx: StoreContext, dim: int) -> Operation[bool]:
+    """Record (or verify) schema version and width in ``{name}:__mem_meta``."""
+    meta_key = ctx.keys.meta
+    replies = yield from execute_batch(
+        [
+            command("HSETNX", meta_key, "dim", str(dim)),
+            command("HSETNX", meta_key, "schema_version", str(SCHEMA_VERSION)),
+            command("HSETNX", meta_key, "metric", "COSINE"),
+            command("HGETALL", meta_key),
+        ]
+    )
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+    meta = {k: text(v) for k, v in pairs(replies[3]).items()}
+    stored_dim = integer(meta.get("dim", dim))
+    if stored_dim != dim:
+        raise IndexMismatchError(
+            f"store {ctx.keys.name!r} holds {stored_dim}-dimensional vectors but the "
+            f"embedder produces {dim}; mixing vector spaces would make recall meaningless"
+        )
+    stored_version = integer(meta.get("schema_version", SCHEMA_VERSION))
+    if stored_version > SCHEMA_VERSION:
+        raise IndexMismatchError(
+            f"store {ctx.keys.name!r} was written with schema version {stored_version}, "
+            f"newer than this library's {SCHEMA_VERSION}; upgrade agent-memory"
+        )
+    return bool(integer(replies[0]))
+
+
+def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
+    """Operation behind ``ensure_index()`` (idempotent)."""
+    dialect = yield from detect_dialect()
+    dim = yield from _discover_dim(ctx)
+    ctx.dim = dim
+    choice = ctx.backend_choice
+    if choice == "auto":
+        choice = "ft" if dialect.has_search else "portable"
+    if choice == "ft" and not dialect.has_search:
+        raise CapabilityError(
+            "backend='ft' needs a search module (valkey-search or RediSearch) but the "
+            "server has none; use backend='auto' or 'portable'"
+        )
+    created = yield from _check_identity(ctx, dim)
+    backend = ctx.backend
+    if backend is None or backend.name != choice:
+        backend = FtBackend() if choice == "ft" else PortableBackend()
+    created_index = yield from backend.prepare(ctx)
+    ctx.backend = backend
+    ctx.dialect = dialect
+    return IndexStatus(backend=choice, dialect=dialect, dim=dim, created=created or created_index)
+
+
+def ensure_ready(ctx: StoreContext) -> Operation[None]:
+    """Run :func:`ensure_index` once, lazily, before the first operation that needs it."""
+    if ctx.backend is None or ctx.dim is None:
+        yield from ensure_index(ctx)

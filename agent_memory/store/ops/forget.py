@@ -1,0 +1,67 @@
+"""``forget`` / ``forget_by_scope``: delete memories and their bookkeeping."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
+from agent_memory.core.replies import integer, optional_text
+from agent_memory.errors import AgentMemoryError
+from agent_memory.store import layout as L
+from agent_memory.store.context import StoreContext
+from agent_memory.store.filters import MemoryFilter
+from agent_memory.store.ops.read import matching_ids
+from agent_memory.store.validation import check_id
+
+_LOCATION_FIELDS = (L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_SESSION)
+_CHUNK = 500
+
+
+def _bucket_of(values: Sequence[object]) -> tuple[str, str] | None:
+    ns, agent, thread, session = (optional_text(v) for v in values)
+    if ns is None:
+        return None
+    return ns, L.bucket_digest(ns, agent or "", thread or "", session or "")
+
+
+def delete_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[int]:
+    """Delete memories by id with their registry and bucket entries; returns how many."""
+    deleted = 0
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        located = yield from execute_batch(
+            [Command(("HMGET", ctx.keys.memory(m), *_LOCATION_FIELDS)) for m in chunk]
+        )
+        commands: list[Command] = []
+        for memory_id, values in zip(chunk, located, strict=True):
+            if isinstance(values, AgentMemoryError):
+                raise values
+            commands.append(command("DEL", ctx.keys.memory(memory_id)))
+            where = _bucket_of(values or [None] * 4)
+            if where is not None:
+                ns, bucket = where
+                commands.append(command("ZREM", ctx.keys.registry(ns), memory_id))
+                commands.append(command("ZREM", ctx.keys.scope_bucket(bucket), memory_id))
+        replies = yield from execute_batch(commands)
+        for cmd, reply in zip(commands, replies, strict=True):
+            if isinstance(reply, AgentMemoryError):
+                raise reply
+            if cmd.name == "DEL":
+                deleted += integer(reply)
+    if deleted:
+        yield from execute("HINCRBY", ctx.keys.stats, "forgets", str(deleted))
+    return deleted
+
+
+def forget(ctx: StoreContext, memory_id: str) -> Operation[bool]:
+    """Delete one memory; ``False`` when it did not exist."""
+    check_id(memory_id)
+    deleted = yield from delete_ids(ctx, [memory_id])
+    return deleted > 0
+
+
+def forget_matching(ctx: StoreContext, flt: MemoryFilter) -> Operation[int]:
+    """Delete every memory of the filter's namespace that matches it."""
+    matched = yield from matching_ids(ctx, flt, include_expired=True)
+    deleted = yield from delete_ids(ctx, [memory_id for memory_id, _ in matched])
+    return deleted

@@ -1,0 +1,136 @@
+"""``get`` / ``list`` / ``stats``: reads that never touch the vector blob."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
+from agent_memory.core.replies import integer, pairs, text
+from agent_memory.errors import AgentMemoryError, ReplyParseError
+from agent_memory.store import layout as L
+from agent_memory.store.context import StoreContext
+from agent_memory.store.filters import MemoryFilter
+from agent_memory.store.records import parse_item
+from agent_memory.store.types import ListResult, MemoryItem
+from agent_memory.store.validation import check_id
+
+logger = logging.getLogger("agent_memory.store")
+
+_CHUNK = 2000
+_SCAN_FIELDS = (L.F_CREATED, *L.FILTER_FIELDS)
+
+
+def fields_of(values: Sequence[Any] | None, names: Sequence[str] = L.ITEM_FIELDS) -> dict[str, Any]:
+    """Zip an HMGET reply with its field names, dropping missing fields."""
+    return {n: v for n, v in zip(names, values or [], strict=False) if v is not None}
+
+
+def is_expired(fields: dict[str, Any], now_ms: int) -> bool:
+    expires = fields.get(L.F_EXPIRES)
+    return expires is not None and integer(expires) <= now_ms
+
+
+def item_or_none(ctx: StoreContext, memory_id: str, fields: dict[str, Any]) -> MemoryItem | None:
+    """Parse a memory, or ``None`` when it is missing, expired or corrupt (logged, counted)."""
+    if L.F_CONTENT not in fields or is_expired(fields, ctx.now_ms()):
+        return None
+    try:
+        return parse_item(memory_id, fields)
+    except ReplyParseError as exc:
+        logger.warning("memory %s of store %s is unreadable: %s", memory_id, ctx.keys.name, exc)
+        ctx.count("corrupt_records")
+        return None
+
+
+def get(ctx: StoreContext, memory_id: str) -> Operation[MemoryItem | None]:
+    """One memory by id, or ``None`` when there is none (or it expired)."""
+    check_id(memory_id)
+    values = yield from execute("HMGET", ctx.keys.memory(memory_id), *L.ITEM_FIELDS)
+    return item_or_none(ctx, memory_id, fields_of(values))
+
+
+def matching_ids(
+    ctx: StoreContext, flt: MemoryFilter, *, include_expired: bool = False
+) -> Operation[list[tuple[str, int]]]:
+    """``(id, created_at)`` of every memory of the filter's namespace that matches it.
+
+    Walks the namespace registry (exact, whatever its size) and reads only the filter
+    tokens of each memory, in pipelined chunks.
+    """
+    registry = ctx.keys.registry(flt.namespace)
+    low = "-inf" if include_expired else f"({ctx.now_ms()}"
+    reply = yield from execute("ZRANGEBYSCORE", registry, low, "+inf")
+    ids = [text(x) for x in reply or []]
+    out: list[tuple[str, int]] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        fetched = yield from execute_batch(
+            [Command(("HMGET", ctx.keys.memory(m), *_SCAN_FIELDS)) for m in chunk]
+        )
+        for memory_id, values in zip(chunk, fetched, strict=True):
+            if isinstance(values, AgentMemoryError):
+                raise values
+            fields = fields_of(values, _SCAN_FIELDS)
+            if L.F_CREATED not in fields:
+                continue
+            tokens = {k: text(v) for k, v in fields.items() if k != L.F_CREATED}
+            if flt.matches(tokens):
+                out.append((memory_id, integer(fields[L.F_CREATED])))
+    return out
+
+
+def list_items(
+    ctx: StoreContext, flt: MemoryFilter, *, limit: int, offset: int
+) -> Operation[ListResult]:
+    """A page of matching memories, newest first, and the total that match."""
+    matched = yield from matching_ids(ctx, flt)
+    matched.sort(key=lambda pair: (-pair[1], pair[0]))
+    page = [memory_id for memory_id, _ in matched[offset : offset + limit]]
+    fetched = yield from execute_batch(
+        [Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in page]
+    )
+    items = []
+    for memory_id, values in zip(page, fetched, strict=True):
+        if isinstance(values, AgentMemoryError):
+            raise values
+        item = item_or_none(ctx, memory_id, fields_of(values))
+        if item is not None:
+            items.append(item)
+    return ListResult(tuple(items), len(matched))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStats:
+    """Counters of a store, as Monitor reads them.
+
+    Attributes:
+        items: memories currently stored (all namespaces, unexpired).
+        evictions: memories evicted by ``max_items_per_scope`` (all processes).
+        counters: every field of ``{name}:__mem_stats`` as integers.
+        backend: the backend in use.
+    """
+
+    items: int
+    evictions: int
+    counters: dict[str, int]
+    backend: str
+
+
+def stats(ctx: StoreContext) -> Operation[MemoryStats]:
+    """Item count from every namespace registry, counters from ``{name}:__mem_stats``."""
+    registries = yield from scan_keys(f"{ctx.keys.name}:__mem_reg:*")
+    now = ctx.now_ms()
+    commands = [command("HGETALL", ctx.keys.stats)] + [
+        command("ZCOUNT", text(key), f"({now}", "+inf") for key in registries
+    ]
+    replies = yield from execute_batch(commands)
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+    counters = {k: integer(v) for k, v in pairs(replies[0]).items()}
+    items = sum(integer(r) for r in replies[1:])
+    backend = ctx.backend.name if ctx.backend is not None else "unknown"
+    return MemoryStats(items, counters.get("evictions", 0), counters, backend)

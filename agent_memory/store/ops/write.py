@@ -1,0 +1,212 @@
+"""``remember`` / ``remember_many`` / ``update``: validated, embedded, pipelined writes."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
+from agent_memory.core.replies import integer, text
+from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
+from agent_memory.search.encoding import encode_value
+from agent_memory.store import layout as L
+from agent_memory.store import scripts
+from agent_memory.store.context import StoreContext
+from agent_memory.store.ops.capacity import evict_over_capacity
+from agent_memory.store.ops.embedding import embed_one, embed_texts
+from agent_memory.store.ops.ensure import ensure_ready
+from agent_memory.store.records import NewMemory, parse_item, record_fields, vector_blob
+from agent_memory.store.types import Durability, MemoryItem, Scope
+from agent_memory.store.validation import (
+    check_id,
+    check_importance,
+    check_metadata,
+    check_optional_text,
+    check_tags,
+    check_text,
+    check_ttl,
+)
+
+_WRITE_CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryInput:
+    """One memory for :meth:`MemoryStore.remember_many` (same fields as ``remember``)."""
+
+    content: str
+    importance: float = 0.5
+    tags: Sequence[str] = ()
+    ttl: float | None = None
+    scope: Scope | None = None
+    source: str | None = None
+    subject: str | None = None
+    date: str | None = None
+    metadata: Mapping[str, Any] | None = None
+    durability: Durability = "shared"
+    id: str | None = field(default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Validated:
+    content: str
+    importance: float
+    tags: tuple[str, ...]
+    ttl: float | None
+    scope: Scope
+    durability: Durability
+    source: str | None
+    subject: str | None
+    date: str | None
+    metadata_json: str | None
+    id: str
+
+
+def validate_input(item: MemoryInput, max_content_bytes: int) -> _Validated:
+    """Check every field of a memory before anything is embedded or written."""
+    scope = item.scope if item.scope is not None else Scope()
+    if not isinstance(scope, Scope):
+        raise InvalidInputError("scope must be a Scope or None", field="scope")
+    if item.durability not in ("shared", "session"):
+        raise InvalidInputError(
+            f"durability must be 'shared' or 'session', got {item.durability!r}", field="durability"
+        )
+    if item.durability == "session" and scope.session_id is None:
+        raise InvalidInputError("durability='session' needs scope.session_id", field="durability")
+    return _Validated(
+        content=check_text(item.content, field="content", max_bytes=max_content_bytes),
+        importance=check_importance(item.importance),
+        tags=check_tags(item.tags),
+        ttl=check_ttl(item.ttl),
+        scope=scope,
+        durability=item.durability,
+        source=check_optional_text(item.source, field="source", max_bytes=256),
+        subject=check_optional_text(item.subject, field="subject", max_bytes=1024),
+        date=check_optional_text(item.date, field="date", max_bytes=64),
+        metadata_json=check_metadata(item.metadata),
+        id=check_id(item.id) if item.id is not None else uuid.uuid4().hex,
+    )
+
+
+def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> list[Command]:
+    key = ctx.keys.memory(memory.id)
+    fields = record_fields(memory)
+    if ttl is None:
+        write = Command(("HSET", key, *fields))
+    else:
+        ttl_ms = max(1, math.ceil(ttl * 1000))
+        write = Command(("EVAL", scripts.WRITE_WITH_TTL, "1", key, str(ttl_ms), *fields))
+    expiry = str(memory.expires_at) if memory.expires_at is not None else "+inf"
+    return [
+        write,
+        command("ZADD", ctx.keys.registry(memory.namespace_token), expiry, memory.id),
+        command("ZADD", ctx.keys.scope_bucket(memory.bucket), str(memory.created_at), memory.id),
+    ]
+
+
+def remember_many(ctx: StoreContext, inputs: Sequence[MemoryInput]) -> Operation[list[str]]:
+    """Validate all, embed in one batch, write in pipelined chunks, then enforce caps."""
+    validated = [validate_input(i, ctx.max_content_bytes) for i in inputs]
+    if not validated:
+        return []
+    yield from ensure_ready(ctx)
+    vectors = yield from embed_texts(ctx, [v.content for v in validated])
+    now = ctx.now_ms()
+    memories: list[tuple[NewMemory, float | None]] = []
+    for v, vector in zip(validated, vectors, strict=True):
+        expires = now + math.ceil(v.ttl * 1000) if v.ttl is not None else None
+        memory = NewMemory(
+            id=v.id, content=v.content, vector=vector, importance=v.importance, tags=v.tags,
+            scope=v.scope, durability=v.durability, created_at=now, expires_at=expires,
+            source=v.source, subject=v.subject, date=v.date, metadata_json=v.metadata_json,
+        )  # fmt: skip
+        memories.append((memory, v.ttl))
+    yield from _write(ctx, memories)
+    return [m.id for m, _ in memories]
+
+
+def _write(
+    ctx: StoreContext, memories: Sequence[tuple[NewMemory, float | None]]
+) -> Operation[None]:
+    cap = ctx.config.max_items_per_scope
+    buckets: dict[str, str] = {}
+    for start in range(0, len(memories), _WRITE_CHUNK):
+        chunk = memories[start : start + _WRITE_CHUNK]
+        commands = [c for memory, ttl in chunk for c in _write_commands(ctx, memory, ttl)]
+        commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(chunk))))
+        replies = yield from execute_batch(commands)
+        for reply in replies:
+            if isinstance(reply, AgentMemoryError):
+                raise reply
+        for memory, _ in chunk:
+            buckets[memory.bucket] = memory.namespace_token
+    if cap is not None:
+        for bucket, ns in buckets.items():
+            yield from evict_over_capacity(ctx, ns, bucket, cap)
+
+
+def update(
+    ctx: StoreContext,
+    memory_id: str,
+    *,
+    content: str | None,
+    importance: float | None,
+    tags: Sequence[str] | None,
+    ttl: float | None,
+) -> Operation[MemoryItem]:
+    """Change fields of an existing memory; re-embeds when the content changes.
+
+    Raises:
+        NotFoundError: no memory with that id (or it expired / was forgotten meanwhile).
+        InvalidInputError: a bad value; nothing was changed.
+    """
+    check_id(memory_id)
+    new_content = (
+        check_text(content, field="content", max_bytes=ctx.max_content_bytes)
+        if content is not None
+        else None
+    )
+    new_importance = check_importance(importance) if importance is not None else None
+    new_tags = check_tags(tags) if tags is not None else None
+    new_ttl = check_ttl(ttl)
+    yield from ensure_ready(ctx)
+    key = ctx.keys.memory(memory_id)
+    current = yield from execute("HMGET", key, *L.ITEM_FIELDS)
+    fields = {n: v for n, v in zip(L.ITEM_FIELDS, current or [], strict=False) if v is not None}
+    if L.F_CONTENT not in fields:
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+    item = parse_item(memory_id, fields)
+    changes: list[str | bytes] = []
+    if new_content is not None and new_content != item.content:
+        vector = yield from embed_one(ctx, new_content)
+        changes += [L.F_CONTENT, new_content, L.F_VECTOR, vector_blob(vector)]
+    if new_importance is not None:
+        changes += [L.F_IMPORTANCE, repr(new_importance)]
+    if new_tags is not None:
+        changes += [L.F_TAGS_RAW, json.dumps(list(new_tags), ensure_ascii=False)]
+        changes += [L.F_TAGS, L.TAG_SEPARATOR.join(encode_value(t) for t in new_tags)]
+    ttl_ms = max(1, math.ceil(new_ttl * 1000)) if new_ttl is not None else 0
+    expires = ctx.now_ms() + ttl_ms if new_ttl is not None else None
+    if expires is not None:
+        changes += [L.F_EXPIRES, str(expires)]
+    ns_token = text(fields[L.F_NAMESPACE])
+    commands = [Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, str(ttl_ms), *changes))]
+    if expires is not None:
+        commands.append(command("ZADD", ctx.keys.registry(ns_token), "XX", str(expires), memory_id))
+    if new_tags is not None or new_content is not None:
+        commands.append(command("INCR", ctx.keys.epoch(ns_token)))
+    replies = yield from execute_batch(commands)
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+    if not integer(replies[0]):
+        raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")
+    refreshed = yield from execute("HMGET", key, *L.ITEM_FIELDS)
+    fields = {n: v for n, v in zip(L.ITEM_FIELDS, refreshed or [], strict=False) if v is not None}
+    if L.F_CONTENT not in fields:
+        raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")
+    return parse_item(memory_id, fields)

@@ -1,0 +1,169 @@
+"""Turn a memory into hash fields and hash fields back into a :class:`MemoryItem` (pure)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from agent_memory.core.replies import integer, number, optional_text, text
+from agent_memory.errors import ReplyParseError
+from agent_memory.search.encoding import encode_value, namespace_token, session_token
+from agent_memory.store import layout as L
+from agent_memory.store.types import Durability, MemoryItem, Scope
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A validated memory about to be written."""
+
+    id: str
+    content: str
+    vector: NDArray[np.float32]
+    importance: float
+    tags: tuple[str, ...]
+    scope: Scope
+    durability: Durability
+    created_at: int
+    expires_at: int | None
+    source: str | None = None
+    subject: str | None = None
+    date: str | None = None
+    metadata_json: str | None = None
+
+    @property
+    def namespace_token(self) -> str:
+        return namespace_token(self.scope.namespace)
+
+    @property
+    def session_token(self) -> str:
+        return session_token(self.scope.session_id if self.durability == "session" else None)
+
+    @property
+    def bucket(self) -> str:
+        """The exact-scope bucket this memory counts against for capacity."""
+        return L.bucket_digest(
+            self.namespace_token,
+            encode_value(self.scope.agent_id) if self.scope.agent_id else "",
+            encode_value(self.scope.thread_id) if self.scope.thread_id else "",
+            self.session_token,
+        )
+
+
+def vector_blob(vector: NDArray[np.float32]) -> bytes:
+    """FLOAT32 little-endian bytes, the layout of the index's VECTOR field."""
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def blob_vector(blob: bytes, dim: int | None = None) -> NDArray[np.float32]:
+    """Inverse of :func:`vector_blob`."""
+    if len(blob) % 4 or (dim is not None and len(blob) != 4 * dim):
+        raise ReplyParseError(f"stored vector has {len(blob)} bytes, expected {4 * (dim or 0)}")
+    return np.frombuffer(blob, dtype="<f4")
+
+
+def scope_json(scope: Scope) -> str:
+    raw = {
+        "namespace": scope.namespace,
+        "agent_id": scope.agent_id,
+        "thread_id": scope.thread_id,
+        "session_id": scope.session_id,
+    }
+    return json.dumps({k: v for k, v in raw.items() if v is not None}, ensure_ascii=False)
+
+
+def record_fields(memory: NewMemory) -> list[str | bytes]:
+    """Flat ``field, value, ...`` list for HSET."""
+    scope = memory.scope
+    created = str(memory.created_at)
+    fields: list[str | bytes] = [
+        L.F_ID, memory.id,
+        L.F_CONTENT, memory.content,
+        L.F_VECTOR, vector_blob(memory.vector),
+        L.F_IMPORTANCE, repr(memory.importance),
+        L.F_CREATED, created,
+        L.F_ACCESSED, created,
+        L.F_ACCESS_COUNT, "0",
+        L.F_NAMESPACE, memory.namespace_token,
+        L.F_SESSION, memory.session_token,
+        L.F_SCOPE_RAW, scope_json(scope),
+        L.F_TAGS_RAW, json.dumps(list(memory.tags), ensure_ascii=False),
+    ]  # fmt: skip
+    if memory.tags:
+        fields += [L.F_TAGS, L.TAG_SEPARATOR.join(encode_value(t) for t in memory.tags)]
+    if scope.agent_id is not None:
+        fields += [L.F_AGENT, encode_value(scope.agent_id)]
+    if scope.thread_id is not None:
+        fields += [L.F_THREAD, encode_value(scope.thread_id)]
+    for name, value in (
+        (L.F_SOURCE, memory.source),
+        (L.F_SUBJECT, memory.subject),
+        (L.F_DATE, memory.date),
+        (L.F_METADATA, memory.metadata_json),
+    ):
+        if value is not None:
+            fields += [name, value]
+    if memory.expires_at is not None:
+        fields += [L.F_EXPIRES, str(memory.expires_at)]
+    return fields
+
+
+def _json(value: Any, default: Any) -> Any:
+    if value is None:
+        return default
+    try:
+        return json.loads(text(value))
+    except ValueError as exc:
+        raise ReplyParseError(f"stored JSON field is corrupt: {exc}") from exc
+
+
+def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
+    """Build a :class:`MemoryItem` from hash fields (ours, or the TypeScript library's).
+
+    Raises:
+        ReplyParseError: required fields are missing or corrupt.
+    """
+    if L.F_CONTENT not in fields:
+        raise ReplyParseError(f"memory {memory_id} has no content field")
+    raw_scope = _json(fields.get(L.F_SCOPE_RAW), None)
+    if isinstance(raw_scope, dict):
+        scope = Scope(**{k: v for k, v in raw_scope.items() if k in Scope.__dataclass_fields__})
+    else:  # written by another library: plain values
+        scope = Scope(
+            namespace=optional_text(fields.get(L.F_NAMESPACE)),
+            agent_id=optional_text(fields.get(L.F_AGENT)),
+            thread_id=optional_text(fields.get(L.F_THREAD)),
+        )
+    raw_tags = _json(fields.get(L.F_TAGS_RAW), None)
+    if isinstance(raw_tags, list):
+        tags = tuple(str(t) for t in raw_tags)
+    else:
+        joined = optional_text(fields.get(L.F_TAGS)) or ""
+        tags = tuple(t for t in joined.split(L.TAG_SEPARATOR) if t)
+    session = optional_text(fields.get(L.F_SESSION))
+    durability: Durability = (
+        "session" if session is not None and session != session_token(None) else "shared"
+    )
+    metadata = _json(fields.get(L.F_METADATA), {})
+    created = integer(fields.get(L.F_CREATED, 0))
+    expires = fields.get(L.F_EXPIRES)
+    return MemoryItem(
+        id=memory_id,
+        content=text(fields[L.F_CONTENT]),
+        importance=number(fields.get(L.F_IMPORTANCE, 0.5)),
+        tags=tags,
+        scope=scope,
+        created_at=created,
+        last_accessed_at=integer(fields.get(L.F_ACCESSED, created)),
+        access_count=integer(fields.get(L.F_ACCESS_COUNT, 0)),
+        durability=durability,
+        source=optional_text(fields.get(L.F_SOURCE)),
+        subject=optional_text(fields.get(L.F_SUBJECT)),
+        date=optional_text(fields.get(L.F_DATE)),
+        expires_at=integer(expires) if expires is not None else None,
+        metadata=metadata if isinstance(metadata, dict) else {},
+    )

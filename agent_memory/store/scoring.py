@@ -1,0 +1,119 @@
+"""Ranking of recall candidates and eviction order (pure functions).
+
+``score = w_sim * (1 - d/2) + w_rec * 2^(-age/half_life) + w_imp * importance`` with
+``age = now - max(created_at, last_accessed_at)``, the formula of the BetterDB TypeScript
+library. Only candidates with cosine distance ``d <= threshold`` are eligible: the
+threshold is a gate, the score only orders what passed it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from agent_memory.store.types import RecallWeights
+
+NEAR_MISS_FACTOR = 2.0
+
+
+def recency(age_ms: float, half_life_seconds: float) -> float:
+    """``2^(-age/half_life)``: 1 for a fresh memory, 0.5 after one half-life."""
+    return float(2.0 ** (-max(age_ms, 0.0) / 1000.0 / half_life_seconds))
+
+
+def composite_score(
+    distance: float,
+    importance: float,
+    last_touched_ms: int,
+    now_ms: int,
+    weights: RecallWeights,
+    half_life_seconds: float,
+) -> float:
+    """The ranking score of one candidate."""
+    return (
+        weights.similarity * (1.0 - distance / 2.0)
+        + weights.recency * recency(now_ms - last_touched_ms, half_life_seconds)
+        + weights.importance * importance
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A search candidate before ranking."""
+
+    id: str
+    distance: float
+    importance: float
+    last_touched_ms: int
+    payload: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    candidate: Candidate
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """Outcome of :func:`rank`."""
+
+    hits: tuple[Ranked, ...]
+    nearest_distance: float | None
+    near_miss: bool
+
+
+def rank(
+    candidates: Sequence[Candidate],
+    *,
+    k: int,
+    threshold: float,
+    weights: RecallWeights,
+    half_life_seconds: float,
+    now_ms: int,
+) -> Ranking:
+    """Gate by ``threshold``, score, sort (score desc, then distance, then id), cut to ``k``."""
+    nearest = min((c.distance for c in candidates), default=None)
+    passed = [c for c in candidates if c.distance <= threshold]
+    scored = [
+        Ranked(
+            c,
+            composite_score(
+                c.distance, c.importance, c.last_touched_ms, now_ms, weights, half_life_seconds
+            ),
+        )
+        for c in passed
+    ]
+    scored.sort(key=lambda r: (-r.score, r.candidate.distance, r.candidate.id))
+    near_miss = not scored and nearest is not None and nearest <= threshold * NEAR_MISS_FACTOR
+    return Ranking(tuple(scored[:k]), nearest, near_miss)
+
+
+def eviction_order(
+    ids: Sequence[str],
+    importance: Sequence[float],
+    last_touched_ms: Sequence[int],
+    *,
+    now_ms: int,
+    weights: RecallWeights,
+    half_life_seconds: float,
+) -> list[str]:
+    """Ids from the first to evict to the last: lowest importance + recency first."""
+    imp = np.asarray(importance, dtype=np.float64)
+    age_s = (now_ms - np.asarray(last_touched_ms, dtype=np.float64)).clip(min=0) / 1000.0
+    keep_value = weights.importance * imp + weights.recency * np.exp2(-age_s / half_life_seconds)
+    order = sorted(range(len(ids)), key=lambda i: (float(keep_value[i]), ids[i]))
+    return [ids[i] for i in order]
+
+
+def cosine_distances(
+    matrix: NDArray[np.float32], query: NDArray[np.float32]
+) -> NDArray[np.float64]:
+    """Cosine distance of each (unit-length) row to a unit-length query, clipped to [0, 2]."""
+    if matrix.size == 0:
+        return np.zeros(0, dtype=np.float64)
+    sims = matrix.astype(np.float64) @ query.astype(np.float64)
+    return np.clip(1.0 - sims, 0.0, 2.0)

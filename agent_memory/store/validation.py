@@ -1,0 +1,182 @@
+"""Validate user input before anything is written (pure; raises InvalidInputError)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from agent_memory.errors import InvalidInputError
+
+MAX_TAGS = 64
+MAX_TAG_CHARS = 256
+MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
+MAX_METADATA_BYTES = 64 * 1024
+_NAME = re.compile(r"[A-Za-z0-9_.\-:]{1,128}")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def check_name(name: object) -> str:
+    """Store names become key prefixes and index names: no hash tags, no spaces."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise InvalidInputError(
+            "name must be 1-128 characters of letters, digits, '_', '.', '-' or ':' "
+            f"(no braces, which would be a cluster hash tag); got {name!r}",
+            field="name",
+        )
+    return name
+
+
+def check_text(value: object, *, field: str, max_bytes: int) -> str:
+    """Non-empty valid Unicode text within ``max_bytes`` UTF-8 bytes."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be a str, got {type(value).__name__}", field=field)
+    if not value.strip():
+        raise InvalidInputError(f"{field} must not be empty or only whitespace", field=field)
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{field} is not valid Unicode (lone surrogate)", field=field
+        ) from exc
+    if size > max_bytes:
+        raise InvalidInputError(
+            f"{field} is {size} bytes of UTF-8, over the limit of {max_bytes}", field=field
+        )
+    if _CONTROL.search(value):
+        raise InvalidInputError(f"{field} contains control characters", field=field)
+    return value
+
+
+def check_optional_text(value: object, *, field: str, max_bytes: int = 1024) -> str | None:
+    return None if value is None else check_text(value, field=field, max_bytes=max_bytes)
+
+
+def check_importance(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(
+            f"importance must be a number in [0, 1], got {type(value).__name__}",
+            field="importance",
+        )
+    result = float(value)
+    if not math.isfinite(result) or not 0.0 <= result <= 1.0:
+        raise InvalidInputError(f"importance must be in [0, 1], got {value}", field="importance")
+    return result
+
+
+def check_ttl(value: object) -> float | None:
+    """TTL in seconds: ``None`` (no expiry) or a finite number in (0, 10 years]."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(
+            f"ttl must be a number of seconds or None, got {type(value).__name__}", field="ttl"
+        )
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0 or seconds > MAX_TTL_SECONDS:
+        raise InvalidInputError(
+            f"ttl must be > 0 and at most {MAX_TTL_SECONDS} seconds, got {value}", field="ttl"
+        )
+    return seconds
+
+
+def check_tags(tags: object) -> tuple[str, ...]:
+    """A list of distinct non-empty strings (order kept, duplicates dropped)."""
+    if tags is None:
+        return ()
+    if isinstance(tags, (str, bytes)) or not isinstance(tags, Iterable):
+        raise InvalidInputError("tags must be a list of strings", field="tags")
+    out: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str) or not tag or len(tag) > MAX_TAG_CHARS:
+            raise InvalidInputError(
+                f"each tag must be a non-empty str of at most {MAX_TAG_CHARS} characters, "
+                f"got {tag!r}",
+                field="tags",
+            )
+        try:
+            tag.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(f"tag {tag!r} is not valid Unicode", field="tags") from exc
+        if tag not in out:
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise InvalidInputError(f"at most {MAX_TAGS} tags per memory, got {len(out)}", field="tags")
+    return tuple(out)
+
+
+def check_metadata(metadata: object) -> str | None:
+    """JSON-serialisable mapping with string keys; returns its JSON text."""
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
+        raise InvalidInputError("metadata must be a mapping with str keys", field="metadata")
+    try:
+        encoded = json.dumps(metadata, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"metadata is not JSON-serialisable: {exc}", field="metadata"
+        ) from exc
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise InvalidInputError(
+            f"metadata is over {MAX_METADATA_BYTES} bytes as JSON", field="metadata"
+        )
+    return encoded
+
+
+def check_k(k: object, *, field: str = "k", maximum: int = 1000) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= maximum:
+        raise InvalidInputError(f"{field} must be an int in [1, {maximum}], got {k!r}", field=field)
+    return k
+
+
+def check_threshold(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError("threshold must be a number in [0, 2]", field="threshold")
+    result = float(value)
+    if not math.isfinite(result) or not 0.0 <= result <= 2.0:
+        raise InvalidInputError(
+            f"threshold is a cosine distance and must be in [0, 2], got {value}",
+            field="threshold",
+        )
+    return result
+
+
+def check_id(memory_id: object) -> str:
+    if not isinstance(memory_id, str) or not re.fullmatch(r"[A-Za-z0-9_\-]{1,128}", memory_id):
+        raise InvalidInputError(f"not a memory id: {memory_id!r}", field="id")
+    return memory_id
+
+
+def unit_vector(vector: Any, dim: int | None, *, field: str = "vector") -> NDArray[np.float32]:
+    """Validate an embedding and scale it to unit length (float32).
+
+    Raises:
+        InvalidInputError: not a flat sequence of finite numbers, wrong dimension, or
+            zero length.
+    """
+    if isinstance(vector, (str, bytes)) or not isinstance(vector, (Sequence, np.ndarray)):
+        raise InvalidInputError(
+            f"{field} must be a sequence of floats, got {type(vector).__name__}", field=field
+        )
+    try:
+        array = np.asarray(vector, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{field} contains non-numeric values", field=field) from exc
+    if array.ndim != 1 or array.size == 0:
+        raise InvalidInputError(f"{field} must be a flat, non-empty sequence", field=field)
+    if dim is not None and array.size != dim:
+        raise InvalidInputError(
+            f"{field} has {array.size} dimensions but the index has {dim}", field=field
+        )
+    if not np.all(np.isfinite(array)):
+        raise InvalidInputError(f"{field} contains NaN or infinite values", field=field)
+    norm = float(np.linalg.norm(array))
+    if norm == 0.0 or not math.isfinite(norm):
+        raise InvalidInputError(f"{field} has zero length; cannot compute cosine", field=field)
+    return (array / norm).astype(np.float32)

@@ -1,0 +1,332 @@
+"""OpenAICompatibleEmbedder against a local /v1/embeddings server started by the test."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agent_memory.embedders import OpenAICompatibleEmbedder
+from agent_memory.embedders._http import parse_response
+from agent_memory.embedders.base import is_unit
+from agent_memory.errors import (
+    InvalidInputError,
+    OperationTimeoutError,
+    ReplyParseError,
+    ServerResponseError,
+    ServerUnavailableError,
+)
+
+KEY = "sk-test-SECRET-0123456789"
+DIM = 8
+
+
+@dataclass
+class Behaviour:
+    status: int = 200
+    error_body: str = ""
+    delay: float = 0.0
+    body: bytes | None = None  # raw body instead of embeddings
+    dim: int = DIM
+    reverse: bool = False  # answer items in reverse order (with their index)
+    b64: bool = False
+    value: float | None = None  # fill every component with this value
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.behaviour = Behaviour()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                server.requests.append({"method": "GET", "path": self.path})
+                self.send_response(200)
+                self.end_headers()
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                payload = json.loads(self.rfile.read(length))
+                server.requests.append(
+                    {
+                        "method": "POST",
+                        "path": self.path,
+                        "headers": dict(self.headers),
+                        "json": payload,
+                    }
+                )
+                b = server.behaviour
+                if b.delay:
+                    time.sleep(b.delay)
+                if b.status != 200:
+                    self.send_response(b.status)
+                    for name, value in b.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(b.error_body.encode())
+                    return
+                body = b.body if b.body is not None else self.embeddings(payload["input"], b)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(body)  # the client may have given up (timeout test)
+
+            def embeddings(self, inputs: list[str], b: Behaviour) -> bytes:
+                items = []
+                for i, text in enumerate(inputs):
+                    rng = np.random.default_rng(abs(hash(text)) % 2**32)
+                    vec = rng.normal(size=b.dim) * 5.0  # not normalised on purpose
+                    if b.value is not None:
+                        vec = np.full(b.dim, b.value)
+                    emb: Any = (
+                        base64.b64encode(vec.astype("<f4").tobytes()).decode()
+                        if b.b64
+                        else vec.tolist()
+                    )
+                    items.append({"object": "embedding", "index": i, "embedding": emb})
+                if b.reverse:
+                    items.reverse()
+                return json.dumps({"object": "list", "data": items, "model": "m"}).encode()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def module_server() -> Iterator[FakeServer]:
+    srv = FakeServer()
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def server(module_server: FakeServer) -> FakeServer:
+    module_server.requests.clear()
+    module_server.behaviour = Behaviour()
+    return module_server
+
+
+def make(server: FakeServer, **kwargs: Any) -> OpenAICompatibleEmbedder:
+    kwargs.setdefault("api_key", KEY)
+    return OpenAICompatibleEmbedder(server.url, "text-embedding-test", **kwargs)
+
+
+def test_request_shape_and_normalised_vectors(server: FakeServer) -> None:
+    vec = make(server).embed("hello world")
+    assert len(vec) == DIM and is_unit(vec)
+    (req,) = server.requests
+    assert req["method"] == "POST" and req["path"] == "/v1/embeddings"
+    assert req["json"] == {"model": "text-embedding-test", "input": ["hello world"]}
+    assert req["headers"]["Authorization"] == f"Bearer {KEY}"
+    assert req["headers"]["Content-Type"] == "application/json"
+
+
+def test_no_authorization_header_without_key(server: FakeServer) -> None:
+    make(server, api_key=None).embed("x")
+    assert "Authorization" not in server.requests[0]["headers"]
+
+
+def test_batching_and_order(server: FakeServer) -> None:
+    emb = make(server, batch_size=2)
+    texts = [f"text {i}" for i in range(5)]
+    vectors = emb.embed_many(texts)
+    assert [r["json"]["input"] for r in server.requests] == [texts[0:2], texts[2:4], texts[4:]]
+    assert vectors == [emb.embed(t) for t in texts]
+    assert all(is_unit(v) for v in vectors)
+    server.requests.clear()
+    assert emb.embed_many([]) == []
+    assert server.requests == []
+
+
+def test_items_out_of_order_are_reordered(server: FakeServer) -> None:
+    emb = make(server)
+    expected = emb.embed_many(["a", "b", "c"])
+    server.behaviour.reverse = True
+    assert emb.embed_many(["a", "b", "c"]) == expected
+
+
+def test_base64_embeddings(server: FakeServer) -> None:
+    emb = make(server)
+    expected = emb.embed("abc")
+    server.behaviour.b64 = True
+    assert emb.embed("abc") == pytest.approx(expected, abs=1e-6)
+
+
+def test_dim_discovered_on_first_call(server: FakeServer) -> None:
+    emb = make(server)
+    assert "dim=None" in repr(emb)
+    assert emb.dim == DIM  # sends one probe
+    assert len(server.requests) == 1
+    assert emb.dim == DIM
+    assert len(server.requests) == 1
+    other = make(server)
+    other.embed("x")
+    assert other.dim == DIM and len(server.requests) == 2
+
+
+def test_wrong_dimension_non_finite_and_zero(server: FakeServer) -> None:
+    with pytest.raises(ServerResponseError, match="shape"):
+        make(server, dim=DIM + 1).embed("x")
+    server.behaviour.value = float("nan")
+    with pytest.raises(ServerResponseError, match="non-finite"):
+        make(server).embed("x")
+    server.behaviour.value = 0.0
+    with pytest.raises(ServerResponseError, match="zero"):
+        make(server).embed("x")
+
+
+@pytest.mark.parametrize(
+    ("status", "exc"),
+    [
+        (400, InvalidInputError),
+        (401, ServerResponseError),
+        (403, ServerResponseError),
+        (404, ServerResponseError),
+        (413, InvalidInputError),
+        (429, ServerUnavailableError),
+        (500, ServerResponseError),
+        (502, ServerUnavailableError),
+        (503, ServerUnavailableError),
+        (504, OperationTimeoutError),
+    ],
+)
+def test_error_statuses(server: FakeServer, status: int, exc: type[Exception]) -> None:
+    server.behaviour.status = status
+    server.behaviour.error_body = json.dumps(
+        {"error": {"message": f"Incorrect API key provided: {KEY}", "type": "x"}}
+    )
+    emb = make(server)
+    with pytest.raises(exc) as info:
+        emb.embed("x")
+    assert str(status) in str(info.value)
+    assert KEY not in str(info.value) and KEY not in repr(info.value)
+    assert "Incorrect API key provided: ***" in str(info.value)
+
+
+def test_redirect_is_not_followed(server: FakeServer) -> None:
+    server.behaviour.status = 307
+    server.behaviour.headers = {"Location": server.url + "/elsewhere"}
+    with pytest.raises(ServerResponseError, match="307"):
+        make(server).embed("x")
+    assert len(server.requests) == 1
+
+
+def test_timeout(server: FakeServer) -> None:
+    server.behaviour.delay = 1.0
+    with pytest.raises(OperationTimeoutError):
+        make(server, timeout=0.2).embed("x")
+
+
+def test_connection_refused() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    emb = OpenAICompatibleEmbedder(f"http://127.0.0.1:{port}/v1", "m", api_key=KEY)
+    with pytest.raises(ServerUnavailableError) as info:
+        emb.embed("x")
+    assert KEY not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[]",
+        b'{"data": 3}',
+        b'{"data": []}',
+        b'{"data": [{"embedding": "!!"}]}',
+        b'{"data": [{"index": 5, "embedding": [1.0]}]}',
+        b'{"data": [{"embedding": ["a"]}]}',
+    ],
+)
+def test_malformed_responses(server: FakeServer, body: bytes) -> None:
+    server.behaviour.body = body
+    with pytest.raises(ReplyParseError):
+        make(server).embed("x")
+
+
+def test_parse_response_without_index() -> None:
+    assert parse_response(b'{"data": [{"embedding": [1, 2]}, {"embedding": [3, 4]}]}', 2) == [
+        [1.0, 2.0],
+        [3.0, 4.0],
+    ]
+
+
+def test_repr_hides_key_and_id(server: FakeServer) -> None:
+    emb = make(server)
+    assert KEY not in repr(emb) and "***" in repr(emb)
+    assert emb.id == f"openai-compat:text-embedding-test@{server.url}"
+    assert make(server, embedder_id="mine").id == "mine"
+    assert (
+        OpenAICompatibleEmbedder(server.url + "/", "m").id
+        == OpenAICompatibleEmbedder(server.url, "m").id
+    )
+    with pytest.raises(AttributeError):
+        emb.__dict__  # noqa: B018 - slotted
+
+
+def test_full_endpoint_url_is_accepted(server: FakeServer) -> None:
+    OpenAICompatibleEmbedder(server.url + "/embeddings", "m").embed("x")
+    assert server.requests[0]["path"] == "/v1/embeddings"
+
+
+async def test_async_and_call(server: FakeServer) -> None:
+    emb = make(server)
+    assert await emb.aembed("x") == emb.embed("x") == emb("x")
+    assert await emb.aembed_many(["a", "b"]) == emb.embed_many(["a", "b"])
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (("ftp://h/v1", "m"), {}),
+        (("not a url", "m"), {}),
+        (("http://user:pw@h/v1", "m"), {}),
+        (("http://h/v1?key=1", "m"), {}),
+        (("http://h/v1", ""), {}),
+        (("http://h/v1", "m"), {"api_key": "a\r\nX-Injected: 1"}),
+        (("http://h/v1", "m"), {"api_key": ""}),
+        (("http://h/v1", "m"), {"timeout": 0}),
+        (("http://h/v1", "m"), {"timeout": float("inf")}),
+        (("http://h/v1", "m"), {"batch_size": 0}),
+        (("http://h/v1", "m"), {"dim": 0}),
+        ((None, "m"), {}),
+    ],
+)
+def test_invalid_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        OpenAICompatibleEmbedder(*args, **kwargs)
+    assert "pw" not in str(info.value)
+
+
+def test_invalid_texts(server: FakeServer) -> None:
+    emb = make(server)
+    with pytest.raises(InvalidInputError):
+        emb.embed(b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        emb.embed_many("one string")
+    assert server.requests == []

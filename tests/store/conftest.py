@@ -1,0 +1,85 @@
+"""Fixtures of the behavioural suite: every server x client package x protocol x
+decoding x sync/async combination that matters (pairwise), plus the in-process client."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from agent_memory import MemoryStore, SyncMemoryStore
+from tests.conftest import ServerInfo, _Servers
+from tests.support import AsyncView, TableEmbedder
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    package: str
+    protocol: int
+    decode: bool
+    mode: str  # "async" | "sync"
+
+    @property
+    def id(self) -> str:
+        return f"{self.package}-resp{self.protocol}-{'str' if self.decode else 'bytes'}-{self.mode}"
+
+
+CLIENT_CONFIGS = (
+    ClientConfig("valkey", 2, False, "async"),
+    ClientConfig("valkey", 3, True, "sync"),
+    ClientConfig("redis", 2, True, "sync"),
+    ClientConfig("redis", 3, False, "async"),
+)
+
+
+def make_client(url: str, cfg: ClientConfig) -> Any:
+    if cfg.package == "valkey":
+        import valkey
+        import valkey.asyncio
+
+        cls = valkey.asyncio.Valkey if cfg.mode == "async" else valkey.Valkey
+    else:
+        import redis
+        import redis.asyncio
+
+        cls = redis.asyncio.Redis if cfg.mode == "async" else redis.Redis
+    return cls.from_url(url, protocol=cfg.protocol, decode_responses=cfg.decode)
+
+
+@dataclass
+class StoreEnv:
+    server: ServerInfo
+    cfg: ClientConfig
+    clients: list[Any]
+
+    def make(self, embed: Any = None, *, name: str | None = None, **kwargs: Any) -> Any:
+        """A store (async, or a sync one behind AsyncView) on a fresh name."""
+        embed = embed or TableEmbedder()
+        name = name or f"t{uuid.uuid4().hex[:12]}"
+        client = make_client(self.server.url, self.cfg)
+        self.clients.append(client)
+        if self.cfg.mode == "async":
+            return MemoryStore(client, name, embed, **kwargs)
+        return AsyncView(SyncMemoryStore(client, name, embed, **kwargs))
+
+    @property
+    def expected_backend(self) -> str:
+        return "ft" if self.server.has_search else "portable"
+
+
+@pytest.fixture(
+    params=[(kind, cfg) for kind in ("valkey-search", "valkey", "redis-search") for cfg in CLIENT_CONFIGS],
+    ids=lambda p: f"{p[0]}-{p[1].id}",
+)
+async def env(request: pytest.FixtureRequest, servers: _Servers) -> AsyncIterator[StoreEnv]:
+    kind, cfg = request.param
+    environment = StoreEnv(servers.get(kind), cfg, [])
+    yield environment
+    for client in environment.clients:
+        if cfg.mode == "async":
+            await client.aclose()
+        else:
+            client.close()

@@ -1,0 +1,76 @@
+"""Test helpers: controllable embedders and a uniform async view of both store kinds."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+DIM = 16
+
+
+def random_unit(seed_text: str, dim: int = DIM) -> list[float]:
+    """A deterministic pseudo-random unit vector for a text."""
+    seed = int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "little")
+    vector = np.random.default_rng(seed).normal(size=dim)
+    return list(vector / np.linalg.norm(vector))
+
+
+def near(base: Sequence[float], distance: float, seed: str = "x") -> list[float]:
+    """A unit vector at (about) the given cosine distance from unit vector ``base``."""
+    b = np.asarray(base, dtype=np.float64)
+    r = np.asarray(random_unit("orth" + seed, len(b)))
+    r = r - (r @ b) * b
+    r /= np.linalg.norm(r)
+    cos = 1.0 - distance
+    v = cos * b + np.sqrt(max(0.0, 1 - cos * cos)) * r
+    return list(v / np.linalg.norm(v))
+
+
+class TableEmbedder:
+    """Embeds texts found in ``table`` to the given vector, others deterministically."""
+
+    def __init__(self, dim: int = DIM) -> None:
+        self.dim = dim
+        self.table: dict[str, list[float]] = {}
+        self.calls = 0
+
+    def set(self, text: str, vector: Sequence[float]) -> None:
+        self.table[text] = list(vector)
+
+    def __call__(self, text: str) -> list[float]:
+        self.calls += 1
+        return self.table.get(text) or random_unit(text, self.dim)
+
+
+class AsyncTableEmbedder(TableEmbedder):
+    async def __call__(self, text: str) -> list[float]:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return super().__call__(text)
+
+
+class AsyncView:
+    """Call a SyncMemoryStore's methods with ``await`` (in a worker thread)."""
+
+    def __init__(self, store: Any) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._store, name)
+        if not callable(attr) or name in {"current_config"}:
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.to_thread(attr, *args, **kwargs)
+
+        return call
+
+    @property
+    def wrapped(self) -> Any:
+        return self._store
+
+
+Factory = Callable[..., Any]
