@@ -53,7 +53,9 @@ def transform(source_path: str, text: str, renames: dict[str, str]) -> str:
     # Client constructors and docs still mention the asyncio client packages by name.
     body = body.replace("``valkey.blocking.Valkey``", "``valkey.Valkey``")
     body = body.replace("``redis.blocking.Redis``", "``redis.Redis``")
-    body = body.replace("client_from_url(url, blocking=_ASYNC", "client_from_url(url, asyncio=_ASYNC")
+    body = body.replace(
+        "client_from_url(url, blocking=_ASYNC", "client_from_url(url, asyncio=_ASYNC"
+    )
     return HEADER.format(source=source_path) + body
 
 

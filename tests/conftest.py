@@ -26,6 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
 import test_servers
 
+from agent_memory.core import clients as _clients
+from tests.dialect_audit import check_command
+
 ENV_URLS = {
     "valkey-search": "AGENT_MEMORY_TEST_URL",
     "valkey": "AGENT_MEMORY_TEST_PLAIN_URL",
@@ -90,3 +93,57 @@ def search_server(request: pytest.FixtureRequest, servers: _Servers) -> ServerIn
 def plain_server(servers: _Servers) -> ServerInfo:
     """Valkey without any module."""
     return servers.get("valkey")
+
+
+_violations: list[str] = []
+
+
+def _audited(cls: type) -> None:
+    """Wrap an executor class so every FT command it sends is checked."""
+    command, batch = cls.command, cls.batch
+
+    def audit(args: tuple[object, ...]) -> None:
+        for problem in check_command(args):
+            _violations.append(f"{problem} in {[str(a)[:60] for a in args][:8]}")
+
+    if getattr(cls, "_audited", False):
+        return
+
+    if cls is _clients.AsyncExecutor:
+
+        async def acommand(self, cmd):  # type: ignore[no-untyped-def]
+            audit(cmd.args)
+            return await command(self, cmd)
+
+        async def abatch(self, b):  # type: ignore[no-untyped-def]
+            for cmd in b.commands:
+                audit(cmd.args)
+            return await batch(self, b)
+
+        cls.command, cls.batch = acommand, abatch  # type: ignore[method-assign]
+    else:
+
+        def scommand(self, cmd):  # type: ignore[no-untyped-def]
+            audit(cmd.args)
+            return command(self, cmd)
+
+        def sbatch(self, b):  # type: ignore[no-untyped-def]
+            for cmd in b.commands:
+                audit(cmd.args)
+            return batch(self, b)
+
+        cls.command, cls.batch = scommand, sbatch  # type: ignore[method-assign]
+    cls._audited = True  # type: ignore[attr-defined]
+
+
+_audited(_clients.SyncExecutor)
+_audited(_clients.AsyncExecutor)
+
+
+@pytest.fixture(autouse=True)
+def _valkey_search_1_0_dialect() -> Iterator[None]:
+    """Fail any test that sent an FT command valkey-search 1.0.2 would reject."""
+    start = len(_violations)
+    yield
+    new = _violations[start:]
+    assert not new, "FT commands outside the valkey-search 1.0 dialect:\n" + "\n".join(new)

@@ -58,7 +58,7 @@ class StoreEnv:
     def make(self, embed: Any = None, *, name: str | None = None, **kwargs: Any) -> Any:
         """A store (async, or a sync one behind AsyncView) on a fresh name."""
         embed = embed or TableEmbedder()
-        name = name or f"t{uuid.uuid4().hex[:12]}"
+        name = name if name is not None else f"t{uuid.uuid4().hex[:12]}"
         client = make_client(self.server.url, self.cfg)
         self.clients.append(client)
         if self.cfg.mode == "async":
@@ -71,7 +71,11 @@ class StoreEnv:
 
 
 @pytest.fixture(
-    params=[(kind, cfg) for kind in ("valkey-search", "valkey", "redis-search") for cfg in CLIENT_CONFIGS],
+    params=[
+        (kind, cfg)
+        for kind in ("valkey-search", "valkey", "redis-search")
+        for cfg in CLIENT_CONFIGS
+    ],
     ids=lambda p: f"{p[0]}-{p[1].id}",
 )
 async def env(request: pytest.FixtureRequest, servers: _Servers) -> AsyncIterator[StoreEnv]:

@@ -40,8 +40,8 @@ class RecallRequest:
     scope: Scope | None
     k: int
     tags: tuple[str, ...]
-    threshold: float
-    weights: RecallWeights
+    threshold: float | None  # None: the live config's value at run time
+    weights: RecallWeights | None
     reinforce: bool
 
 
@@ -64,8 +64,8 @@ def make_request(
         scope=scope,
         k=check_k(k),
         tags=check_tags(tags),
-        threshold=check_threshold(threshold) if threshold is not None else ctx.config.threshold,
-        weights=weights or ctx.config.weights,
+        threshold=check_threshold(threshold) if threshold is not None else None,
+        weights=weights,
         reinforce=bool(reinforce),
     )
 
@@ -100,6 +100,8 @@ def recall_vector(
 ) -> Operation[RecallResult]:
     """Recall with an already-validated unit query vector."""
     scope = request.scope or Scope()
+    threshold = request.threshold if request.threshold is not None else ctx.config.threshold
+    weights = request.weights or ctx.config.weights
     candidates_k = candidate_count(request.k)
     queries = [KnnQuery(scope_filter(scope, request.tags, session=None), candidates_k, vector)]
     if scope.session_id is not None:
@@ -112,8 +114,8 @@ def recall_vector(
         rank(
             _candidates(ctx, matches),
             k=request.k,
-            threshold=request.threshold,
-            weights=request.weights,
+            threshold=threshold,
+            weights=weights,
             half_life_seconds=ctx.config.half_life_seconds,
             now_ms=now,
         )
@@ -128,7 +130,7 @@ def recall_vector(
     near_miss = not hits and any(r.near_miss for r in rankings)
     total_candidates = sum(len(m) for m in results)
     if near_miss:
-        _report_near_miss(ctx, nearest, request.threshold)
+        _report_near_miss(ctx, nearest, threshold)
     yield from _side_effects(ctx, hits, now, request.reinforce)
     return RecallResult(
         [_hit(r) for r in hits],

@@ -1,0 +1,170 @@
+"""TTL, capacity, live config, update, stats, identity checks (every server/client)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agent_memory import IndexMismatchError, NotFoundError, Scope, StoreClosedError
+from tests.store.conftest import StoreEnv
+from tests.store.test_ranking import Clock
+from tests.support import TableEmbedder, near, random_unit
+
+
+async def _raw(store: Any, *args: Any) -> Any:
+    client = getattr(store, "wrapped", store).client
+    result = client.execute_command(*args)
+    return await result if hasattr(result, "__await__") else result
+
+
+def _key(store: Any, memory_id: str) -> str:
+    return getattr(store, "wrapped", store)._ctx.keys.memory(memory_id)
+
+
+async def test_ttl_is_set_with_the_write_and_expired_memories_never_return(env: StoreEnv) -> None:
+    clock = Clock()
+    embed = TableEmbedder()
+    q = random_unit("q")
+    embed.set("query", q)
+    embed.set("short lived", near(q, 0.1))
+    store = env.make(embed, clock=clock)
+    mid = await store.remember("short lived", ttl=30)
+    pttl = int(await _raw(store, "PTTL", _key(store, mid)))
+    assert 0 < pttl <= 30_000
+    assert (await store.get(mid)).expires_at == int(clock.now * 1000) + 30_000  # type: ignore[union-attr]
+    assert len(await store.recall("query")) == 1
+    clock.now += 31  # logically expired before the server reaps it
+    assert len(await store.recall("query")) == 0
+    assert await store.get(mid) is None
+    assert (await store.list()).total == 0
+
+
+async def test_server_side_expiry_removes_the_memory(env: StoreEnv) -> None:
+    store = env.make()
+    mid = await store.remember("ephemeral", ttl=0.2)
+    await asyncio.sleep(0.4)
+    assert int(await _raw(store, "EXISTS", _key(store, mid))) == 0
+    assert await store.get(mid) is None
+
+
+async def test_capacity_evicts_lowest_importance_and_recency_exactly(env: StoreEnv) -> None:
+    clock = Clock()
+    store = env.make(clock=clock, max_items_per_scope=3)
+    scope = Scope(agent_id="capped")
+    kept = []
+    for i, importance in enumerate([0.9, 0.1, 0.8, 0.2, 0.7]):
+        clock.now += 1
+        mid = await store.remember(f"m{i}", importance=importance, scope=scope)
+        if importance > 0.5:
+            kept.append(mid)
+    other = await store.remember("other scope", scope=Scope(agent_id="free"), importance=0.0)
+    page = await store.list(scope=scope)
+    assert sorted(i.id for i in page.items) == sorted(kept)
+    assert await store.get(other) is not None
+    stats = await store.stats()
+    assert stats.evictions == 2
+    assert stats.items == 4
+
+
+async def test_capacity_covers_unscoped_writes(env: StoreEnv) -> None:
+    store = env.make(max_items_per_scope=2)
+    ids = await store.remember_many([{"content": f"u{i}", "importance": i / 10} for i in range(5)])
+    remaining = (await store.list()).items
+    assert sorted(i.id for i in remaining) == sorted(ids[3:])
+
+
+async def test_live_config_applies_and_rejects_invalid_values(env: StoreEnv) -> None:
+    store = env.make(default_threshold=0.33)
+    name = getattr(store, "wrapped", store).name
+    await _raw(
+        store, "HSET", f"{name}:__mem_config",
+        "recall.threshold", "0.5", "recall.weights.recency", "0.5",
+        "recall.halfLifeSeconds", "-3", "maxItemsPerScope", "abc",
+    )  # fmt: skip
+    config = await store.refresh_config()
+    assert config.threshold == 0.5
+    assert config.weights.recency == 0.5 and config.weights.similarity == 0.6
+    assert config.half_life_seconds == 604800.0
+    assert config.max_items_per_scope is None
+    await _raw(store, "HSET", f"{name}:__mem_config", "recall.threshold", "7")
+    config = await store.refresh_config()
+    assert config.threshold == 0.5  # invalid: previous value kept
+
+
+@pytest.mark.filterwarnings("ignore:recall on store:RuntimeWarning")
+async def test_periodic_config_refresh(env: StoreEnv) -> None:
+    embed = TableEmbedder()
+    q = random_unit("q")
+    embed.set("query", q)
+    embed.set("mid distance", near(q, 0.45))
+    store = env.make(embed, config_refresh=0.05)
+    await store.remember("mid distance")
+    assert len(await store.recall("query")) == 0
+    name = getattr(store, "wrapped", store).name
+    await _raw(store, "HSET", f"{name}:__mem_config", "recall.threshold", "0.5")
+    await asyncio.sleep(0.1)
+    assert len(await store.recall("query")) == 1
+
+
+async def test_update_changes_fields_and_reembeds(env: StoreEnv) -> None:
+    embed = TableEmbedder()
+    q = random_unit("q")
+    embed.set("query", q)
+    embed.set("new text", near(q, 0.05))
+    store = env.make(embed)
+    mid = await store.remember("old text", tags=["a"])
+    assert len(await store.recall("query")) == 0
+    item = await store.update(mid, content="new text", importance=0.9, tags=["b"], ttl=100)
+    assert (item.content, item.importance, item.tags) == ("new text", 0.9, ("b",))
+    assert item.expires_at is not None
+    hits = await store.recall("query", tags=["b"])
+    assert [h.item.id for h in hits] == [mid]
+    assert len(await store.recall("query", tags=["a"])) == 0
+    with pytest.raises(NotFoundError):
+        await store.update("0" * 32, importance=0.1)
+
+
+async def test_index_dimension_mismatch_is_refused(env: StoreEnv) -> None:
+    store = env.make(TableEmbedder(dim=16))
+    await store.ensure_index()
+    name = getattr(store, "wrapped", store).name
+    other = env.make(TableEmbedder(dim=8), name=name)
+    with pytest.raises(IndexMismatchError):
+        await other.ensure_index()
+    with pytest.raises(IndexMismatchError):
+        await other.remember("would be invisible")
+    assert (await store.stats()).items == 0
+
+
+async def test_ensure_index_is_idempotent(env: StoreEnv) -> None:
+    store = env.make()
+    first = await store.ensure_index()
+    second = await store.ensure_index()
+    assert first.created and not second.created
+    assert first.backend == second.backend == env.expected_backend
+    assert first.dim == 16
+    assert (first.dialect.family == "none") == (env.expected_backend == "portable")
+
+
+async def test_closed_store_raises_and_close_is_idempotent(env: StoreEnv) -> None:
+    store = env.make()
+    await store.remember("x")
+    await store.close()
+    await store.close()
+    with pytest.raises(StoreClosedError):
+        await store.recall("x")
+
+
+async def test_remember_many_round_trip(env: StoreEnv) -> None:
+    embed = TableEmbedder()
+    store = env.make(embed)
+    ids = await store.remember_many(
+        [{"content": f"fact {i}", "tags": [f"t{i % 3}"], "importance": 0.5} for i in range(50)]
+    )
+    assert len(set(ids)) == 50
+    assert (await store.list(limit=100)).total == 50
+    assert (await store.list(tags=["t1"], limit=100)).total == 17
+    stats = await store.stats()
+    assert stats.items == 50 and stats.counters["remembers"] == 50

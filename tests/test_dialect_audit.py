@@ -1,0 +1,84 @@
+"""The dialect audit itself catches what valkey-search 1.0.2 rejects."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from agent_memory.search.query import VectorIndexSpec, create_index_args, knn_search_args
+from agent_memory.store.filters import MemoryFilter
+from tests.dialect_audit import check_command
+
+BLOB = np.zeros(4, dtype="<f4").tobytes()
+
+
+def _search(query: str, *extra: str) -> list[object]:
+    return ["FT.SEARCH", "idx", query, "PARAMS", "2", "vec", BLOB, *extra, "DIALECT", "2"]
+
+
+def test_our_own_commands_pass() -> None:
+    create = ["FT.CREATE", *create_index_args("n:mem:idx", "n:mem:", VectorIndexSpec(dim=4))]
+    assert check_command(create) == []
+    flt = MemoryFilter(
+        namespace="_d", session="_s", agent="a", tags=("x", "_hab"), sources=("fact", "summary")
+    )
+    assert check_command(["FT.SEARCH", *knn_search_args("i", flt, 5, BLOB, ["content"])]) == []
+
+
+def test_rejections() -> None:
+    knn = "=>[KNN 5 @vector $vec AS d]"
+    assert check_command(_search("(@t:{a|b})" + knn))
+    assert check_command(_search("(@t:{a\\ b})" + knn))
+    assert check_command(_search("(@n:[1e3 +inf])" + knn))
+    assert check_command(_search("(@t:{a})"))  # no KNN: pure filter query
+    assert check_command(_search("(@t:{a})" + knn, "SORTBY", "x"))
+    assert check_command(
+        ["FT.SEARCH", "idx", "(@t:{a})" + knn, "PARAMS", "4", "vec", BLOB, "x", "1", "DIALECT", "2"]
+    )
+    assert check_command(
+        [
+            "FT.CREATE",
+            "i",
+            "ON",
+            "HASH",
+            "PREFIX",
+            "1",
+            "p:",
+            "SCHEMA",
+            "c",
+            "TEXT",
+            "v",
+            "VECTOR",
+            "HNSW",
+            "6",
+            "TYPE",
+            "FLOAT32",
+            "DIM",
+            "4",
+            "DISTANCE_METRIC",
+            "COSINE",
+        ]
+    )
+    assert check_command(
+        [
+            "FT.CREATE",
+            "{i}",
+            "ON",
+            "HASH",
+            "PREFIX",
+            "1",
+            "p:",
+            "SCHEMA",
+            "v",
+            "VECTOR",
+            "HNSW",
+            "6",
+            "TYPE",
+            "FLOAT32",
+            "DIM",
+            "4",
+            "DISTANCE_METRIC",
+            "COSINE",
+        ]
+    )
+    assert check_command(["FT.DROPINDEX", "i", "DD"])
+    assert check_command(["FT.AGGREGATE", "i", "*"])

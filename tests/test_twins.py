@@ -1,0 +1,45 @@
+"""The sync store is the generated twin of the async one: same methods and docs."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+from agent_memory import MemoryStore, SyncMemoryStore
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_generated_sync_files_are_up_to_date() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "unasync.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _public(cls: type) -> dict[str, object]:
+    return {n: m for n, m in vars(cls).items() if not n.startswith("_") or n in {"__init__"}}
+
+
+def test_sync_and_async_stores_mirror_each_other() -> None:
+    async_methods, sync_methods = _public(MemoryStore), _public(SyncMemoryStore)
+    assert set(async_methods) == set(sync_methods)
+    for name, method in async_methods.items():
+        twin = sync_methods[name]
+        if isinstance(method, (classmethod, property)):
+            continue
+        assert inspect.iscoroutinefunction(method) != inspect.iscoroutinefunction(twin) or name in {
+            "__init__",
+            "current_config",
+            "name",
+            "client",
+        }, name
+        a_params = list(inspect.signature(method).parameters)  # type: ignore[arg-type]
+        s_params = list(inspect.signature(twin).parameters)  # type: ignore[arg-type]
+        assert a_params == s_params, name
+        assert inspect.getdoc(method) == inspect.getdoc(twin), name
