@@ -79,9 +79,8 @@ class _NamespaceMirror:
 class PortableBackend:
     """Exact KNN over a client-side mirror of the stored vectors."""
 
-    name = "portable"
-
-    def __init__(self) -> None:
+    def __init__(self, name: str = "portable") -> None:
+        self.name = name
         self._mirrors: dict[str, _NamespaceMirror] = {}
 
     def prepare(self, ctx: StoreContext) -> Operation[bool]:

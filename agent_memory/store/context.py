@@ -50,6 +50,7 @@ class StoreContext:
     dim: int | None = None
     dialect: Dialect | None = None
     backend: Backend | None = None
+    in_process: bool = False
     near_miss_warned: bool = False
     counters: dict[str, int] = field(default_factory=dict)
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from agent_memory.backends.inprocess import is_in_process
 from agent_memory.core.clients import (
     AsyncExecutor,
     client_from_url,
@@ -88,7 +89,8 @@ class MemoryStore:
             disables live config.
         clock: ``() -> seconds since the epoch``; injected for tests.
         backend: ``"auto"`` (FT search when the server has a module, else portable),
-            ``"ft"`` or ``"portable"``.
+            ``"ft"`` or ``"portable"``. With an in-process client
+            (:mod:`agent_memory.backends.inprocess`) the backend is ``"inprocess"``.
         max_content_bytes: largest accepted memory text, in UTF-8 bytes.
 
     Raises:
@@ -155,6 +157,7 @@ class MemoryStore:
             initial_config=config,
             backend_choice=backend,
             max_content_bytes=max_content_bytes,
+            in_process=is_in_process(client),
         )
 
     @classmethod

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from agent_memory.backends.inprocess import is_in_process
 from agent_memory.core.clients import (
     SyncExecutor,
     client_from_url,
@@ -87,7 +88,8 @@ class SyncMemoryStore:
             disables live config.
         clock: ``() -> seconds since the epoch``; injected for tests.
         backend: ``"auto"`` (FT search when the server has a module, else portable),
-            ``"ft"`` or ``"portable"``.
+            ``"ft"`` or ``"portable"``. With an in-process client
+            (:mod:`agent_memory.backends.inprocess`) the backend is ``"inprocess"``.
         max_content_bytes: largest accepted memory text, in UTF-8 bytes.
 
     Raises:
@@ -154,6 +156,7 @@ class SyncMemoryStore:
             initial_config=config,
             backend_choice=backend,
             max_content_bytes=max_content_bytes,
+            in_process=is_in_process(client),
         )
 
     @classmethod

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from agent_memory import MemoryStore, SyncMemoryStore
+from agent_memory.backends.inprocess import AsyncInProcessClient, InProcessClient, Keyspace
 from tests.conftest import ServerInfo, _Servers
 from tests.support import AsyncView, TableEmbedder
 
@@ -35,7 +36,9 @@ CLIENT_CONFIGS = (
 )
 
 
-def make_client(url: str, cfg: ClientConfig) -> Any:
+def make_client(url: str, cfg: ClientConfig, keyspace: Keyspace | None = None) -> Any:
+    if keyspace is not None:
+        return AsyncInProcessClient(keyspace) if cfg.mode == "async" else InProcessClient(keyspace)
     if cfg.package == "valkey":
         import valkey
         import valkey.asyncio
@@ -54,12 +57,13 @@ class StoreEnv:
     server: ServerInfo
     cfg: ClientConfig
     clients: list[Any]
+    keyspace: Keyspace | None = None
 
     def make(self, embed: Any = None, *, name: str | None = None, **kwargs: Any) -> Any:
         """A store (async, or a sync one behind AsyncView) on a fresh name."""
         embed = embed or TableEmbedder()
         name = name if name is not None else f"t{uuid.uuid4().hex[:12]}"
-        client = make_client(self.server.url, self.cfg)
+        client = make_client(self.server.url, self.cfg, self.keyspace)
         self.clients.append(client)
         if self.cfg.mode == "async":
             return MemoryStore(client, name, embed, **kwargs)
@@ -67,20 +71,29 @@ class StoreEnv:
 
     @property
     def expected_backend(self) -> str:
+        if self.keyspace is not None:
+            return "inprocess"
         return "ft" if self.server.has_search else "portable"
 
 
-@pytest.fixture(
-    params=[
+ENV_PARAMS = [
+    *(
         (kind, cfg)
         for kind in ("valkey-search", "valkey", "redis-search")
         for cfg in CLIENT_CONFIGS
-    ],
-    ids=lambda p: f"{p[0]}-{p[1].id}",
-)
+    ),
+    ("inprocess", ClientConfig("inprocess", 0, True, "async")),
+    ("inprocess", ClientConfig("inprocess", 0, True, "sync")),
+]
+
+
+@pytest.fixture(params=ENV_PARAMS, ids=lambda p: f"{p[0]}-{p[1].id}")
 async def env(request: pytest.FixtureRequest, servers: _Servers) -> AsyncIterator[StoreEnv]:
     kind, cfg = request.param
-    environment = StoreEnv(servers.get(kind), cfg, [])
+    if kind == "inprocess":
+        environment = StoreEnv(ServerInfo("inprocess", "", None), cfg, [], Keyspace())
+    else:
+        environment = StoreEnv(servers.get(kind), cfg, [])
     yield environment
     for client in environment.clients:
         if cfg.mode == "async":

@@ -109,11 +109,11 @@ async def test_reinforce_bumps_access_and_never_resurrects(env: StoreEnv) -> Non
 
     key = store_obj._ctx.keys.memory(hits[0].item.id)
     client = store_obj.client
-    result = client.eval(scripts.REINFORCE, 1, key, "1")
+    result = client.execute_command("EVAL", scripts.REINFORCE, 1, key, "1")
     if hasattr(result, "__await__"):
         result = await result
     assert int(result) == 0
-    exists = client.exists(key)
+    exists = client.execute_command("EXISTS", key)
     if hasattr(exists, "__await__"):
         exists = await exists
     assert exists == 0

@@ -91,9 +91,11 @@ def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
             "server has none; use backend='auto' or 'portable'"
         )
     created = yield from _check_identity(ctx, dim)
+    if ctx.in_process:
+        choice = "inprocess"
     backend = ctx.backend
     if backend is None or backend.name != choice:
-        backend = FtBackend() if choice == "ft" else PortableBackend()
+        backend = FtBackend() if choice == "ft" else PortableBackend(choice)
     created_index = yield from backend.prepare(ctx)
     ctx.backend = backend
     ctx.dialect = dialect

@@ -1,0 +1,419 @@
+"""An in-process stand-in for a Valkey server, for users' own unit tests.
+
+``InProcessClient`` (blocking) and ``AsyncInProcessClient`` (asyncio) implement the
+subset of commands this library sends, with the reply shapes of redis-py in RESP2 with
+``decode_responses=True``. The memory store runs its portable backend over them, so
+ranking, filters, TTLs and capacity behave exactly as on a server without a search
+module. Scripts are not interpreted: each script the library sends has a Python twin.
+
+It is not a general-purpose fake server: commands outside that subset raise
+:class:`~agent_memory.errors.ServerResponseError`. Two clients built on one
+:class:`Keyspace` share data (as two connections to one server would).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from agent_memory.errors import ServerResponseError
+from agent_memory.store import scripts
+
+Value = Any
+
+
+def _s(arg: Any) -> str:
+    return arg.decode("utf-8", "surrogateescape") if isinstance(arg, bytes) else str(arg)
+
+
+def _score(arg: Any) -> float:
+    text = _s(arg).lower()
+    if text in {"+inf", "inf"}:
+        return math.inf
+    if text == "-inf":
+        return -math.inf
+    return float(text)
+
+
+def _bound(arg: Any) -> tuple[float, bool]:
+    text = _s(arg)
+    return (_score(text[1:]), True) if text.startswith("(") else (_score(text), False)
+
+
+def _in_range(score: float, low: tuple[float, bool], high: tuple[float, bool]) -> bool:
+    above = score > low[0] if low[1] else score >= low[0]
+    below = score < high[0] if high[1] else score <= high[0]
+    return above and below
+
+
+class Keyspace:
+    """The data of one in-process "server": keys, values and expiry times."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.data: dict[str, Value] = {}
+        self.expires: dict[str, float] = {}
+        self.lock = threading.RLock()
+
+    def _alive(self, key: str) -> bool:
+        deadline = self.expires.get(key)
+        if deadline is not None and deadline <= self.clock():
+            self.data.pop(key, None)
+            self.expires.pop(key, None)
+        return key in self.data
+
+    def get(self, key: str, kind: type | tuple[type, ...]) -> Any:
+        if not self._alive(key):
+            return None
+        value = self.data[key]
+        if not isinstance(value, kind):
+            raise ServerResponseError(
+                "WRONGTYPE Operation against a key holding the wrong kind of value"
+            )
+        return value
+
+    def create(self, key: str, kind: type) -> Any:
+        value = self.get(key, kind)
+        if value is None:
+            value = kind()
+            self.data[key] = value
+        return value
+
+    def delete(self, key: str) -> int:
+        alive = self._alive(key)
+        self.data.pop(key, None)
+        self.expires.pop(key, None)
+        return int(alive)
+
+    def keys(self, pattern: str) -> list[str]:
+        return [k for k in list(self.data) if self._alive(k) and fnmatch.fnmatchcase(k, pattern)]
+
+    def execute(self, args: tuple[Any, ...]) -> Any:
+        name = _s(args[0]).upper()
+        handler = _COMMANDS.get(name)
+        if handler is None:
+            raise ServerResponseError(f"ERR unknown command '{name}'", command=name)
+        with self.lock:
+            return handler(self, [a if isinstance(a, bytes) else _s(a) for a in args[1:]])
+
+
+def _hash_set(ks: Keyspace, a: list[Any]) -> int:
+    h = ks.create(_s(a[0]), dict)
+    added = 0
+    for i in range(1, len(a), 2):
+        field = _s(a[i])
+        added += field not in h
+        h[field] = a[i + 1]
+    return added
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value
+    return value
+
+
+def _hmget(ks: Keyspace, a: list[Any]) -> list[Any]:
+    h = ks.get(_s(a[0]), dict) or {}
+    return [_decode(h.get(_s(f))) for f in a[1:]]
+
+
+def _hgetall(ks: Keyspace, a: list[Any]) -> dict[str, Any]:
+    return {k: _decode(v) for k, v in (ks.get(_s(a[0]), dict) or {}).items()}
+
+
+def _hincrby(ks: Keyspace, a: list[Any]) -> int:
+    h = ks.create(_s(a[0]), dict)
+    value = int(_s(h.get(_s(a[1]), "0"))) + int(_s(a[2]))
+    h[_s(a[1])] = str(value)
+    return value
+
+
+def _hsetnx(ks: Keyspace, a: list[Any]) -> int:
+    h = ks.create(_s(a[0]), dict)
+    if _s(a[1]) in h:
+        return 0
+    h[_s(a[1])] = a[2]
+    return 1
+
+
+def _hdel(ks: Keyspace, a: list[Any]) -> int:
+    h = ks.get(_s(a[0]), dict) or {}
+    removed = sum(1 for f in a[1:] if h.pop(_s(f), None) is not None)
+    if not h:
+        ks.delete(_s(a[0]))
+    return removed
+
+
+def _set(ks: Keyspace, a: list[Any]) -> Any:
+    key, value, options = _s(a[0]), a[1], [_s(x).upper() for x in a[2:]]
+    exists = ks._alive(key)
+    if ("NX" in options and exists) or ("XX" in options and not exists):
+        return None
+    ks.data[key] = value
+    ks.expires.pop(key, None)
+    for unit, scale in (("EX", 1.0), ("PX", 0.001)):
+        if unit in options:
+            ks.expires[key] = ks.clock() + float(_s(a[2 + options.index(unit) + 1])) * scale
+    return True
+
+
+def _get(ks: Keyspace, a: list[Any]) -> Any:
+    value = ks.get(_s(a[0]), (str, bytes))
+    return _decode(value)
+
+
+def _incrby(ks: Keyspace, a: list[Any]) -> int:
+    key = _s(a[0])
+    value = int(_s(ks.get(key, (str, bytes)) or "0")) + (int(_s(a[1])) if len(a) > 1 else 1)
+    ks.data[key] = str(value)
+    return value
+
+
+def _expire(scale: float) -> Callable[[Keyspace, list[Any]], int]:
+    def handler(ks: Keyspace, a: list[Any]) -> int:
+        key = _s(a[0])
+        if not ks._alive(key):
+            return 0
+        ks.expires[key] = ks.clock() + float(_s(a[1])) * scale
+        return 1
+
+    return handler
+
+
+def _ttl(scale: float) -> Callable[[Keyspace, list[Any]], int]:
+    def handler(ks: Keyspace, a: list[Any]) -> int:
+        key = _s(a[0])
+        if not ks._alive(key):
+            return -2
+        deadline = ks.expires.get(key)
+        return -1 if deadline is None else max(0, round((deadline - ks.clock()) * scale))
+
+    return handler
+
+
+def _zadd(ks: Keyspace, a: list[Any]) -> int:
+    key, rest = _s(a[0]), list(a[1:])
+    flags = set()
+    while rest and _s(rest[0]).upper() in {"NX", "XX", "CH", "GT", "LT"}:
+        flags.add(_s(rest.pop(0)).upper())
+    z = ks.get(key, dict) if "XX" in flags else ks.create(key, dict)
+    if z is None:
+        return 0
+    added = 0
+    for i in range(0, len(rest), 2):
+        member, score = _s(rest[i + 1]), _score(rest[i])
+        if ("NX" in flags and member in z) or ("XX" in flags and member not in z):
+            continue
+        added += member not in z
+        z[member] = score
+    return added
+
+
+def _zrem(ks: Keyspace, a: list[Any]) -> int:
+    z = ks.get(_s(a[0]), dict) or {}
+    removed = sum(1 for m in a[1:] if z.pop(_s(m), None) is not None)
+    if not z:
+        ks.delete(_s(a[0]))
+    return removed
+
+
+def _sorted(z: dict[str, float]) -> list[str]:
+    return [m for m, _ in sorted(z.items(), key=lambda kv: (kv[1], kv[0]))]
+
+
+def _zrangebyscore(ks: Keyspace, a: list[Any]) -> list[str]:
+    z = ks.get(_s(a[0]), dict) or {}
+    low, high = _bound(a[1]), _bound(a[2])
+    return [m for m in _sorted(z) if _in_range(z[m], low, high)]
+
+
+def _zcount(ks: Keyspace, a: list[Any]) -> int:
+    return len(_zrangebyscore(ks, a))
+
+
+def _zrange(ks: Keyspace, a: list[Any]) -> list[str]:
+    members = _sorted(ks.get(_s(a[0]), dict) or {})
+    start, stop = int(_s(a[1])), int(_s(a[2]))
+    stop = len(members) + stop if stop < 0 else stop
+    start = max(0, len(members) + start if start < 0 else start)
+    return members[start : stop + 1]
+
+
+def _zscore(ks: Keyspace, a: list[Any]) -> Any:
+    score = (ks.get(_s(a[0]), dict) or {}).get(_s(a[1]))
+    return None if score is None else float(score)
+
+
+def _script(ks: Keyspace, a: list[Any]) -> Any:
+    source, nkeys = _s(a[0]), int(_s(a[1]))
+    twin = _SCRIPT_TWINS.get(source)
+    if twin is None:
+        raise ServerResponseError("NOSCRIPT script has no in-process twin", command="EVAL")
+    return twin(ks, [_s(k) for k in a[2 : 2 + nkeys]], a[2 + nkeys :])
+
+
+def _write_with_ttl(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    _hash_set(ks, [keys[0], *argv[1:]])
+    _expire(0.001)(ks, [keys[0], argv[0]])
+    return 1
+
+
+def _reinforce(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
+    return _hincrby(ks, [keys[0], "access_count", "1"])
+
+
+def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    if len(argv) > 1:
+        _hash_set(ks, [keys[0], *argv[1:]])
+    if int(_s(argv[0])) > 0:
+        _expire(0.001)(ks, [keys[0], argv[0]])
+    return 1
+
+
+_SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
+    scripts.WRITE_WITH_TTL: _write_with_ttl,
+    scripts.REINFORCE: _reinforce,
+    scripts.UPDATE_IF_EXISTS: _update_if_exists,
+}
+
+
+def register_script_twin(
+    source: str, twin: Callable[[Keyspace, list[str], list[Any]], Any]
+) -> None:
+    """Register the Python twin of a Lua script (for library modules adding scripts)."""
+    _SCRIPT_TWINS[source] = twin
+
+
+def _flush(ks: Keyspace) -> bool:
+    ks.data.clear()
+    ks.expires.clear()
+    return True
+
+
+_COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
+    "PING": lambda ks, a: True,
+    "MODULE": lambda ks, a: [],
+    "HSET": _hash_set,
+    "HMGET": _hmget,
+    "HGET": lambda ks, a: _hmget(ks, a)[0],
+    "HGETALL": _hgetall,
+    "HINCRBY": _hincrby,
+    "HSETNX": _hsetnx,
+    "HDEL": _hdel,
+    "HLEN": lambda ks, a: len(ks.get(_s(a[0]), dict) or {}),
+    "SET": _set,
+    "GET": _get,
+    "INCR": _incrby,
+    "INCRBY": _incrby,
+    "DEL": lambda ks, a: sum(ks.delete(_s(k)) for k in a),
+    "UNLINK": lambda ks, a: sum(ks.delete(_s(k)) for k in a),
+    "EXISTS": lambda ks, a: sum(int(ks._alive(_s(k))) for k in a),
+    "EXPIRE": _expire(1.0),
+    "PEXPIRE": _expire(0.001),
+    "TTL": _ttl(1.0),
+    "PTTL": _ttl(1000.0),
+    "PERSIST": lambda ks, a: int(ks.expires.pop(_s(a[0]), None) is not None),
+    "ZADD": _zadd,
+    "ZREM": _zrem,
+    "ZRANGE": _zrange,
+    "ZRANGEBYSCORE": _zrangebyscore,
+    "ZCOUNT": _zcount,
+    "ZCARD": lambda ks, a: len(ks.get(_s(a[0]), dict) or {}),
+    "ZSCORE": _zscore,
+    "EVAL": _script,
+    "KEYS": lambda ks, a: ks.keys(_s(a[0])),
+    "FLUSHDB": lambda ks, a: _flush(ks),
+}
+
+
+class _Pipeline:
+    def __init__(self, keyspace: Keyspace) -> None:
+        self._keyspace = keyspace
+        self._queued: list[tuple[Any, ...]] = []
+
+    def execute_command(self, *args: Any, **options: Any) -> _Pipeline:
+        self._queued.append(args)
+        return self
+
+    def _run(self, raise_on_error: bool) -> list[Any]:
+        replies: list[Any] = []
+        with self._keyspace.lock:  # a pipeline runs without interleaving, like MULTI
+            for args in self._queued:
+                try:
+                    replies.append(self._keyspace.execute(args))
+                except ServerResponseError as exc:
+                    if raise_on_error:
+                        raise
+                    replies.append(exc)
+        self._queued = []
+        return replies
+
+
+class _SyncPipeline(_Pipeline):
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        return self._run(raise_on_error)
+
+
+class _AsyncPipeline(_Pipeline):
+    async def execute(self, raise_on_error: bool = True) -> list[Any]:
+        return self._run(raise_on_error)
+
+
+class InProcessClient:
+    """A blocking in-process "server connection" (see module docstring)."""
+
+    def __init__(self, keyspace: Keyspace | None = None) -> None:
+        self.keyspace = keyspace or Keyspace()
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        return self.keyspace.execute(args)
+
+    def pipeline(self, transaction: bool = True) -> _SyncPipeline:
+        return _SyncPipeline(self.keyspace)
+
+    def scan_iter(self, match: str = "*", count: int = 1000) -> Iterator[str]:
+        with self.keyspace.lock:
+            return iter(self.keyspace.keys(match))
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class AsyncInProcessClient:
+    """An asyncio in-process "server connection" (see module docstring)."""
+
+    def __init__(self, keyspace: Keyspace | None = None) -> None:
+        self.keyspace = keyspace or Keyspace()
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        return self.keyspace.execute(args)
+
+    def pipeline(self, transaction: bool = True) -> _AsyncPipeline:
+        return _AsyncPipeline(self.keyspace)
+
+    async def scan_iter(self, match: str = "*", count: int = 1000) -> Any:
+        with self.keyspace.lock:
+            keys = self.keyspace.keys(match)
+        for key in keys:
+            yield key
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+def is_in_process(client: object) -> bool:
+    """True for the in-process clients of this module."""
+    return isinstance(client, (InProcessClient, AsyncInProcessClient))
