@@ -85,6 +85,7 @@ def start_server(
     appendonly: bool = False,
     extra_args: tuple[str, ...] = (),
     startup_timeout: float = 20.0,
+    log_name: str | None = None,
 ) -> ServerProcess:
     """Start ``binary`` on ``127.0.0.1`` and block until it answers PING.
 
@@ -94,7 +95,7 @@ def start_server(
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
-    log_path = data_dir / f"server-{port}.log"
+    log_path = data_dir / (log_name or f"server-{port}.log")
     args = [
         str(binary.path),
         "--port",

@@ -105,6 +105,11 @@ class HashingEmbedder(ThreadedAsyncMixin):
             raise InvalidInputError("seed must be in [0, 2**64)", field="seed")
 
     @property
+    def recommended_threshold(self) -> float:
+        """Cosine-distance recall threshold that suits this model (lexical: texts sharing a word stay below ~0.95)."""
+        return 0.95
+
+    @property
     def id(self) -> str:
         """``hashing-v1:dim=D:ngram=LO-HI:seed=S``; changes whenever the vectors would."""
         lo, hi = self.ngram_range

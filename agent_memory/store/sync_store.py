@@ -46,11 +46,12 @@ from agent_memory.store.validation import (
 
 _ASYNC = False
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
+DEFAULT_THRESHOLD = 0.33
 _BACKENDS = ("auto", "ft", "portable")
 
 
 def _validated_config(
-    threshold: float, weights: RecallWeights | None, half_life: float, cap: int | None
+    threshold: Any, weights: RecallWeights | None, half_life: float, cap: int | None
 ) -> LiveConfig:
     if isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or not half_life > 0:
         raise InvalidInputError("half_life_seconds must be > 0", field="half_life_seconds")
@@ -79,7 +80,9 @@ class SyncMemoryStore:
         embed: ``text -> vector`` function, sync or async. An ``int`` attribute ``dim``
             on it saves a probe call at ``ensure_index``.
         embed_many: optional batch embedder ``list[text] -> list[vector]``.
-        default_threshold: maximum cosine distance (0..2) of a recalled memory.
+        default_threshold: maximum cosine distance (0..2) of a recalled memory. ``None``
+            uses the embedder's ``recommended_threshold`` attribute when it has one (the
+            built-in embedders do), else 0.33 (the BetterDB default).
         weights: weights of the composite score (default 0.6 / 0.25 / 0.15).
         half_life_seconds: recency half-life (default 7 days).
         max_items_per_scope: cap of memories per exact scope; lowest importance +
@@ -103,7 +106,7 @@ class SyncMemoryStore:
         embed: Callable[[str], Any],
         *,
         embed_many: Callable[[list[str]], Any] | None = None,
-        default_threshold: float = 0.33,
+        default_threshold: float | None = None,
         weights: RecallWeights | None = None,
         half_life_seconds: float = 604800.0,
         max_items_per_scope: int | None = None,
@@ -138,6 +141,8 @@ class SyncMemoryStore:
             raise InvalidInputError(
                 "max_content_bytes must be a positive int", field="max_content_bytes"
             )
+        if default_threshold is None:
+            default_threshold = getattr(embed, "recommended_threshold", DEFAULT_THRESHOLD)
         config = _validated_config(
             default_threshold, weights, half_life_seconds, max_items_per_scope
         )

@@ -1,0 +1,288 @@
+"""Embedding cache: vectors keyed by (embedder id, text), so the same text is embedded once.
+
+An entry is ``{name}:emb:{sha256}`` where the digest covers ``[embedder_id, text]`` in
+canonical JSON; the value is the vector as a little-endian float32 blob, read with
+binary replies whatever the client's ``decode_responses``. Entries expire after ``ttl``
+seconds (default 7 days; ``None``: never).
+
+Counters: ``embedding:hits`` (embedding calls saved) and ``embedding:misses``. Lookups
+are buffered and ride on the tier's next pipeline (see :mod:`agent_memory.cache.stats`).
+
+Every method raises :class:`~agent_memory.errors.ServerUnavailableError`,
+:class:`~agent_memory.errors.OperationTimeoutError` or
+:class:`~agent_memory.errors.ServerResponseError` when the server fails, and
+:class:`~agent_memory.errors.InvalidInputError` for an empty embedder id, a non-string
+text, a vector that is empty, not one-dimensional or not finite, or an embed function
+returning the wrong number of vectors (nothing is written then).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from agent_memory.cache._bulk import scan_and_unlink
+from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
+from agent_memory.cache.keys import check_text, digest, glob_escape, ttl_ms
+from agent_memory.cache.stats import CacheStats, batch_with_stats, raise_first_error
+from agent_memory.core import replies
+from agent_memory.core.effects import Command, Operation, call
+from agent_memory.errors import InvalidInputError
+
+DEFAULT_EMBEDDING_TTL = 7 * 86_400.0
+Vector = list[float]
+
+
+def _blob(vector: Any, field: str) -> bytes:
+    try:
+        array = np.asarray(vector, dtype="<f4")
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{field}: not a vector of numbers ({exc})", field=field) from exc
+    if array.ndim != 1 or array.size == 0 or not np.isfinite(array).all():
+        raise InvalidInputError(
+            f"{field}: vectors must be one-dimensional, non-empty and finite", field=field
+        )
+    return array.tobytes()
+
+
+def _vector(raw: Any) -> Vector | None:
+    if raw is None or isinstance(raw, BaseException):
+        return None
+    data = replies.raw_bytes(raw)
+    if not data or len(data) % 4:
+        return None
+    return [float(x) for x in np.frombuffer(data, dtype="<f4")]
+
+
+def _texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise InvalidInputError("texts must be a sequence of strings", field="texts")
+    for text in texts:
+        if not isinstance(text, str):
+            raise InvalidInputError("texts must be strings", field="texts")
+    return list(texts)
+
+
+class EmbeddingCore:
+    """The operations of the embedding cache (no I/O)."""
+
+    def __init__(self, name: str, ttl: float | None) -> None:
+        self.tier = TierCore(name)
+        self.ttl_ms = ttl_ms(ttl)
+
+    def _key(self, embedder_id: str, text: str) -> str:
+        return self.tier.layout.embedding(digest([embedder_id, text]))
+
+    def get_many(self, embedder_id: str, texts: Sequence[str]) -> Operation[list[Vector | None]]:
+        check_text(embedder_id, field="embedder_id")
+        items = _texts(texts)
+        if not items:
+            return []
+        commands = [Command(("GET", self._key(embedder_id, t)), binary=True) for t in items]
+        got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, commands)
+        raise_first_error(got)
+        vectors = [_vector(raw) for raw in got]
+        hits = sum(v is not None for v in vectors)
+        self.tier.buffer.add({"embedding:hits": hits, "embedding:misses": len(items) - hits})
+        return vectors
+
+    def put_many(
+        self,
+        embedder_id: str,
+        texts: Sequence[str],
+        vectors: Sequence[Any],
+        ttl: float | None,
+    ) -> Operation[None]:
+        check_text(embedder_id, field="embedder_id")
+        items = _texts(texts)
+        if len(vectors) != len(items):
+            raise InvalidInputError(
+                f"{len(items)} texts but {len(vectors)} vectors", field="vectors"
+            )
+        expiry = ttl_ms(ttl) if ttl is not None else self.ttl_ms
+        tail: tuple[Any, ...] = ("PX", expiry) if expiry is not None else ()
+        commands = [
+            Command(("SET", self._key(embedder_id, t), _blob(v, "vectors"), *tail))
+            for t, v in zip(items, vectors, strict=True)
+        ]
+        if commands:
+            got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, commands)
+            raise_first_error(got)
+
+    def embed_many(
+        self,
+        embedder_id: str,
+        texts: Sequence[str],
+        embed: Callable[..., Any],
+        batched: bool,
+    ) -> Operation[list[Vector]]:
+        items = _texts(texts)
+        found = yield from self.get_many(embedder_id, items)
+        missing = list(dict.fromkeys(t for t, v in zip(items, found, strict=True) if v is None))
+        fresh: list[Any] = []
+        if batched and missing:
+            fresh = list((yield from call(embed, missing, what="embed function")) or [])
+        elif missing:
+            for text in missing:
+                fresh.append((yield from call(embed, text, what="embed function")))
+        if len(fresh) != len(missing):
+            raise InvalidInputError(
+                f"the embed function returned {len(fresh)} vectors for {len(missing)} texts",
+                field="embed",
+            )
+        blobs = [_blob(v, "embed") for v in fresh]
+        yield from self.put_many(embedder_id, missing, fresh, None)
+        computed = {
+            t: [float(x) for x in np.frombuffer(b, dtype="<f4")]
+            for t, b in zip(missing, blobs, strict=True)
+        }
+        return [v if v is not None else computed[t] for t, v in zip(items, found, strict=True)]
+
+    def clear(self) -> Operation[int]:
+        pattern = f"{glob_escape(self.tier.layout.name)}:emb:" + "?" * 64
+        removed = yield from scan_and_unlink(pattern)
+        return removed
+
+
+class EmbeddingCache(AsyncTier):
+    """Asyncio embedding cache (standalone or cluster). No I/O in the constructor.
+
+    Args:
+        client: a ``valkey.asyncio`` / ``redis.asyncio`` client.
+        name: the cache name (key prefix).
+        ttl: entry lifetime in seconds (default 7 days; ``None``: never expires).
+
+    Raises:
+        InvalidInputError: a blocking client, a bad name or TTL.
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(
+        self, client: Any, name: str, *, ttl: float | None = DEFAULT_EMBEDDING_TTL
+    ) -> None:
+        super().__init__(client)
+        self._core = EmbeddingCore(name, ttl)
+
+    async def get_many(self, embedder_id: str, texts: Sequence[str]) -> list[Vector | None]:
+        """The cached vector of each text (``None`` for a miss), in one round trip."""
+        return await self._run(self._core.get_many(embedder_id, texts))
+
+    async def put_many(
+        self,
+        embedder_id: str,
+        texts: Sequence[str],
+        vectors: Sequence[Any],
+        *,
+        ttl: float | None = None,
+    ) -> None:
+        """Cache one vector per text (stored as float32), in one round trip."""
+        await self._run(self._core.put_many(embedder_id, texts, vectors, ttl))
+
+    async def embed_many(
+        self, embedder_id: str, texts: Sequence[str], embed: Callable[..., Any]
+    ) -> list[Vector]:
+        """Vectors of ``texts``, calling ``embed(list_of_texts)`` (sync or async) once with
+        only the distinct texts that were not cached; caches what it returns."""
+        return await self._run(self._core.embed_many(embedder_id, texts, embed, True))
+
+    def wrap(
+        self, embed: Callable[..., Any], *, embedder_id: str, batched: bool = False
+    ) -> Callable[..., Awaitable[Any]]:
+        """Wrap ``embed`` (sync or async) so only cache misses reach it. ``batched=False``:
+        ``embed(text) -> vector`` and the wrapper takes one text; ``batched=True``:
+        ``embed(texts) -> vectors`` and the wrapper takes a list. Raises
+        InvalidInputError for an empty ``embedder_id``."""
+        check_text(embedder_id, field="embedder_id")
+
+        @functools.wraps(embed)
+        async def wrapper(texts: Any) -> Any:
+            if batched:
+                return await self._run(self._core.embed_many(embedder_id, texts, embed, True))
+            (vector,) = await self._run(self._core.embed_many(embedder_id, [texts], embed, False))
+            return vector
+
+        return wrapper
+
+    async def clear(self) -> int:
+        """Delete every embedding of this name (scans every primary); returns the count."""
+        return await self._run(self._core.clear())
+
+    async def stats(self) -> CacheStats:
+        """Flush buffered counters and read ``{name}:__stats``."""
+        return await self._run(self._core.tier.stats())
+
+    async def flush_stats(self) -> None:
+        """Send buffered counters now."""
+        await self._run(self._core.tier.flush_stats())
+
+
+class SyncEmbeddingCache(SyncTier):
+    """Blocking twin of :class:`EmbeddingCache` (``valkey`` / ``redis`` clients). Same
+    arguments and errors; raises InvalidInputError for an asyncio client or, in
+    :meth:`wrap`, an async embed function."""
+
+    __slots__ = ("_core",)
+
+    def __init__(
+        self, client: Any, name: str, *, ttl: float | None = DEFAULT_EMBEDDING_TTL
+    ) -> None:
+        super().__init__(client)
+        self._core = EmbeddingCore(name, ttl)
+
+    def get_many(self, embedder_id: str, texts: Sequence[str]) -> list[Vector | None]:
+        """See :meth:`EmbeddingCache.get_many`."""
+        return self._run(self._core.get_many(embedder_id, texts))
+
+    def put_many(
+        self,
+        embedder_id: str,
+        texts: Sequence[str],
+        vectors: Sequence[Any],
+        *,
+        ttl: float | None = None,
+    ) -> None:
+        """See :meth:`EmbeddingCache.put_many`."""
+        self._run(self._core.put_many(embedder_id, texts, vectors, ttl))
+
+    def embed_many(
+        self, embedder_id: str, texts: Sequence[str], embed: Callable[..., Any]
+    ) -> list[Vector]:
+        """See :meth:`EmbeddingCache.embed_many`."""
+        return self._run(self._core.embed_many(embedder_id, texts, embed, True))
+
+    def wrap(
+        self, embed: Callable[..., Any], *, embedder_id: str, batched: bool = False
+    ) -> Callable[..., Any]:
+        """See :meth:`EmbeddingCache.wrap`; ``embed`` must be sync."""
+        check_text(embedder_id, field="embedder_id")
+        if inspect.iscoroutinefunction(embed):
+            raise InvalidInputError(
+                "SyncEmbeddingCache.wrap needs a sync function; use EmbeddingCache",
+                field="embed",
+            )
+
+        @functools.wraps(embed)
+        def wrapper(texts: Any) -> Any:
+            if batched:
+                return self._run(self._core.embed_many(embedder_id, texts, embed, True))
+            (vector,) = self._run(self._core.embed_many(embedder_id, [texts], embed, False))
+            return vector
+
+        return wrapper
+
+    def clear(self) -> int:
+        """See :meth:`EmbeddingCache.clear`."""
+        return self._run(self._core.clear())
+
+    def stats(self) -> CacheStats:
+        """See :meth:`EmbeddingCache.stats`."""
+        return self._run(self._core.tier.stats())
+
+    def flush_stats(self) -> None:
+        """See :meth:`EmbeddingCache.flush_stats`."""
+        self._run(self._core.tier.flush_stats())

@@ -1,0 +1,403 @@
+"""LLM response cache: exact-match on every output-affecting request parameter.
+
+An entry lives at ``{name}:llm:{sha256}`` (see :mod:`agent_memory.cache.llm_params` for
+what is hashed and the documented list of excluded parameters) as a JSON string
+``{"response", "model", "storedAt" (ms), "tokens": {"input", "output"}, "cost" (USD)}``.
+A hit adds ``tokens x price`` (price table of :mod:`agent_memory.cache.prices`, looked up
+when the hit happens) to ``cost_saved_micros``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent_memory.cache._bulk import get_values, scan_and_unlink, unlink_keys
+from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
+from agent_memory.cache.keys import plain, ttl_ms
+from agent_memory.cache.llm_params import model_of, request_digest
+from agent_memory.cache.prices import ModelPrice, PriceTable, resolve_prices
+from agent_memory.cache.stats import CacheStats, batch_with_stats, raise_first_error
+from agent_memory.core import replies
+from agent_memory.core.effects import Command, Operation, call, scan_keys
+from agent_memory.errors import AgentMemoryError, InvalidInputError
+
+_TOKEN_ALIASES = (
+    ("input", "output"),
+    ("input_tokens", "output_tokens"),
+    ("prompt_tokens", "completion_tokens"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens of one completion.
+
+    Raises:
+        InvalidInputError: a count is negative or not an integer.
+    """
+
+    input: int = 0
+    output: int = 0
+
+    def __post_init__(self) -> None:
+        for label in ("input", "output"):
+            value = getattr(self, label)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInputError(
+                    f"token count {label} must be an integer >= 0, got {value!r}",
+                    field="tokens",
+                )
+
+    @classmethod
+    def parse(cls, tokens: TokenUsage | Mapping[str, Any] | None) -> TokenUsage | None:
+        """Accept a TokenUsage or a mapping keyed ``input``/``output``,
+        ``input_tokens``/``output_tokens`` (Anthropic) or ``prompt_tokens``/
+        ``completion_tokens`` (OpenAI).
+
+        Raises:
+            InvalidInputError: none of those key pairs, or bad counts.
+        """
+        if tokens is None or isinstance(tokens, TokenUsage):
+            return tokens
+        if isinstance(tokens, Mapping):
+            for first, second in _TOKEN_ALIASES:
+                if first in tokens or second in tokens:
+                    return cls(tokens.get(first) or 0, tokens.get(second) or 0)
+        raise InvalidInputError(
+            "tokens must be a TokenUsage or a mapping with input/output token counts",
+            field="tokens",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LlmCacheResult:
+    """Outcome of :meth:`LlmCache.check`.
+
+    Attributes:
+        hit: an entry was found.
+        response: the stored response (``None`` on a miss).
+        key: the entry's key (set on hits and misses).
+        model: the model of the request.
+        tokens: token usage stored with the entry, if any.
+        cost_saved_micros: what this hit saved, in micro-dollars (0 on a miss or when
+            the model has no price).
+        stored_at: when the entry was stored (seconds since the epoch), if known.
+    """
+
+    hit: bool
+    response: Any
+    key: str
+    model: str
+    tokens: TokenUsage | None = None
+    cost_saved_micros: int = 0
+    stored_at: float | None = None
+
+
+def _usage_of(response: Any) -> TokenUsage | None:
+    usage = response.get("usage") if isinstance(response, Mapping) else None
+    if not isinstance(usage, Mapping):
+        return None
+    try:
+        return TokenUsage.parse(usage)
+    except InvalidInputError:
+        return None
+
+
+class LlmCore:
+    """The operations of the LLM cache (pure generators; no I/O)."""
+
+    def __init__(
+        self,
+        name: str,
+        ttl: float | None,
+        prices: PriceTable | Mapping[str, ModelPrice | Mapping[str, Any]] | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.tier = TierCore(name)
+        self.ttl_ms = ttl_ms(ttl)
+        self.prices = resolve_prices(prices)
+        self.clock = clock
+
+    def _cost(self, model: str, tokens: TokenUsage | None, stored_cost: Any) -> int:
+        if tokens is None:
+            return 0
+        price = self.prices.lookup(model)
+        if price is not None:
+            return price.cost_micros(tokens.input, tokens.output)
+        if isinstance(stored_cost, (int, float)) and not isinstance(stored_cost, bool):
+            return max(0, round(stored_cost * 1_000_000))
+        return 0
+
+    def check(self, params: Mapping[str, Any]) -> Operation[LlmCacheResult]:
+        model = model_of(params)
+        key = self.tier.layout.llm(request_digest(params))
+        (raw,) = yield from batch_with_stats(
+            self.tier.layout, self.tier.buffer, [Command(("GET", key))]
+        )
+        raise_first_error([raw])
+        entry: Any = None
+        if raw is not None:
+            try:
+                entry = json.loads(replies.text(raw))
+            except (ValueError, AgentMemoryError):
+                entry = None
+        if not isinstance(entry, dict) or "response" not in entry:
+            self.tier.buffer.add({"llm:misses": 1})
+            return LlmCacheResult(False, None, key, model)
+        try:
+            tokens = TokenUsage.parse(entry.get("tokens"))
+        except InvalidInputError:
+            tokens = None
+        saved = self._cost(str(entry.get("model") or model), tokens, entry.get("cost"))
+        self.tier.buffer.add({"llm:hits": 1, "cost_saved_micros": saved})
+        stored = entry.get("storedAt")
+        stored_at = stored / 1000 if isinstance(stored, (int, float)) else None
+        return LlmCacheResult(True, entry["response"], key, model, tokens, saved, stored_at)
+
+    def store(
+        self,
+        params: Mapping[str, Any],
+        response: Any,
+        tokens: TokenUsage | Mapping[str, Any] | None,
+        ttl: float | None,
+    ) -> Operation[str]:
+        model = model_of(params)
+        key = self.tier.layout.llm(request_digest(params))
+        usage = TokenUsage.parse(tokens)
+        expiry = ttl_ms(ttl) if ttl is not None else self.ttl_ms
+        entry: dict[str, Any] = {
+            "response": plain(response, "response"),
+            "model": model,
+            "storedAt": round(self.clock() * 1000),
+        }
+        if usage is not None:
+            entry["tokens"] = {"input": usage.input, "output": usage.output}
+            price = self.prices.lookup(model)
+            if price is not None:
+                entry["cost"] = price.cost_micros(usage.input, usage.output) / 1_000_000
+        value = json.dumps(entry, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        args: tuple[Any, ...] = ("SET", key, value)
+        if expiry is not None:
+            args += ("PX", expiry)
+        got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [Command(args)])
+        raise_first_error(got)
+        return key
+
+    def invalidate_by_model(self, model: str) -> Operation[int]:
+        if not isinstance(model, str) or not model:
+            raise InvalidInputError("model must be a non-empty string", field="model")
+        keys = yield from scan_keys(self.tier.layout.llm_pattern())
+        values = yield from get_values(keys)
+        doomed = []
+        for key, raw in zip(keys, values, strict=True):
+            try:
+                entry = json.loads(replies.text(raw)) if raw is not None else None
+            except (ValueError, AgentMemoryError):
+                continue
+            if isinstance(entry, dict) and entry.get("model") == model:
+                doomed.append(key)
+        removed = yield from unlink_keys(doomed)
+        return removed
+
+    def clear(self) -> Operation[int]:
+        removed = yield from scan_and_unlink(self.tier.layout.llm_pattern())
+        return removed
+
+    def cached_call(
+        self,
+        fn: Callable[..., Any],
+        params: dict[str, Any],
+        ttl: float | None,
+        usage: Callable[[Any], TokenUsage | Mapping[str, Any] | None] | None,
+    ) -> Operation[Any]:
+        if params.get("stream"):
+            response = yield from call(lambda: fn(**params), what="completion function")
+            return response
+        found = yield from self.check(params)
+        if found.hit:
+            return found.response
+        response = yield from call(lambda: fn(**params), what="completion function")
+        tokens = usage(response) if usage is not None else _usage_of(response)
+        yield from self.store(params, response, tokens, ttl)
+        return response
+
+
+def _check_args(args: tuple[Any, ...]) -> None:
+    if args:
+        raise InvalidInputError(
+            "a cached completion function takes keyword arguments only (model=..., messages=...)",
+            field="args",
+        )
+
+
+class LlmCache(AsyncTier):
+    """Asyncio LLM response cache over ``valkey.asyncio``/``redis.asyncio`` clients
+    (standalone or cluster). The constructor does no I/O.
+
+    Args:
+        client: an asyncio client.
+        name: the cache name (key prefix).
+        ttl: default entry lifetime in seconds; ``None`` keeps entries until evicted.
+        prices: overrides merged over the default price table, or a full
+            :class:`PriceTable`.
+        clock: time source in seconds.
+
+    Raises:
+        InvalidInputError: a blocking client, a bad name, TTL or price.
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        *,
+        ttl: float | None = None,
+        prices: PriceTable | Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(client)
+        self._core = LlmCore(name, ttl, prices, clock)
+
+    async def check(self, params: Mapping[str, Any]) -> LlmCacheResult:
+        """Look ``params`` up. Raises InvalidInputError (no model, non-JSON values),
+        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
+        return await self._run(self._core.check(params))
+
+    async def store(
+        self,
+        params: Mapping[str, Any],
+        response: Any,
+        *,
+        tokens: TokenUsage | Mapping[str, Any] | None = None,
+        ttl: float | None = None,
+    ) -> str:
+        """Store a JSON-serialisable ``response`` for ``params``; returns the key. Raises
+        InvalidInputError (no model, non-JSON values, bad tokens or TTL),
+        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
+        return await self._run(self._core.store(params, response, tokens, ttl))
+
+    async def invalidate_by_model(self, model: str) -> int:
+        """Delete every entry of ``model`` (scans every primary); returns the count.
+        Raises InvalidInputError, ServerUnavailableError, OperationTimeoutError,
+        ServerResponseError."""
+        return await self._run(self._core.invalidate_by_model(model))
+
+    async def clear(self) -> int:
+        """Delete every LLM entry of this name; returns the count. Raises
+        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
+        return await self._run(self._core.clear())
+
+    async def stats(self) -> CacheStats:
+        """Flush buffered counters and read ``{name}:__stats``. Raises
+        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
+        return await self._run(self._core.tier.stats())
+
+    async def flush_stats(self) -> None:
+        """Send buffered hit/miss counters now. Raises ServerUnavailableError,
+        OperationTimeoutError."""
+        await self._run(self._core.tier.flush_stats())
+
+    def wrap(
+        self,
+        fn: Callable[..., Any],
+        *,
+        ttl: float | None = None,
+        usage: Callable[[Any], TokenUsage | Mapping[str, Any] | None] | None = None,
+    ) -> Callable[..., Awaitable[Any]]:
+        """Cache a completion function (sync or async) called with keyword arguments.
+
+        The wrapper returns the cached response on a hit and otherwise calls ``fn``,
+        stores its (JSON-serialisable) response with the token usage found by ``usage``
+        (default: the ``usage`` mapping of a dict response) and returns it. Calls with
+        ``stream=True`` bypass the cache. The wrapper raises what :meth:`check` and
+        :meth:`store` raise, InvalidInputError for positional arguments, and whatever
+        ``fn`` raises.
+        """
+
+        @functools.wraps(fn)
+        async def wrapper(*args: Any, **params: Any) -> Any:
+            _check_args(args)
+            return await self._run(self._core.cached_call(fn, params, ttl, usage))
+
+        return wrapper
+
+
+class SyncLlmCache(SyncTier):
+    """Blocking twin of :class:`LlmCache` over ``valkey``/``redis`` clients (standalone or
+    cluster). Same arguments and errors; raises InvalidInputError for an asyncio client.
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        *,
+        ttl: float | None = None,
+        prices: PriceTable | Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        super().__init__(client)
+        self._core = LlmCore(name, ttl, prices, clock)
+
+    def check(self, params: Mapping[str, Any]) -> LlmCacheResult:
+        """See :meth:`LlmCache.check`."""
+        return self._run(self._core.check(params))
+
+    def store(
+        self,
+        params: Mapping[str, Any],
+        response: Any,
+        *,
+        tokens: TokenUsage | Mapping[str, Any] | None = None,
+        ttl: float | None = None,
+    ) -> str:
+        """See :meth:`LlmCache.store`."""
+        return self._run(self._core.store(params, response, tokens, ttl))
+
+    def invalidate_by_model(self, model: str) -> int:
+        """See :meth:`LlmCache.invalidate_by_model`."""
+        return self._run(self._core.invalidate_by_model(model))
+
+    def clear(self) -> int:
+        """See :meth:`LlmCache.clear`."""
+        return self._run(self._core.clear())
+
+    def stats(self) -> CacheStats:
+        """See :meth:`LlmCache.stats`."""
+        return self._run(self._core.tier.stats())
+
+    def flush_stats(self) -> None:
+        """See :meth:`LlmCache.flush_stats`."""
+        self._run(self._core.tier.flush_stats())
+
+    def wrap(
+        self,
+        fn: Callable[..., Any],
+        *,
+        ttl: float | None = None,
+        usage: Callable[[Any], TokenUsage | Mapping[str, Any] | None] | None = None,
+    ) -> Callable[..., Any]:
+        """See :meth:`LlmCache.wrap`; ``fn`` must be a sync function (InvalidInputError
+        for a coroutine function)."""
+        if inspect.iscoroutinefunction(fn):
+            raise InvalidInputError(
+                "SyncLlmCache.wrap needs a sync function; use LlmCache for async ones",
+                field="fn",
+            )
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **params: Any) -> Any:
+            _check_args(args)
+            return self._run(self._core.cached_call(fn, params, ttl, usage))
+
+        return wrapper

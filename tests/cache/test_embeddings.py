@@ -1,0 +1,115 @@
+"""Embedding cache against real servers (every kind, every client flavour)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agent_memory.cache import EmbeddingCache, SyncEmbeddingCache
+from agent_memory.errors import InvalidInputError
+from tests.cache.conftest import Env, Tier
+
+
+def embeddings(env: Env, **kwargs: Any) -> Tier:
+    return env.make(EmbeddingCache, SyncEmbeddingCache, **kwargs)
+
+
+def fake_embed(text: str) -> list[float]:
+    # Bytes that are not valid UTF-8 (0x80...) appear in these blobs on purpose.
+    return [float(len(text)), -1.5, 1e-3, float(ord(text[0])) if text else 0.0]
+
+
+async def test_put_get_many(env: Env) -> None:
+    cache = embeddings(env)
+    assert await cache.get_many("m1", ["a", "b"]) == [None, None]
+    await cache.put_many("m1", ["a", "b"], [fake_embed("a"), np.array(fake_embed("b"))])
+    got = await cache.get_many("m1", ["b", "zz", "a"])
+    assert got[1] is None
+    assert got[0] == pytest.approx(fake_embed("b")) and got[2] == pytest.approx(fake_embed("a"))
+    assert await cache.get_many("m2", ["a"]) == [None]  # embedder id is part of the key
+    assert await cache.get_many("m1", []) == []
+    keys = env.keys("emb:*")
+    assert len(keys) == 2
+    assert env.raw.strlen(keys[0]) == 16  # 4 float32
+    assert 7 * 86_400_000 - 60_000 < env.raw.pttl(keys[0]) <= 7 * 86_400_000
+
+
+async def test_ttl(env: Env) -> None:
+    cache = embeddings(env, ttl=30)
+    await cache.put_many("m", ["a"], [[1.0]])
+    await cache.put_many("m", ["b"], [[1.0]], ttl=5)
+    ttls = sorted(env.raw.pttl(k) for k in env.keys("emb:*"))
+    assert 4_000 < ttls[0] <= 5_000 and 29_000 < ttls[1] <= 30_000
+    forever = embeddings(env, name=env.name + "f", ttl=None)
+    await forever.put_many("m", ["a"], [[1.0]])
+    assert [env.raw.pttl(k) for k in env.raw.scan_iter(match=f"{env.name}f:emb:*")] == [-1]
+
+
+async def test_wrap_single_embeds_only_misses(env: Env) -> None:
+    cache = embeddings(env)
+    calls: list[str] = []
+
+    def embed(text: str) -> list[float]:
+        calls.append(text)
+        return fake_embed(text)
+
+    cached = cache.wrap(embed, embedder_id="fake-v1")
+    first = await cached("hello")
+    again = await cached("hello")
+    assert first == again == pytest.approx(fake_embed("hello"))
+    assert calls == ["hello"]
+    stats = await cache.stats()
+    assert (stats.embedding_hits, stats.embedding_misses) == (1, 1)
+    assert stats.embedding_calls_saved == 1
+
+
+async def test_embed_many_and_batched_wrap(env: Env) -> None:
+    cache = embeddings(env)
+    batches: list[list[str]] = []
+
+    def embed_batch(texts: list[str]) -> list[list[float]]:
+        batches.append(list(texts))
+        return [fake_embed(t) for t in texts]
+
+    await cache.put_many("b", ["known"], [fake_embed("known")])
+    vectors = await cache.embed_many("b", ["x", "known", "y", "x"], embed_batch)
+    assert batches == [["x", "y"]]
+    assert vectors == [pytest.approx(fake_embed(t)) for t in ["x", "known", "y", "x"]]
+    cached = cache.wrap(embed_batch, embedder_id="b", batched=True)
+    assert await cached(["y", "known"]) == [pytest.approx(fake_embed(t)) for t in ["y", "known"]]
+    assert batches == [["x", "y"]]
+    stats = await cache.stats()
+    assert (stats.embedding_hits, stats.embedding_misses) == (3, 3)
+    assert env.raw.hgetall(f"{env.name}:__stats") == {
+        "embedding:hits": "3",
+        "embedding:misses": "3",
+    }
+
+
+async def test_clear(env: Env) -> None:
+    cache = embeddings(env)
+    await cache.put_many("m", ["a", "b", "c"], [[1.0], [2.0], [3.0]])
+    assert await cache.clear() == 3
+    assert await cache.get_many("m", ["a"]) == [None]
+
+
+async def test_invalid_input(env: Env) -> None:
+    cache = embeddings(env)
+    for call in (
+        cache.get_many("", ["a"]),
+        cache.get_many("m", "not a list"),
+        cache.get_many("m", [1]),
+        cache.put_many("m", ["a"], []),
+        cache.put_many("m", ["a"], [[]]),
+        cache.put_many("m", ["a"], [[1.0, float("nan")]]),
+        cache.put_many("m", ["a"], [[[1.0]]]),
+        cache.put_many("m", ["a", "b"], [[1.0], ["x"]]),
+        cache.embed_many("m", ["a", "b"], lambda texts: [[1.0]]),
+    ):
+        with pytest.raises(InvalidInputError):
+            await call
+    with pytest.raises(InvalidInputError):
+        cache.wrap(fake_embed, embedder_id="")
+    assert env.keys("emb:*") == []

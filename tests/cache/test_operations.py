@@ -1,0 +1,91 @@
+"""Operations driven by hand with canned replies: what goes into each round trip."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+
+from agent_memory.cache.llm import LlmCore
+from agent_memory.cache.session import SessionCore
+from agent_memory.cache.stats import parse_stats
+from agent_memory.core.effects import Batch, Operation
+from agent_memory.errors import ServerResponseError, ServerUnavailableError
+
+PARAMS = {"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]}
+
+
+def drive(op: Operation[Any], answers: list[Any]) -> tuple[Any, list[Batch]]:
+    """Run ``op`` feeding ``answers`` (an exception instance is thrown into it)."""
+    seen: list[Batch] = []
+    value: Any = None
+    try:
+        effect = op.send(None)
+        for answer in answers:
+            assert isinstance(effect, Batch)
+            seen.append(effect)
+            effect = op.throw(answer) if isinstance(answer, Exception) else op.send(answer)
+        raise AssertionError(f"operation wanted more: {effect!r}")
+    except StopIteration as stop:
+        value = stop.value
+    return value, seen
+
+
+def names(batch: Batch) -> list[tuple[Any, ...]]:
+    return [
+        cmd.args[:1] + cmd.args[2:3]
+        if cmd.args[0] in ("HINCRBY", "HGET", "PEXPIRE")
+        else cmd.args[:1]
+        for cmd in batch.commands
+    ]
+
+
+def test_check_buffers_the_outcome_and_the_next_batch_carries_it() -> None:
+    core = LlmCore("n", None, None, lambda: 0.0)
+    miss, (batch,) = drive(core.check(PARAMS), [[None]])
+    assert not miss.hit and [c.args[0] for c in batch.commands] == ["GET"]
+    assert not batch.atomic
+    entry = {"response": "r", "model": "gpt-4o", "tokens": {"input": 1000, "output": 0}}
+    hit, (batch,) = drive(core.check(PARAMS), [[json.dumps(entry).encode(), 1]])
+    assert hit.hit and hit.cost_saved_micros == 2500
+    assert names(batch) == [("GET",), ("HINCRBY", "llm:misses")]
+    _, (batch,) = drive(core.store(PARAMS, "r", None, None), [[b"OK", 1, 1, 1]])
+    assert names(batch) == [
+        ("SET",),
+        ("HINCRBY", "llm:hits"),
+        ("HINCRBY", "cost_saved_micros"),
+    ]
+    assert core.tier.buffer.pending() == {}
+
+
+def test_a_failed_round_trip_keeps_the_buffered_counters() -> None:
+    core = LlmCore("n", None, None, lambda: 0.0)
+    drive(core.check(PARAMS), [[None]])
+    with pytest.raises(ServerUnavailableError):
+        drive(core.check(PARAMS), [ServerUnavailableError("down")])
+    assert core.tier.buffer.pending() == {"llm:misses": 1}
+
+
+def test_counter_errors_are_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    core = SessionCore("n", 10)
+    with caplog.at_level(logging.WARNING):
+        value, (batch,) = drive(core.get("t", "k"), [[b'"v"', 1, ServerResponseError("WRONGTYPE")]])
+    assert value == "v"
+    assert names(batch) == [("HGET", "k"), ("PEXPIRE", 10_000), ("HINCRBY", "session:reads")]
+    assert "counter update failed" in caplog.text
+
+
+def test_command_errors_are_raised() -> None:
+    core = SessionCore("n", None)
+    with pytest.raises(ServerResponseError):
+        drive(core.set("t", "k", 1), [[ServerResponseError("WRONGTYPE"), 1]])
+
+
+def test_parse_stats_accepts_every_shape() -> None:
+    flat = [b"llm:hits", b"2", b"tool:a:b:hits", b"3", b"tool:a:b:misses", 1, b"junk", b"x"]
+    stats = parse_stats(flat)
+    assert stats.llm_hits == 2 and stats.tool("a:b").hits == 3 and stats.tool("a:b").misses == 1
+    assert parse_stats({"tool:hits": "4", "tool:misses": "1"}).tool_hit_rate == 0.8
+    assert parse_stats(None).llm_hit_rate == 0.0
