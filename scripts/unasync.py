@@ -9,6 +9,8 @@ file is out of date (run by the test suite).
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -56,7 +58,17 @@ def transform(source_path: str, text: str, renames: dict[str, str]) -> str:
     body = body.replace(
         "client_from_url(url, blocking=_ASYNC", "client_from_url(url, asyncio=_ASYNC"
     )
-    return HEADER.format(source=source_path) + body
+    return _formatted(HEADER.format(source=source_path) + body, source_path)
+
+
+def _formatted(text: str, path: str) -> str:
+    """Run the generated code through ``ruff format`` so it matches the checked style."""
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    result = subprocess.run(
+        [ruff, "format", "--stdin-filename", path, "-"],
+        input=text, capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    return result.stdout
 
 
 def main(argv: list[str]) -> int:

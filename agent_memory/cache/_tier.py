@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from agent_memory.cache.keys import KeyLayout
 from agent_memory.cache.stats import CacheStats, StatsBuffer, flush_op, stats_op
 from agent_memory.core.clients import AsyncExecutor, SyncExecutor, is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async, run_sync
 from agent_memory.errors import InvalidInputError
+from agent_memory.telemetry import OperationScope, Telemetry
+from agent_memory.telemetry.core import describe_result
 
 
 class TierCore:
@@ -36,29 +40,57 @@ def _check_client(client: Any, *, want_async: bool, cls: str) -> None:
         )
 
 
+def _name_of(op: Operation[Any]) -> str:
+    """The operation's name: generator objects carry their function's name."""
+    return str(getattr(op, "__name__", "operation"))
+
+
+def _record(telemetry: Telemetry, tier: str, scope: OperationScope, result: Any) -> None:
+    describe_result(scope, result)
+    hit = getattr(result, "hit", None)
+    if isinstance(hit, bool):
+        telemetry.cache_request(tier, hit)
+        if hit:
+            telemetry.cache_cost_saved(int(getattr(result, "cost_saved_micros", 0) or 0))
+
+
 class AsyncTier:
-    """Base of the asyncio facades."""
+    """Base of the asyncio facades (one span and latency observation per operation)."""
 
-    __slots__ = ("_executor", "client")
+    __slots__ = ("_executor", "_telemetry", "_tier", "client")
 
-    def __init__(self, client: Any) -> None:
+    def __init__(
+        self, client: Any, name: str, tier: str, registry: CollectorRegistry | None
+    ) -> None:
         _check_client(client, want_async=True, cls=type(self).__name__)
         self.client = client
         self._executor = AsyncExecutor(client)
+        self._tier = tier
+        self._telemetry = Telemetry(name, kind="cache", registry=registry)
 
     async def _run(self, op: Operation[T]) -> T:
-        return await run_async(op, self._executor)
+        with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
+            result = await run_async(op, self._executor, self._telemetry.child_span)
+            _record(self._telemetry, self._tier, scope, result)
+            return result
 
 
 class SyncTier:
-    """Base of the blocking facades."""
+    """Base of the blocking facades (one span and latency observation per operation)."""
 
-    __slots__ = ("_executor", "client")
+    __slots__ = ("_executor", "_telemetry", "_tier", "client")
 
-    def __init__(self, client: Any) -> None:
+    def __init__(
+        self, client: Any, name: str, tier: str, registry: CollectorRegistry | None
+    ) -> None:
         _check_client(client, want_async=False, cls=type(self).__name__)
         self.client = client
         self._executor = SyncExecutor(client)
+        self._tier = tier
+        self._telemetry = Telemetry(name, kind="cache", registry=registry)
 
     def _run(self, op: Operation[T]) -> T:
-        return run_sync(op, self._executor)
+        with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
+            result = run_sync(op, self._executor, self._telemetry.child_span)
+            _record(self._telemetry, self._tier, scope, result)
+            return result

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
+from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._bulk import scan_and_unlink
 from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
@@ -163,9 +164,14 @@ class EmbeddingCache(AsyncTier):
     __slots__ = ("_core",)
 
     def __init__(
-        self, client: Any, name: str, *, ttl: float | None = DEFAULT_EMBEDDING_TTL
+        self,
+        client: Any,
+        name: str,
+        *,
+        ttl: float | None = DEFAULT_EMBEDDING_TTL,
+        registry: CollectorRegistry | None = None,
     ) -> None:
-        super().__init__(client)
+        super().__init__(client, name, "embedding", registry)
         self._core = EmbeddingCore(name, ttl)
 
     async def get_many(self, embedder_id: str, texts: Sequence[str]) -> list[Vector | None]:
@@ -229,9 +235,14 @@ class SyncEmbeddingCache(SyncTier):
     __slots__ = ("_core",)
 
     def __init__(
-        self, client: Any, name: str, *, ttl: float | None = DEFAULT_EMBEDDING_TTL
+        self,
+        client: Any,
+        name: str,
+        *,
+        ttl: float | None = DEFAULT_EMBEDDING_TTL,
+        registry: CollectorRegistry | None = None,
     ) -> None:
-        super().__init__(client)
+        super().__init__(client, name, "embedding", registry)
         self._core = EmbeddingCore(name, ttl)
 
     def get_many(self, embedder_id: str, texts: Sequence[str]) -> list[Vector | None]:

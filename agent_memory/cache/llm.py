@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from agent_memory.cache._bulk import get_values, scan_and_unlink, unlink_keys
 from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
 from agent_memory.cache.keys import plain, ttl_ms
@@ -262,8 +264,9 @@ class LlmCache(AsyncTier):
         ttl: float | None = None,
         prices: PriceTable | Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
         clock: Callable[[], float] = time.time,
+        registry: CollectorRegistry | None = None,
     ) -> None:
-        super().__init__(client)
+        super().__init__(client, name, "llm", registry)
         self._core = LlmCore(name, ttl, prices, clock)
 
     async def check(self, params: Mapping[str, Any]) -> LlmCacheResult:
@@ -345,8 +348,9 @@ class SyncLlmCache(SyncTier):
         ttl: float | None = None,
         prices: PriceTable | Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
         clock: Callable[[], float] = time.time,
+        registry: CollectorRegistry | None = None,
     ) -> None:
-        super().__init__(client)
+        super().__init__(client, name, "llm", registry)
         self._core = LlmCore(name, ttl, prices, clock)
 
     def check(self, params: Mapping[str, Any]) -> LlmCacheResult:

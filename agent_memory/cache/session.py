@@ -23,6 +23,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
 from agent_memory.cache.keys import check_text, plain, ttl_ms
 from agent_memory.cache.stats import CacheStats, batch_with_stats, raise_first_error
@@ -118,8 +120,15 @@ class SessionStore(AsyncTier):
 
     __slots__ = ("_core",)
 
-    def __init__(self, client: Any, name: str, *, ttl: float | None = DEFAULT_SESSION_TTL) -> None:
-        super().__init__(client)
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        *,
+        ttl: float | None = DEFAULT_SESSION_TTL,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        super().__init__(client, name, "session", registry)
         self._core = SessionCore(name, ttl)
 
     async def get(self, thread_id: str, key: str) -> Any:
@@ -162,8 +171,15 @@ class SyncSessionStore(SyncTier):
 
     __slots__ = ("_core",)
 
-    def __init__(self, client: Any, name: str, *, ttl: float | None = DEFAULT_SESSION_TTL) -> None:
-        super().__init__(client)
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        *,
+        ttl: float | None = DEFAULT_SESSION_TTL,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        super().__init__(client, name, "session", registry)
         self._core = SessionCore(name, ttl)
 
     def get(self, thread_id: str, key: str) -> Any:

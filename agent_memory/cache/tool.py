@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from agent_memory.cache._tier import AsyncTier, SyncTier
 from agent_memory.cache.stats import CacheStats
 from agent_memory.cache.tool_core import ToolCacheResult, ToolCore, ToolEffectiveness, ToolPolicy
@@ -41,8 +43,9 @@ class ToolCache(AsyncTier):
         ttl: float | None = None,
         policy_refresh: float = 30.0,
         clock: Callable[[], float] = time.time,
+        registry: CollectorRegistry | None = None,
     ) -> None:
-        super().__init__(client)
+        super().__init__(client, name, "tool", registry)
         self._core = ToolCore(name, ttl, policy_refresh, clock)
 
     async def check(self, tool: str, args: Any) -> ToolCacheResult:
@@ -106,8 +109,9 @@ class SyncToolCache(SyncTier):
         ttl: float | None = None,
         policy_refresh: float = 30.0,
         clock: Callable[[], float] = time.time,
+        registry: CollectorRegistry | None = None,
     ) -> None:
-        super().__init__(client)
+        super().__init__(client, name, "tool", registry)
         self._core = ToolCore(name, ttl, policy_refresh, clock)
 
     def check(self, tool: str, args: Any) -> ToolCacheResult:

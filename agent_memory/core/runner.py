@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from agent_memory.core.clients import AsyncExecutor, SyncExecutor
@@ -14,8 +17,18 @@ def _misuse(effect: Effect) -> InvalidInputError:
     return InvalidInputError(f"operation yielded an unknown effect {effect!r}")
 
 
-def run_sync(op: Operation[T], executor: SyncExecutor) -> T:
-    """Drive ``op`` to completion with blocking I/O."""
+SpanFactory = Callable[[str], AbstractContextManager[Any]]
+
+
+def _no_span(_: str) -> AbstractContextManager[Any]:
+    return contextlib.nullcontext()
+
+
+def run_sync(op: Operation[T], executor: SyncExecutor, call_span: SpanFactory = _no_span) -> T:
+    """Drive ``op`` to completion with blocking I/O.
+
+    ``call_span(what)`` wraps each user callback (e.g. the embedder) in a child span.
+    """
     send_value: Any = None
     error: BaseException | None = None
     while True:
@@ -32,7 +45,8 @@ def run_sync(op: Operation[T], executor: SyncExecutor) -> T:
             elif isinstance(effect, ScanKeys):
                 send_value = executor.scan(effect)
             elif isinstance(effect, Call):
-                send_value = effect.fn(*effect.args)
+                with call_span(effect.what):
+                    send_value = effect.fn(*effect.args)
                 if inspect.isawaitable(send_value):
                     close = getattr(send_value, "close", None)
                     if close is not None:
@@ -48,7 +62,9 @@ def run_sync(op: Operation[T], executor: SyncExecutor) -> T:
             error = exc
 
 
-async def run_async(op: Operation[T], executor: AsyncExecutor) -> T:
+async def run_async(
+    op: Operation[T], executor: AsyncExecutor, call_span: SpanFactory = _no_span
+) -> T:
     """Drive ``op`` to completion on the running event loop."""
     send_value: Any = None
     error: BaseException | None = None
@@ -66,9 +82,10 @@ async def run_async(op: Operation[T], executor: AsyncExecutor) -> T:
             elif isinstance(effect, ScanKeys):
                 send_value = await executor.scan(effect)
             elif isinstance(effect, Call):
-                send_value = effect.fn(*effect.args)
-                if inspect.isawaitable(send_value):
-                    send_value = await send_value
+                with call_span(effect.what):
+                    send_value = effect.fn(*effect.args)
+                    if inspect.isawaitable(send_value):
+                        send_value = await send_value
             else:
                 raise _misuse(effect)
         except Exception as exc:  # noqa: BLE001 - delivered into the operation, which decides

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from agent_memory.search.dialect import Dialect
 from agent_memory.store.layout import Keys
 from agent_memory.store.types import RecallWeights
+from agent_memory.telemetry import Telemetry
 
 if TYPE_CHECKING:
     from agent_memory.backends.base import Backend
@@ -53,6 +54,7 @@ class StoreContext:
     in_process: bool = False
     near_miss_warned: bool = False
     counters: dict[str, int] = field(default_factory=dict)
+    telemetry: Telemetry | None = None
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -60,3 +62,5 @@ class StoreContext:
     def count(self, name: str, amount: int = 1) -> None:
         """Count a process-local event (exported by the telemetry layer)."""
         self.counters[name] = self.counters.get(name, 0) + amount
+        if self.telemetry is not None:
+            self.telemetry.count(name, amount)

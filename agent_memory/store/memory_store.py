@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from agent_memory.backends.inprocess import is_in_process
 from agent_memory.core.clients import (
     AsyncExecutor,
@@ -44,6 +46,8 @@ from agent_memory.store.validation import (
     check_text,
     check_threshold,
 )
+from agent_memory.telemetry import Telemetry
+from agent_memory.telemetry.core import AttributeValue, describe_result
 
 _ASYNC = True
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
@@ -95,6 +99,9 @@ class MemoryStore:
             ``"ft"`` or ``"portable"``. With an in-process client
             (:mod:`agent_memory.backends.inprocess`) the backend is ``"inprocess"``.
         max_content_bytes: largest accepted memory text, in UTF-8 bytes.
+        registry: a ``prometheus_client.CollectorRegistry`` to record ``agent_memory_*``
+            metrics on (labelled by ``name``); ``None`` records none. Spans always go to
+            the global OpenTelemetry tracer provider.
 
     Raises:
         InvalidInputError: a bad argument (wrong client kind, bad name, ...).
@@ -115,6 +122,7 @@ class MemoryStore:
         clock: Clock | None = None,
         backend: str = "auto",
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         if is_async_client(client) != _ASYNC:
             wanted = "an async" if _ASYNC else "a sync"
@@ -153,6 +161,7 @@ class MemoryStore:
         self._closed = False
         self._config_refresh = config_refresh
         self._next_refresh = 0.0
+        self._telemetry = Telemetry(check_name(name), kind="memory", registry=registry)
         self._ctx = StoreContext(
             keys=Keys(check_name(name)),
             embed=embed,
@@ -163,6 +172,7 @@ class MemoryStore:
             backend_choice=backend,
             max_content_bytes=max_content_bytes,
             in_process=is_in_process(client),
+            telemetry=self._telemetry,
         )
 
     @classmethod
@@ -196,14 +206,18 @@ class MemoryStore:
         """The underlying client."""
         return self._client
 
-    async def _run(self, op: Operation[T]) -> T:
+    async def _run(self, op: Operation[T], operation: str, **attributes: AttributeValue) -> T:
         if self._closed:
             op.close()
             raise StoreClosedError(f"store {self.name!r} is closed")
-        if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
-            self._next_refresh = time.monotonic() + self._config_refresh
-            await run_async(refresh_config(self._ctx), self._executor)
-        return await run_async(op, self._executor)
+        telemetry = self._telemetry
+        with telemetry.operation(operation, attributes=attributes) as scope:
+            if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
+                self._next_refresh = time.monotonic() + self._config_refresh
+                await run_async(refresh_config(self._ctx), self._executor)
+            result = await run_async(op, self._executor, telemetry.child_span)
+            describe_result(scope, result)
+            return result
 
     async def ensure_index(self) -> IndexStatus:
         """Create the index (or check the existing one) and pick the backend. Idempotent.
@@ -218,7 +232,7 @@ class MemoryStore:
                 the embedder fails on a probe text.
             ServerUnavailableError, OperationTimeoutError: the server cannot be reached.
         """
-        return await self._run(ensure_index(self._ctx))
+        return await self._run(ensure_index(self._ctx), "ensure_index")
 
     async def remember(
         self,
@@ -256,7 +270,7 @@ class MemoryStore:
             content=content, importance=importance, tags=tags, ttl=ttl, scope=scope,
             source=source, subject=subject, date=date, metadata=metadata, durability=durability,
         )  # fmt: skip
-        ids = await self._run(remember_many(self._ctx, [item]))
+        ids = await self._run(remember_many(self._ctx, [item]), "remember")
         return ids[0]
 
     async def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[str]:
@@ -268,7 +282,7 @@ class MemoryStore:
         Raises:
             InvalidInputError: any item is invalid; nothing was written.
         """
-        return await self._run(remember_many(self._ctx, _inputs(items)))
+        return await self._run(remember_many(self._ctx, _inputs(items)), "remember_many")
 
     async def recall(
         self,
@@ -297,7 +311,7 @@ class MemoryStore:
             self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,
             reinforce=reinforce,
         )  # fmt: skip
-        return await self._run(recall_text(self._ctx, request, query))
+        return await self._run(recall_text(self._ctx, request, query), "recall", k=k)
 
     async def recall_by_vector(
         self,
@@ -319,7 +333,9 @@ class MemoryStore:
             self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,
             reinforce=reinforce,
         )  # fmt: skip
-        return await self._run(recall_by_vector(self._ctx, request, vector))
+        return await self._run(
+            recall_by_vector(self._ctx, request, vector), "recall_by_vector", k=k
+        )
 
     async def get(self, id: str) -> MemoryItem | None:
         """The memory with this id, or ``None`` if there is none (or it expired).
@@ -327,7 +343,7 @@ class MemoryStore:
         Raises:
             InvalidInputError: ``id`` is not a well-formed memory id.
         """
-        return await self._run(get(self._ctx, id))
+        return await self._run(get(self._ctx, id), "get")
 
     async def list(
         self,
@@ -348,7 +364,7 @@ class MemoryStore:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError("offset must be an int >= 0", field="offset")
         flt = scope_filter(scope, check_tags(tags), session=(scope or Scope()).session_id)
-        return await self._run(list_items(self._ctx, flt, limit=limit, offset=offset))
+        return await self._run(list_items(self._ctx, flt, limit=limit, offset=offset), "list")
 
     async def update(
         self,
@@ -367,7 +383,8 @@ class MemoryStore:
             InvalidInputError: a bad value; nothing was changed.
         """
         return await self._run(
-            update(self._ctx, id, content=content, importance=importance, tags=tags, ttl=ttl)
+            update(self._ctx, id, content=content, importance=importance, tags=tags, ttl=ttl),
+            "update",
         )
 
     async def forget(self, id: str) -> bool:
@@ -376,7 +393,7 @@ class MemoryStore:
         Raises:
             InvalidInputError: ``id`` is not a well-formed memory id.
         """
-        return await self._run(forget(self._ctx, id))
+        return await self._run(forget(self._ctx, id), "forget")
 
     async def forget_by_scope(self, scope: Scope, tags: Sequence[str] | None = None) -> int:
         """Delete every memory of a scope (all its sessions unless ``scope.session_id``
@@ -388,11 +405,11 @@ class MemoryStore:
         if not isinstance(scope, Scope):
             raise InvalidInputError("scope must be a Scope", field="scope")
         flt = scope_filter(scope, check_tags(tags), session=scope.session_id or False)
-        return await self._run(forget_matching(self._ctx, flt))
+        return await self._run(forget_matching(self._ctx, flt), "forget_by_scope")
 
     async def stats(self) -> MemoryStats:
         """Item count and counters (``{name}:__mem_stats``)."""
-        return await self._run(stats(self._ctx))
+        return await self._run(stats(self._ctx), "stats")
 
     def current_config(self) -> LiveConfig:
         """The configuration in force (a copy)."""
@@ -401,7 +418,7 @@ class MemoryStore:
 
     async def refresh_config(self) -> LiveConfig:
         """Re-read ``{name}:__mem_config`` now; invalid values are logged and ignored."""
-        return await self._run(refresh_config(self._ctx))
+        return await self._run(refresh_config(self._ctx), "refresh_config")
 
     async def close(self) -> None:
         """Release the store (idempotent); closes the client only if the store created it."""

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from agent_memory.backends.inprocess import is_in_process
 from agent_memory.core.clients import (
     SyncExecutor,
@@ -43,6 +45,8 @@ from agent_memory.store.validation import (
     check_text,
     check_threshold,
 )
+from agent_memory.telemetry import Telemetry
+from agent_memory.telemetry.core import AttributeValue, describe_result
 
 _ASYNC = False
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
@@ -94,6 +98,9 @@ class SyncMemoryStore:
             ``"ft"`` or ``"portable"``. With an in-process client
             (:mod:`agent_memory.backends.inprocess`) the backend is ``"inprocess"``.
         max_content_bytes: largest accepted memory text, in UTF-8 bytes.
+        registry: a ``prometheus_client.CollectorRegistry`` to record ``agent_memory_*``
+            metrics on (labelled by ``name``); ``None`` records none. Spans always go to
+            the global OpenTelemetry tracer provider.
 
     Raises:
         InvalidInputError: a bad argument (wrong client kind, bad name, ...).
@@ -114,6 +121,7 @@ class SyncMemoryStore:
         clock: Clock | None = None,
         backend: str = "auto",
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         if is_async_client(client) != _ASYNC:
             wanted = "an async" if _ASYNC else "a sync"
@@ -152,6 +160,7 @@ class SyncMemoryStore:
         self._closed = False
         self._config_refresh = config_refresh
         self._next_refresh = 0.0
+        self._telemetry = Telemetry(check_name(name), kind="memory", registry=registry)
         self._ctx = StoreContext(
             keys=Keys(check_name(name)),
             embed=embed,
@@ -162,6 +171,7 @@ class SyncMemoryStore:
             backend_choice=backend,
             max_content_bytes=max_content_bytes,
             in_process=is_in_process(client),
+            telemetry=self._telemetry,
         )
 
     @classmethod
@@ -195,14 +205,18 @@ class SyncMemoryStore:
         """The underlying client."""
         return self._client
 
-    def _run(self, op: Operation[T]) -> T:
+    def _run(self, op: Operation[T], operation: str, **attributes: AttributeValue) -> T:
         if self._closed:
             op.close()
             raise StoreClosedError(f"store {self.name!r} is closed")
-        if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
-            self._next_refresh = time.monotonic() + self._config_refresh
-            run_sync(refresh_config(self._ctx), self._executor)
-        return run_sync(op, self._executor)
+        telemetry = self._telemetry
+        with telemetry.operation(operation, attributes=attributes) as scope:
+            if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
+                self._next_refresh = time.monotonic() + self._config_refresh
+                run_sync(refresh_config(self._ctx), self._executor)
+            result = run_sync(op, self._executor, telemetry.child_span)
+            describe_result(scope, result)
+            return result
 
     def ensure_index(self) -> IndexStatus:
         """Create the index (or check the existing one) and pick the backend. Idempotent.
@@ -217,7 +231,7 @@ class SyncMemoryStore:
                 the embedder fails on a probe text.
             ServerUnavailableError, OperationTimeoutError: the server cannot be reached.
         """
-        return self._run(ensure_index(self._ctx))
+        return self._run(ensure_index(self._ctx), "ensure_index")
 
     def remember(
         self,
@@ -255,7 +269,7 @@ class SyncMemoryStore:
             content=content, importance=importance, tags=tags, ttl=ttl, scope=scope,
             source=source, subject=subject, date=date, metadata=metadata, durability=durability,
         )  # fmt: skip
-        ids = self._run(remember_many(self._ctx, [item]))
+        ids = self._run(remember_many(self._ctx, [item]), "remember")
         return ids[0]
 
     def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[str]:
@@ -267,7 +281,7 @@ class SyncMemoryStore:
         Raises:
             InvalidInputError: any item is invalid; nothing was written.
         """
-        return self._run(remember_many(self._ctx, _inputs(items)))
+        return self._run(remember_many(self._ctx, _inputs(items)), "remember_many")
 
     def recall(
         self,
@@ -296,7 +310,7 @@ class SyncMemoryStore:
             self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,
             reinforce=reinforce,
         )  # fmt: skip
-        return self._run(recall_text(self._ctx, request, query))
+        return self._run(recall_text(self._ctx, request, query), "recall", k=k)
 
     def recall_by_vector(
         self,
@@ -318,7 +332,7 @@ class SyncMemoryStore:
             self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,
             reinforce=reinforce,
         )  # fmt: skip
-        return self._run(recall_by_vector(self._ctx, request, vector))
+        return self._run(recall_by_vector(self._ctx, request, vector), "recall_by_vector", k=k)
 
     def get(self, id: str) -> MemoryItem | None:
         """The memory with this id, or ``None`` if there is none (or it expired).
@@ -326,7 +340,7 @@ class SyncMemoryStore:
         Raises:
             InvalidInputError: ``id`` is not a well-formed memory id.
         """
-        return self._run(get(self._ctx, id))
+        return self._run(get(self._ctx, id), "get")
 
     def list(
         self,
@@ -347,7 +361,7 @@ class SyncMemoryStore:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError("offset must be an int >= 0", field="offset")
         flt = scope_filter(scope, check_tags(tags), session=(scope or Scope()).session_id)
-        return self._run(list_items(self._ctx, flt, limit=limit, offset=offset))
+        return self._run(list_items(self._ctx, flt, limit=limit, offset=offset), "list")
 
     def update(
         self,
@@ -366,7 +380,8 @@ class SyncMemoryStore:
             InvalidInputError: a bad value; nothing was changed.
         """
         return self._run(
-            update(self._ctx, id, content=content, importance=importance, tags=tags, ttl=ttl)
+            update(self._ctx, id, content=content, importance=importance, tags=tags, ttl=ttl),
+            "update",
         )
 
     def forget(self, id: str) -> bool:
@@ -375,7 +390,7 @@ class SyncMemoryStore:
         Raises:
             InvalidInputError: ``id`` is not a well-formed memory id.
         """
-        return self._run(forget(self._ctx, id))
+        return self._run(forget(self._ctx, id), "forget")
 
     def forget_by_scope(self, scope: Scope, tags: Sequence[str] | None = None) -> int:
         """Delete every memory of a scope (all its sessions unless ``scope.session_id``
@@ -387,11 +402,11 @@ class SyncMemoryStore:
         if not isinstance(scope, Scope):
             raise InvalidInputError("scope must be a Scope", field="scope")
         flt = scope_filter(scope, check_tags(tags), session=scope.session_id or False)
-        return self._run(forget_matching(self._ctx, flt))
+        return self._run(forget_matching(self._ctx, flt), "forget_by_scope")
 
     def stats(self) -> MemoryStats:
         """Item count and counters (``{name}:__mem_stats``)."""
-        return self._run(stats(self._ctx))
+        return self._run(stats(self._ctx), "stats")
 
     def current_config(self) -> LiveConfig:
         """The configuration in force (a copy)."""
@@ -400,7 +415,7 @@ class SyncMemoryStore:
 
     def refresh_config(self) -> LiveConfig:
         """Re-read ``{name}:__mem_config`` now; invalid values are logged and ignored."""
-        return self._run(refresh_config(self._ctx))
+        return self._run(refresh_config(self._ctx), "refresh_config")
 
     def close(self) -> None:
         """Release the store (idempotent); closes the client only if the store created it."""

@@ -71,9 +71,12 @@ def evict_over_capacity(
         command("ZREM", ctx.keys.registry(namespace_token), *cleanup),
         *(command("DEL", ctx.keys.memory(v)) for v in victims),
     ]
-    if victims:
-        commands.append(command("HINCRBY", ctx.keys.stats, "evictions", str(len(victims))))
     replies = yield from execute_batch(commands)
     _raise_errors(replies)
-    ctx.count("evictions", len(victims))
-    return len(victims)
+    # Concurrent writers may pick the same victims: count only the deletions that
+    # happened here, so ``evictions`` stays exact across processes.
+    evicted = sum(integer(r) for r in replies[2:])
+    if evicted:
+        yield from execute_batch([command("HINCRBY", ctx.keys.stats, "evictions", str(evicted))])
+    ctx.count("evictions", evicted)
+    return evicted

@@ -133,4 +133,6 @@ def stats(ctx: StoreContext) -> Operation[MemoryStats]:
     counters = {k: integer(v) for k, v in pairs(replies[0]).items()}
     items = sum(integer(r) for r in replies[1:])
     backend = ctx.backend.name if ctx.backend is not None else "unknown"
+    if ctx.telemetry is not None:
+        ctx.telemetry.set_items(items)
     return MemoryStats(items, counters.get("evictions", 0), counters, backend)

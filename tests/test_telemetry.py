@@ -1,0 +1,174 @@
+"""Metric values after known operations, and span names/attributes (OTel SDK exporter)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+import redis
+import redis.asyncio
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
+
+from agent_memory import LlmCache, MemoryStore, SyncMemoryStore
+from tests.conftest import ServerInfo, _Servers
+from tests.support import TableEmbedder, near, random_unit
+
+EXPORTER = InMemorySpanExporter()
+_provider = TracerProvider()
+_provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+trace.set_tracer_provider(_provider)
+
+
+@pytest.fixture
+def server(servers: _Servers) -> ServerInfo:
+    return servers.get("valkey-search")
+
+
+def _value(registry: CollectorRegistry, metric: str, **labels: str) -> float:
+    found = registry.get_sample_value(metric, labels)
+    return 0.0 if found is None else found
+
+
+async def test_memory_metrics_and_spans(server: ServerInfo) -> None:
+    EXPORTER.clear()
+    registry = CollectorRegistry()
+    embed = TableEmbedder()
+    q = random_unit("q")
+    embed.set("query", q)
+    close = near(q, 0.1)
+    embed.set("close", close)
+    embed.set("far query", near(close, 0.5, "far"))
+    name = f"m{uuid.uuid4().hex[:10]}"
+    client = redis.asyncio.Redis.from_url(server.url)
+    store = MemoryStore(client, name, embed, registry=registry, default_threshold=0.3)
+    try:
+        await store.remember("close")
+        await store.remember_many([{"content": "other 1"}, {"content": "other 2"}])
+        await store.recall("query", k=3)
+        with pytest.warns(RuntimeWarning):
+            await store.recall("far query", k=3)
+        stats = await store.stats()
+    finally:
+        await client.aclose()
+    assert stats.items == 3
+    assert _value(registry, "agent_memory_items", name=name) == 3
+    assert _value(registry, "agent_memory_recalls_total", name=name, result="hit") == 1
+    assert _value(registry, "agent_memory_recalls_total", name=name, result="empty") == 1
+    assert _value(registry, "agent_memory_recall_near_misses_total", name=name) == 1
+    # 1 dimension probe is skipped (embedder declares dim) -> 3 texts + 2 queries
+    assert _value(registry, "agent_memory_embedding_calls_total", name=name) == 5
+    assert _value(registry, "agent_memory_recall_duration_seconds_count", name=name) == 2
+    assert (
+        _value(
+            registry,
+            "agent_memory_operation_duration_seconds_count",
+            name=name,
+            operation="remember",
+        )
+        == 1
+    )
+
+    spans = {s.name: s for s in EXPORTER.get_finished_spans()}
+    recall = [s for s in EXPORTER.get_finished_spans() if s.name == "agent_memory.recall"]
+    assert len(recall) == 2
+    hit_span = recall[0]
+    attrs = dict(hit_span.attributes or {})
+    assert attrs["memory.store"] == name
+    assert attrs["k"] == 3
+    assert attrs["memory.results"] == 1
+    assert attrs["memory.backend"] == "ft"
+    assert attrs["memory.candidates"] >= 1
+    assert abs(attrs["memory.nearest_distance"] - 0.1) < 1e-3
+    assert dict(recall[1].attributes or {})["memory.near_miss"] is True
+    embed_spans = [s for s in EXPORTER.get_finished_spans() if s.name == "agent_memory.embed"]
+    assert embed_spans and all(
+        s.parent is not None
+        and s.context.trace_id in {r.context.trace_id for r in EXPORTER.get_finished_spans()}
+        for s in embed_spans
+    )
+    recall_ids = {s.context.span_id for s in recall}
+    assert any(s.parent.span_id in recall_ids for s in embed_spans if s.parent)
+    assert "agent_memory.stats" in spans
+
+
+def test_errors_are_counted_and_sync_store_is_instrumented(server: ServerInfo) -> None:
+    registry = CollectorRegistry()
+    name = f"m{uuid.uuid4().hex[:10]}"
+    client = redis.Redis.from_url(server.url)
+    store = SyncMemoryStore(client, name, TableEmbedder(), registry=registry)
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - the class is checked below
+            store.update("0" * 32, importance=0.5)
+    finally:
+        client.close()
+    assert (
+        _value(
+            registry,
+            "agent_memory_errors_total",
+            name=name,
+            operation="update",
+            error="NotFoundError",
+        )
+        == 1
+    )
+
+
+async def test_cache_metrics_and_spans(server: ServerInfo) -> None:
+    EXPORTER.clear()
+    registry = CollectorRegistry()
+    name = f"c{uuid.uuid4().hex[:10]}"
+    client = redis.asyncio.Redis.from_url(server.url)
+    cache = LlmCache(client, name, registry=registry)
+    params = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+    try:
+        assert not (await cache.check(params)).hit
+        await cache.store(params, "hello", tokens={"input": 1000, "output": 1000})
+        result = await cache.check(params)
+        assert result.hit
+    finally:
+        await client.aclose()
+    assert _value(registry, "agent_cache_requests_total", name=name, tier="llm", result="hit") == 1
+    assert _value(registry, "agent_cache_requests_total", name=name, tier="llm", result="miss") == 1
+    assert (
+        _value(registry, "agent_cache_cost_saved_micros_total", name=name)
+        == result.cost_saved_micros
+        > 0
+    )
+    checks = [s for s in EXPORTER.get_finished_spans() if s.name == "agent_cache.llm.check"]
+    assert len(checks) == 2
+    last = dict(checks[-1].attributes or {})
+    assert last["cache.name"] == name and last["cache.tier"] == "llm"
+    assert last["cache.hit"] is True and last["cache.key"] == result.key
+
+
+def test_two_stores_share_one_registry() -> None:
+    from agent_memory.backends.inprocess import InProcessClient
+
+    registry = CollectorRegistry()
+    a = SyncMemoryStore(InProcessClient(), "a", TableEmbedder(), registry=registry)
+    b = SyncMemoryStore(InProcessClient(), "b", TableEmbedder(), registry=registry)
+    a.remember("x")
+    b.remember("y")
+    b.remember("z")
+    assert (
+        _value(
+            registry,
+            "agent_memory_operation_duration_seconds_count",
+            name="a",
+            operation="remember",
+        )
+        == 1
+    )
+    assert (
+        _value(
+            registry,
+            "agent_memory_operation_duration_seconds_count",
+            name="b",
+            operation="remember",
+        )
+        == 2
+    )
