@@ -32,6 +32,8 @@ from agent_memory.errors import (
     ServerUnavailableError,
     StoreClosedError,
 )
+from agent_memory.facade.agent import AgentMemory, AgentStats
+from agent_memory.facade.sync_agent import SyncAgentMemory
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.ensure import IndexStatus
 from agent_memory.store.ops.read import MemoryStats
@@ -48,7 +50,9 @@ from agent_memory.store.types import (
 )
 
 __all__ = [
+    "AgentMemory",
     "AgentMemoryError",
+    "AgentStats",
     "CacheStats",
     "CapabilityError",
     "EmbeddingCache",
@@ -76,6 +80,7 @@ __all__ = [
     "ServerUnavailableError",
     "SessionStore",
     "StoreClosedError",
+    "SyncAgentMemory",
     "SyncEmbeddingCache",
     "SyncLlmCache",
     "SyncMemoryStore",

@@ -23,6 +23,19 @@ FILES: list[tuple[str, str, dict[str, str]]] = [
         "agent_memory/store/sync_store.py",
         {"MemoryStore": "SyncMemoryStore"},
     ),
+    (
+        "agent_memory/facade/agent.py",
+        "agent_memory/facade/sync_agent.py",
+        {
+            "AgentMemory": "SyncAgentMemory",
+            "MemoryStore": "SyncMemoryStore",
+            "LlmCache": "SyncLlmCache",
+            "ToolCache": "SyncToolCache",
+            "SessionStore": "SyncSessionStore",
+            "AsyncHeartbeat": "SyncHeartbeat",
+            "agent_memory.store.memory_store": "agent_memory.store.sync_store",
+        },
+    ),
 ]
 
 SUBSTITUTIONS: list[tuple[str, str]] = [
@@ -51,7 +64,7 @@ def transform(source_path: str, text: str, renames: dict[str, str]) -> str:
     for pattern, replacement in SUBSTITUTIONS:
         body = re.sub(pattern, replacement, body)
     for old, new in renames.items():
-        body = re.sub(rf"\b{old}\b", new, body)
+        body = re.sub(rf"\b{re.escape(old)}\b", new, body)
     # Client constructors and docs still mention the asyncio client packages by name.
     body = body.replace("``valkey.blocking.Valkey``", "``valkey.Valkey``")
     body = body.replace("``redis.blocking.Redis``", "``redis.Redis``")

@@ -1,0 +1,1 @@
+"""The ``AgentMemory`` facade: every tier over one client and one name, discoverable."""

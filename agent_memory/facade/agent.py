@@ -1,0 +1,239 @@
+"""``AgentMemory``: long-term memory and the cache tiers over one client and one name.
+
+``sync_agent.py`` is generated from this file by ``scripts/unasync.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from agent_memory.cache import CacheStats, LlmCache, SessionStore, ToolCache
+from agent_memory.core.clients import AsyncExecutor, client_from_url, close_async_client
+from agent_memory.core.runner import run_async
+from agent_memory.embedded.server import EmbeddedServer, open_embedded
+from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.facade import discovery as protocol
+from agent_memory.facade.heartbeat import AsyncHeartbeat
+from agent_memory.store.memory_store import MemoryStore
+from agent_memory.store.ops.ensure import IndexStatus
+from agent_memory.store.ops.read import MemoryStats
+from agent_memory.telemetry import Telemetry
+
+logger = logging.getLogger(__name__)
+
+_ASYNC = True
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStats:
+    """Counters of every tier: the memory store's and the caches' (``{name}:__stats``)."""
+
+    memory: MemoryStats
+    cache: CacheStats
+
+
+class AgentMemory:
+    """Long-term memory (``.memory``) plus LLM, tool and session caches (``.llm``,
+    ``.tool``, ``.session``) sharing one asyncio client and one name, announced to the
+    BetterDB Monitor dashboard.
+
+    Args:
+        client: a ``valkey.asyncio.Valkey`` or ``redis.asyncio.Redis`` client.
+        name: the name shared by every tier (key prefix).
+        embed: the embedder of the memory store (sync or async ``text -> vector``).
+        memory: keyword arguments for :class:`MemoryStore` (``max_items_per_scope``...).
+        cache: per-tier keyword arguments, e.g. ``{"llm": {"ttl": 3600}, "tool": {...},
+            "session": {...}}``.
+        registry: Prometheus registry for every tier's metrics (``None``: no metrics).
+        discovery: write the Monitor discovery markers and heartbeats.
+        heartbeat_interval: seconds between heartbeats (expiry is 60 s).
+
+    Raises:
+        InvalidInputError: a bad argument.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        name: str,
+        embed: Callable[[str], Any],
+        *,
+        memory: Mapping[str, Any] | None = None,
+        cache: Mapping[str, Mapping[str, Any]] | None = None,
+        registry: CollectorRegistry | None = None,
+        discovery: bool = True,
+        heartbeat_interval: float = protocol.HEARTBEAT_INTERVAL_SECONDS,
+    ) -> None:
+        cache = dict(cache or {})
+        unknown = set(cache) - {"llm", "tool", "session"}
+        if unknown:
+            raise InvalidInputError(f"unknown cache tiers {sorted(unknown)}", field="cache")
+        if not heartbeat_interval > 0:
+            raise InvalidInputError("heartbeat_interval must be > 0", field="heartbeat_interval")
+        self.memory = MemoryStore(client, name, embed, registry=registry, **dict(memory or {}))
+        self.llm = LlmCache(client, name, registry=registry, **dict(cache.get("llm", {})))
+        self.tool = ToolCache(client, name, registry=registry, **dict(cache.get("tool", {})))
+        self.session = SessionStore(
+            client, name, registry=registry, **dict(cache.get("session", {}))
+        )
+        self._name = name
+        self._cache_options = cache
+        self._client = client
+        self._executor = AsyncExecutor(client)
+        self._telemetry = Telemetry(name, kind="memory", registry=registry)
+        self._discovery = discovery
+        self._started_at = protocol.now_iso()
+        self._tool_policies: list[str] = []
+        self._heartbeat = AsyncHeartbeat(self._beat, heartbeat_interval, self._beat_failed)
+        self._initialized = False
+        self._closed = False
+        self._owns_client = False
+        self._server: EmbeddedServer | None = None
+        self._status: IndexStatus | None = None
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, name: str, embed: Callable[[str], Any], **kwargs: Any
+    ) -> AgentMemory:
+        """Create with its own client for ``url`` (closed by :meth:`close`).
+
+        ``client_*`` keyword arguments go to the client, the rest to the constructor.
+        """
+        client_options = {k[7:]: v for k, v in kwargs.items() if k.startswith("client_")}
+        options = {k: v for k, v in kwargs.items() if not k.startswith("client_")}
+        agent = cls(client_from_url(url, asyncio=_ASYNC, **client_options), name, embed, **options)
+        agent._owns_client = True
+        return agent
+
+    @classmethod
+    def embedded(
+        cls,
+        path: str = "./agent-memory-data",
+        *,
+        name: str,
+        embed: Callable[[str], Any],
+        **kwargs: Any,
+    ) -> AgentMemory:
+        """Start (or reuse) a private server persisting to ``path`` and connect to it.
+
+        The server is the ``valkey-server``/``redis-server`` on PATH or the one of the
+        ``embedded`` extra, with the search module when available (otherwise the
+        portable backend serves recall). It is stopped by :meth:`close` or at exit if
+        this process started it; a second process opening ``path`` reuses it.
+
+        Raises:
+            CapabilityError: no server binary available.
+            ServerUnavailableError: the server failed to start.
+        """
+        server = open_embedded(path)
+        agent = cls.from_url(server.url, name=name, embed=embed, **kwargs)
+        agent._server = server
+        return agent
+
+    @property
+    def name(self) -> str:
+        """The shared name."""
+        return self._name
+
+    def _markers(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        config = self.memory.current_config()
+        backend = self._status.backend if self._status else None
+        markers = {
+            f"{self._name}:mem": (
+                protocol.MEMORY_TYPE,
+                protocol.memory_marker(
+                    self._name, started_at=self._started_at, backend=backend,
+                    threshold=config.threshold,
+                ),
+            ),
+        }  # fmt: skip
+        tiers = {
+            tier: self._cache_options.get(tier, {}).get("ttl")
+            for tier in ("llm", "tool", "session")
+        }
+        markers[self._name] = (
+            protocol.CACHE_TYPE,
+            protocol.cache_marker(
+                self._name, started_at=self._started_at, tiers=tiers,
+                tool_policies=self._tool_policies, has_cost_table=True,
+                uses_default_cost_table="prices" not in self._cache_options.get("llm", {}),
+            ),
+        )  # fmt: skip
+        return markers
+
+    async def initialize(self) -> IndexStatus:
+        """Create or check the memory index and announce every tier to Monitor.
+
+        Idempotent. Starts the heartbeat (a background task) when ``discovery`` is on.
+
+        Raises:
+            IndexMismatchError: the index holds vectors of another width.
+            InvalidInputError: the discovery field is taken by another kind of instance.
+            ServerUnavailableError, OperationTimeoutError: the server cannot be reached.
+        """
+        self._status = await self.memory.ensure_index()
+        if self._discovery and not self._initialized:
+            self._tool_policies = await run_async(
+                protocol.tool_policy_names(self._name), self._executor
+            )
+            await run_async(protocol.register(self._markers()), self._executor)
+            self._heartbeat.start()
+        self._initialized = True
+        return self._status
+
+    async def _beat(self) -> None:
+        self._tool_policies = await run_async(
+            protocol.tool_policy_names(self._name), self._executor
+        )
+        await run_async(protocol.heartbeat(self._markers()), self._executor)
+        await self.memory.stats()  # refreshes the items gauge from the server
+
+    def _beat_failed(self, exc: Exception) -> None:
+        logger.warning("discovery heartbeat of %s failed: %s", self._name, exc)
+        self._telemetry.count("heartbeat_failures")
+
+    async def stats(self) -> AgentStats:
+        """Counters of the memory store and of the cache tiers."""
+        memory = await self.memory.stats()
+        cache = await self.llm.stats()
+        return AgentStats(memory=memory, cache=cache)
+
+    async def close(self) -> None:
+        """Stop the heartbeat, delete it, release the stores (idempotent).
+
+        Closes the client only if this object created it, and stops the embedded server
+        only if this process started it. A failure to delete the heartbeat is logged:
+        it expires by itself within 60 s.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        await self._heartbeat.stop()
+        try:
+            if self._initialized and self._discovery:
+                await run_async(
+                    protocol.unregister([f"{self._name}:mem", self._name]), self._executor
+                )
+        except AgentMemoryError as exc:
+            self._beat_failed(exc)
+        finally:
+            await self.memory.close()
+            if self._owns_client:
+                await close_async_client(self._client)
+            if self._server is not None:
+                self._server.stop()
+
+    async def __aenter__(self) -> AgentMemory:
+        await self.initialize()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._name!r})"

@@ -1,0 +1,152 @@
+"""The BetterDB Monitor discovery protocol (operations; no I/O here).
+
+Monitor finds every instance on a server with no configuration by reading the hash
+``__betterdb:caches``: one field per instance (``{name}:mem`` for the memory store,
+``{name}`` for the cache tiers) holding a JSON marker, and a heartbeat key
+``__betterdb:heartbeat:{field}`` that expires 60 s after its last refresh (refreshed
+every 30 s). ``__betterdb:protocol`` holds the protocol version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from agent_memory._version import __version__
+from agent_memory.core.effects import Operation, command, execute, execute_batch
+from agent_memory.core.replies import optional_text, text
+from agent_memory.errors import AgentMemoryError, InvalidInputError
+
+PROTOCOL_VERSION = 1
+REGISTRY_KEY = "__betterdb:caches"
+PROTOCOL_KEY = "__betterdb:protocol"
+HEARTBEAT_PREFIX = "__betterdb:heartbeat:"
+HEARTBEAT_TTL_SECONDS = 60
+HEARTBEAT_INTERVAL_SECONDS = 30.0
+MEMORY_TYPE = "agent_memory"
+CACHE_TYPE = "agent_cache"
+_MAX_TOOL_POLICIES = 500
+
+
+def now_iso() -> str:
+    """Current UTC time, ISO-8601."""
+    return datetime.now(timezone.utc).isoformat()
+
+
+def memory_marker(
+    name: str, *, started_at: str, backend: str | None, threshold: float
+) -> dict[str, Any]:
+    """The marker of a memory store."""
+    return {
+        "type": MEMORY_TYPE,
+        "prefix": name,
+        "version": __version__,
+        "protocol_version": PROTOCOL_VERSION,
+        "capabilities": ["recall", "consolidate", "reinforce", "forget", "ttl", "capacity"],
+        "stats_key": f"{name}:__mem_stats",
+        "index_name": f"{name}:mem:idx",
+        "config_key": f"{name}:__mem_config",
+        "backend": backend,
+        "recall_threshold": threshold,
+        "started_at": started_at,
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+    }
+
+
+def cache_marker(
+    name: str,
+    *,
+    started_at: str,
+    tiers: Mapping[str, float | None],
+    tool_policies: Sequence[str],
+    has_cost_table: bool,
+    uses_default_cost_table: bool,
+) -> dict[str, Any]:
+    """The marker of the cache tiers (``tiers`` maps tier name to default TTL)."""
+    marker: dict[str, Any] = {
+        "type": CACHE_TYPE,
+        "prefix": name,
+        "version": __version__,
+        "protocol_version": PROTOCOL_VERSION,
+        "capabilities": ["tool_ttl_adjust", "invalidate_by_tool", "tool_effectiveness"],
+        "stats_key": f"{name}:__stats",
+        "tiers": {
+            tier: {"enabled": True, **({"ttl_default": int(ttl)} if ttl is not None else {})}
+            for tier, ttl in tiers.items()
+        },
+        "tool_policies": list(tool_policies[:_MAX_TOOL_POLICIES]),
+        "has_cost_table": has_cost_table,
+        "uses_default_cost_table": uses_default_cost_table,
+        "started_at": started_at,
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+    }
+    if len(tool_policies) > _MAX_TOOL_POLICIES:
+        marker["tool_policies_truncated"] = True
+    return marker
+
+
+def heartbeat_key(field: str) -> str:
+    return HEARTBEAT_PREFIX + field
+
+
+def _check_owner(field: str, existing: Any, expected_type: str) -> None:
+    raw = optional_text(existing)
+    if raw is None:
+        return
+    try:
+        found = json.loads(raw).get("type")
+    except (ValueError, AttributeError):
+        return  # an unreadable marker is simply replaced
+    if found and found != expected_type:
+        raise InvalidInputError(
+            f"discovery field {field!r} of {REGISTRY_KEY} is taken by a {found!r} "
+            f"instance; choose another name for this {expected_type}",
+            field="name",
+        )
+
+
+def register(markers: Mapping[str, tuple[str, dict[str, Any]]]) -> Operation[None]:
+    """Write markers (``field -> (type, marker)``), the protocol key and heartbeats.
+
+    Raises:
+        InvalidInputError: a field already holds a marker of another type.
+    """
+    fields = list(markers)
+    existing = yield from execute("HMGET", REGISTRY_KEY, *fields)
+    for field, value in zip(fields, existing or [None] * len(fields), strict=True):
+        _check_owner(field, value, markers[field][0])
+    yield from heartbeat(markers)
+    yield from execute("SET", PROTOCOL_KEY, str(PROTOCOL_VERSION), "NX")
+
+
+def heartbeat(markers: Mapping[str, tuple[str, dict[str, Any]]]) -> Operation[None]:
+    """Refresh heartbeats and re-write markers (so a server restarted empty is repaired)."""
+    stamp = now_iso()
+    commands = []
+    for field, (_, marker) in markers.items():
+        commands.append(command("HSET", REGISTRY_KEY, field, json.dumps(marker)))
+        commands.append(
+            command("SET", heartbeat_key(field), stamp, "EX", str(HEARTBEAT_TTL_SECONDS))
+        )
+    replies = yield from execute_batch(commands)
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+
+
+def unregister(fields: Sequence[str]) -> Operation[None]:
+    """Delete the heartbeats (the markers stay, so Monitor shows the instance as gone)."""
+    if fields:
+        yield from execute("DEL", *(heartbeat_key(f) for f in fields))
+
+
+def tool_policy_names(name: str) -> Operation[list[str]]:
+    """Names of the tools with a persisted TTL policy."""
+    reply = yield from execute("HKEYS", f"{name}:__tool_policies")
+    return sorted(text(x) for x in reply or [])

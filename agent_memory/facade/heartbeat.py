@@ -1,0 +1,87 @@
+"""Background heartbeats: an asyncio task (async facade) or a daemon thread (sync)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+
+from agent_memory.errors import AgentMemoryError
+
+logger = logging.getLogger(__name__)
+
+
+class AsyncHeartbeat:
+    """Calls ``beat()`` every ``interval`` seconds on the running loop until stopped.
+
+    A failing beat is logged and counted through ``on_failure``; the loop goes on, so
+    discovery recovers by itself after a server restart.
+    """
+
+    def __init__(
+        self,
+        beat: Callable[[], Awaitable[None]],
+        interval: float,
+        on_failure: Callable[[Exception], None],
+    ) -> None:
+        self._beat = beat
+        self._interval = interval
+        self._on_failure = on_failure
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self._beat()
+            except AgentMemoryError as exc:
+                self._on_failure(exc)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class SyncHeartbeat:
+    """Calls ``beat()`` every ``interval`` seconds from a daemon thread until stopped."""
+
+    def __init__(
+        self, beat: Callable[[], None], interval: float, on_failure: Callable[[Exception], None]
+    ) -> None:
+        self._beat = beat
+        self._interval = interval
+        self._on_failure = on_failure
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=self._loop, name="agent-memory-heartbeat", daemon=True
+        )
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stopping.wait(self._interval):
+            try:
+                self._beat()
+            except AgentMemoryError as exc:
+                self._on_failure(exc)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=self._interval + 5)
