@@ -77,9 +77,13 @@ def transform(source_path: str, text: str, renames: dict[str, str]) -> str:
 def _formatted(text: str, path: str) -> str:
     """Run the generated code through ``ruff format`` so it matches the checked style."""
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    sorted_imports = subprocess.run(
+        [ruff, "check", "--select", "I", "--fix", "--quiet", "--stdin-filename", path, "-"],
+        input=text, capture_output=True, text=True, check=False, cwd=ROOT,
+    )  # fmt: skip
     result = subprocess.run(
         [ruff, "format", "--stdin-filename", path, "-"],
-        input=text, capture_output=True, text=True, check=True, cwd=ROOT,
+        input=sorted_imports.stdout or text, capture_output=True, text=True, check=True, cwd=ROOT,
     )  # fmt: skip
     return result.stdout
 

@@ -17,7 +17,9 @@ class AsyncHeartbeat:
     """Calls ``beat()`` every ``interval`` seconds on the running loop until stopped.
 
     A failing beat is logged and counted through ``on_failure``; the loop goes on, so
-    discovery recovers by itself after a server restart.
+    discovery recovers by itself after a server restart. ``stop()`` lets a beat in
+    flight finish (bounded) rather than cancelling it mid-command, which could leave a
+    pooled connection half-read.
     """
 
     def __init__(
@@ -30,14 +32,20 @@ class AsyncHeartbeat:
         self._interval = interval
         self._on_failure = on_failure
         self._task: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Event | None = None
 
     def start(self) -> None:
         if self._task is None or self._task.done():
-            self._task = asyncio.get_running_loop().create_task(self._loop())
+            self._stopping = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._loop(self._stopping))
 
-    async def _loop(self) -> None:
+    async def _loop(self, stopping: asyncio.Event) -> None:
         while True:
-            await asyncio.sleep(self._interval)
+            try:
+                await asyncio.wait_for(stopping.wait(), timeout=self._interval)
+                return
+            except asyncio.TimeoutError:
+                pass
             try:
                 await self._beat()
             except AgentMemoryError as exc:
@@ -45,11 +53,15 @@ class AsyncHeartbeat:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is None:
+        if task is None or self._stopping is None:
             return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        self._stopping.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=self._interval + 10)
+        except asyncio.TimeoutError:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class SyncHeartbeat:

@@ -19,9 +19,9 @@ from agent_memory.embedded.server import EmbeddedServer, open_embedded
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.facade import discovery as protocol
 from agent_memory.facade.heartbeat import SyncHeartbeat
-from agent_memory.store.sync_store import SyncMemoryStore
 from agent_memory.store.ops.ensure import IndexStatus
 from agent_memory.store.ops.read import MemoryStats
+from agent_memory.store.sync_store import SyncMemoryStore
 from agent_memory.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
