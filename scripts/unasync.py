@@ -43,6 +43,7 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\bawait\s+", ""),
     (r"\basync with\b", "with"),
     (r"\basync for\b", "for"),
+    (r"\bAsyncIterator\b", "Iterator"),
     (r"\b__aenter__\b", "__enter__"),
     (r"\b__aexit__\b", "__exit__"),
     (r"\bAsyncExecutor\b", "SyncExecutor"),

@@ -97,7 +97,8 @@ def check_search(args: Sequence[object]) -> list[str]:
             problems.append("backslash escapes do not work on valkey-search 1.0.2")
         if not re.fullmatch(r"[A-Za-z0-9_]+", body):
             problems.append(f"tag value needs escaping: {{{body}}}")
-    if _EXPONENT.search(filter_part):
+    ranges = re.findall(r"\[([^\]]*)\]", filter_part)  # numeric ranges only, not tag tokens
+    if any(_EXPONENT.search(body) for body in ranges):
         problems.append("exponent notation in a numeric range")
     for banned in ("SORTBY", "WITHSCORES", "FILTER", "NOCONTENT", "INKEYS", "INFIELDS"):
         if banned in options:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_memory import MemoryStore, SyncMemoryStore
+from agent_memory import AgentMemory, MemoryStore, SyncAgentMemory, SyncMemoryStore
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,18 +27,26 @@ def _public(cls: type) -> dict[str, object]:
 
 
 def test_sync_and_async_stores_mirror_each_other() -> None:
-    async_methods, sync_methods = _public(MemoryStore), _public(SyncMemoryStore)
+    for async_cls, sync_cls in ((MemoryStore, SyncMemoryStore), (AgentMemory, SyncAgentMemory)):
+        _check_pair(async_cls, sync_cls)
+
+
+def _check_pair(async_cls: type, sync_cls: type) -> None:
+    async_methods, sync_methods = _public(async_cls), _public(sync_cls)
     assert set(async_methods) == set(sync_methods)
     for name, method in async_methods.items():
         twin = sync_methods[name]
         if isinstance(method, (classmethod, property)):
             continue
-        assert inspect.iscoroutinefunction(method) != inspect.iscoroutinefunction(twin) or name in {
+        is_async = inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method)
+        assert is_async != inspect.iscoroutinefunction(twin) or name in {
             "__init__",
             "current_config",
             "name",
             "client",
         }, name
+        if inspect.isasyncgenfunction(method):
+            assert inspect.isgeneratorfunction(twin), name
         a_params = list(inspect.signature(method).parameters)  # type: ignore[arg-type]
         s_params = list(inspect.signature(twin).parameters)  # type: ignore[arg-type]
         assert a_params == s_params, name

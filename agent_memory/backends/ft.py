@@ -87,6 +87,12 @@ class FtBackend:
             for q in queries
         ]
         replies = yield from execute_batch(commands)
+        if any(isinstance(r, ServerResponseError) and _missing_index(r) for r in replies):
+            # The server lost the index (restarted without persistence, FLUSHALL, an
+            # operator's FT.DROPINDEX): re-create it once (the server backfills the
+            # hashes already there) and search again.
+            yield from self.prepare(ctx)
+            replies = yield from execute_batch(commands)
         results: list[list[KnnMatch]] = []
         for reply in replies:
             if isinstance(reply, AgentMemoryError):

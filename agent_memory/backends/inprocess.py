@@ -252,6 +252,36 @@ def _zscore(ks: Keyspace, a: list[Any]) -> Any:
     return None if score is None else float(score)
 
 
+def _sadd(ks: Keyspace, a: list[Any]) -> int:
+    members = ks.create(_s(a[0]), set)
+    before = len(members)
+    members.update(_s(m) for m in a[1:])
+    return len(members) - before
+
+
+def _srem(ks: Keyspace, a: list[Any]) -> int:
+    members = ks.get(_s(a[0]), set) or set()
+    removed = sum(1 for m in a[1:] if _s(m) in members)
+    members.difference_update(_s(m) for m in a[1:])
+    if not members:
+        ks.delete(_s(a[0]))
+    return removed
+
+
+def _rpush(ks: Keyspace, a: list[Any]) -> int:
+    items = ks.create(_s(a[0]), list)
+    items.extend(_decode(v) for v in a[1:])
+    return len(items)
+
+
+def _lrange(ks: Keyspace, a: list[Any]) -> list[Any]:
+    items = ks.get(_s(a[0]), list) or []
+    start, stop = int(_s(a[1])), int(_s(a[2]))
+    stop = len(items) + stop if stop < 0 else stop
+    start = max(0, len(items) + start if start < 0 else start)
+    return list(items[start : stop + 1])
+
+
 def _script(ks: Keyspace, a: list[Any]) -> Any:
     source, nkeys = _s(a[0]), int(_s(a[1]))
     twin = _SCRIPT_TWINS.get(source)
@@ -283,10 +313,22 @@ def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
+    current = float(_s((ks.get(keys[0], dict) or {}).get("importance", "0")))
+    if float(_s(argv[1])) > current:
+        _hash_set(ks, [keys[0], "importance", argv[1]])
+    _hincrby(ks, [keys[0], "access_count", "1"])
+    return 1
+
+
 _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.REINFORCE: _reinforce,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,
+    scripts.REFRESH_DUPLICATE: _refresh_duplicate,
 }
 
 
@@ -334,6 +376,15 @@ _COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "ZCARD": lambda ks, a: len(ks.get(_s(a[0]), dict) or {}),
     "ZSCORE": _zscore,
     "EVAL": _script,
+    "SADD": _sadd,
+    "SREM": _srem,
+    "SISMEMBER": lambda ks, a: int(_s(a[1]) in (ks.get(_s(a[0]), set) or set())),
+    "SMEMBERS": lambda ks, a: sorted(ks.get(_s(a[0]), set) or set()),
+    "SCARD": lambda ks, a: len(ks.get(_s(a[0]), set) or set()),
+    "RPUSH": _rpush,
+    "LRANGE": _lrange,
+    "LLEN": lambda ks, a: len(ks.get(_s(a[0]), list) or []),
+    "HKEYS": lambda ks, a: list(ks.get(_s(a[0]), dict) or {}),
     "KEYS": lambda ks, a: ks.keys(_s(a[0])),
     "FLUSHDB": lambda ks, a: _flush(ks),
 }

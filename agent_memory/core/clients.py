@@ -98,6 +98,23 @@ def _options(cmd: Command) -> dict[str, Any]:
     return {_NEVER_DECODE: True} if cmd.binary else {}
 
 
+# Commands without a key: a cluster client cannot route them (its pipeline fails as a
+# whole on them), so they are sent one by one to a node we pick.
+_KEYLESS = frozenset({"MODULE", "FT._LIST", "FT.CONFIG", "PING", "INFO"})
+
+
+def _keyless(cmd: Command) -> bool:
+    return cmd.name.upper() in _KEYLESS
+
+
+def _split_cluster_batch(client: Any, b: Batch) -> tuple[list[int], list[int]]:
+    """Indexes of the keyless commands of a batch on a cluster client, and the others."""
+    if b.atomic or not is_cluster_client(client):
+        return [], list(range(len(b.commands)))
+    keyless = [i for i, cmd in enumerate(b.commands) if _keyless(cmd)]
+    return keyless, [i for i in range(len(b.commands)) if i not in keyless]
+
+
 class SyncExecutor:
     """Runs effects on a blocking client."""
 
@@ -111,11 +128,24 @@ class SyncExecutor:
             return self.client.execute_command(*cmd.args, **_options(cmd))
 
     def batch(self, b: Batch) -> list[Any]:
-        with map_client_errors(b.commands[0].name if b.commands else None):
-            pipe = self.client.pipeline(transaction=b.atomic)
-            for cmd in b.commands:
-                pipe.execute_command(*cmd.args, **_options(cmd))
-            replies = pipe.execute(raise_on_error=False)
+        keyless, keyed = _split_cluster_batch(self.client, b)
+        replies: list[Any] = [None] * len(b.commands)
+        for i in keyless:
+            cmd = b.commands[i]
+            try:
+                target = self.client.get_random_node()
+                replies[i] = self.client.execute_command(
+                    *cmd.args, target_nodes=target, **_options(cmd)
+                )
+            except Exception as exc:  # noqa: BLE001 - returned like a pipeline error
+                replies[i] = exc
+        if keyed:
+            with map_client_errors(b.commands[keyed[0]].name):
+                pipe = self.client.pipeline(transaction=b.atomic)
+                for i in keyed:
+                    pipe.execute_command(*b.commands[i].args, **_options(b.commands[i]))
+                for i, reply in zip(keyed, pipe.execute(raise_on_error=False), strict=True):
+                    replies[i] = reply
         return _map_batch_errors(b, replies)
 
     def scan(self, scan: ScanKeys) -> list[Any]:
@@ -137,11 +167,25 @@ class AsyncExecutor:
             return await self.client.execute_command(*cmd.args, **_options(cmd))
 
     async def batch(self, b: Batch) -> list[Any]:
-        with map_client_errors(b.commands[0].name if b.commands else None):
-            pipe = self.client.pipeline(transaction=b.atomic)
-            for cmd in b.commands:
-                pipe.execute_command(*cmd.args, **_options(cmd))
-            replies = await pipe.execute(raise_on_error=False)
+        keyless, keyed = _split_cluster_batch(self.client, b)
+        replies: list[Any] = [None] * len(b.commands)
+        for i in keyless:
+            cmd = b.commands[i]
+            try:
+                target = self.client.get_random_node()
+                replies[i] = await self.client.execute_command(
+                    *cmd.args, target_nodes=target, **_options(cmd)
+                )
+            except Exception as exc:  # noqa: BLE001 - returned like a pipeline error
+                replies[i] = exc
+        if keyed:
+            with map_client_errors(b.commands[keyed[0]].name):
+                pipe = self.client.pipeline(transaction=b.atomic)
+                for i in keyed:
+                    pipe.execute_command(*b.commands[i].args, **_options(b.commands[i]))
+                results = await pipe.execute(raise_on_error=False)
+                for i, reply in zip(keyed, results, strict=True):
+                    replies[i] = reply
         return _map_batch_errors(b, replies)
 
     async def scan(self, scan: ScanKeys) -> list[Any]:
@@ -170,7 +214,12 @@ def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
     Raises:
         InvalidInputError: the URL scheme is not supported.
     """
-    scheme = urlsplit(url).scheme.lower()
+    if not isinstance(url, str):
+        raise InvalidInputError(f"url must be a str, got {type(url).__name__}", field="url")
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"invalid URL: {_redacted(exc, url)}", field="url") from None
     if scheme not in {"valkey", "valkeys", "redis", "rediss", "unix"}:
         raise InvalidInputError(f"unsupported URL scheme {scheme!r}", field="url")
     options = {**_DEFAULT_TIMEOUTS, **kwargs}
@@ -185,10 +234,27 @@ def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
         cls = module.Valkey if package == "valkey" else module.Redis
         if package == "redis" and scheme.startswith("valkey"):
             url = "redis" + url[len("valkey") :]
-        return cls.from_url(url, **options)
+        try:
+            return cls.from_url(url, **options)
+        except (TypeError, ValueError) as exc:
+            # ``from None``: the client's message may quote the URL, credentials included.
+            raise InvalidInputError(
+                f"invalid URL or client option: {_redacted(exc, url)}", field="url"
+            ) from None
     raise InvalidInputError(
         "neither the 'valkey' nor the 'redis' package can be imported", field="url"
     ) from last_error
+
+
+def _redacted(exc: BaseException, url: object) -> str:
+    """The message of ``exc`` with the URL's user and password blanked out."""
+    message = str(exc)
+    if isinstance(url, str) and "@" in url:
+        userinfo = url.split("://", 1)[-1].split("@", 1)[0]
+        for secret in {userinfo, *userinfo.split(":", 1)}:
+            if secret:
+                message = message.replace(secret, "***")
+    return message
 
 
 async def close_async_client(client: Any) -> None:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agent_memory.errors import InvalidInputError
+
 Arg = str | bytes | int | float
 
 T = TypeVar("T")
@@ -113,6 +115,12 @@ def scan_keys(match: str, *, count: int = 1000) -> Operation[list[Any]]:
 
 
 def call(fn: Callable[..., Any], *args: Any, what: str = "callback") -> Operation[Any]:
-    """Sub-operation: call a user function, awaiting it under the async runner."""
+    """Sub-operation: call a user function, awaiting it under the async runner.
+
+    Raises:
+        InvalidInputError: ``fn`` is not callable.
+    """
+    if not callable(fn):
+        raise InvalidInputError(f"the {what} must be callable, got {type(fn).__name__}", field=what)
     result = yield Call(fn, tuple(args), what)
     return result

@@ -52,6 +52,9 @@ class StoreContext:
     dialect: Dialect | None = None
     backend: Backend | None = None
     in_process: bool = False
+    dedupe: bool = False
+    dedupe_distance: float = 0.05
+    keep_fact_history: bool = False
     near_miss_warned: bool = False
     counters: dict[str, int] = field(default_factory=dict)
     telemetry: Telemetry | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.core.replies import integer, number, optional_text, text
-from agent_memory.errors import ReplyParseError
+from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.search.encoding import encode_value, namespace_token, session_token
 from agent_memory.store import layout as L
 from agent_memory.store.types import Durability, MemoryItem, Scope
@@ -34,6 +35,8 @@ class NewMemory:
     subject: str | None = None
     date: str | None = None
     metadata_json: str | None = None
+    last_accessed_at: int | None = None  # None: the creation time
+    access_count: int = 0
 
     @property
     def namespace_token(self) -> str:
@@ -86,8 +89,8 @@ def record_fields(memory: NewMemory) -> list[str | bytes]:
         L.F_VECTOR, vector_blob(memory.vector),
         L.F_IMPORTANCE, repr(memory.importance),
         L.F_CREATED, created,
-        L.F_ACCESSED, created,
-        L.F_ACCESS_COUNT, "0",
+        L.F_ACCESSED, str(memory.last_accessed_at if memory.last_accessed_at is not None else created),
+        L.F_ACCESS_COUNT, str(memory.access_count),
         L.F_NAMESPACE, memory.namespace_token,
         L.F_SESSION, memory.session_token,
         L.F_SCOPE_RAW, scope_json(scope),
@@ -130,14 +133,18 @@ def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
     if L.F_CONTENT not in fields:
         raise ReplyParseError(f"memory {memory_id} has no content field")
     raw_scope = _json(fields.get(L.F_SCOPE_RAW), None)
-    if isinstance(raw_scope, dict):
-        scope = Scope(**{k: v for k, v in raw_scope.items() if k in Scope.__dataclass_fields__})
-    else:  # written by another library: plain values
-        scope = Scope(
-            namespace=optional_text(fields.get(L.F_NAMESPACE)),
-            agent_id=optional_text(fields.get(L.F_AGENT)),
-            thread_id=optional_text(fields.get(L.F_THREAD)),
-        )
+    try:
+        if isinstance(raw_scope, dict):
+            known = Scope.__dataclass_fields__
+            scope = Scope(**{k: v for k, v in raw_scope.items() if k in known})
+        else:  # written by another library: plain values
+            scope = Scope(
+                namespace=optional_text(fields.get(L.F_NAMESPACE)),
+                agent_id=optional_text(fields.get(L.F_AGENT)),
+                thread_id=optional_text(fields.get(L.F_THREAD)),
+            )
+    except InvalidInputError as exc:
+        raise ReplyParseError(f"memory {memory_id} has a corrupt scope: {exc}") from exc
     raw_tags = _json(fields.get(L.F_TAGS_RAW), None)
     if isinstance(raw_tags, list):
         tags = tuple(str(t) for t in raw_tags)
@@ -149,12 +156,15 @@ def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
         "session" if session is not None and session != session_token(None) else "shared"
     )
     metadata = _json(fields.get(L.F_METADATA), {})
+    importance = number(fields.get(L.F_IMPORTANCE, 0.5))
+    if not math.isfinite(importance):
+        raise ReplyParseError(f"memory {memory_id} has a non-finite importance")
     created = integer(fields.get(L.F_CREATED, 0))
     expires = fields.get(L.F_EXPIRES)
     return MemoryItem(
         id=memory_id,
         content=text(fields[L.F_CONTENT]),
-        importance=number(fields.get(L.F_IMPORTANCE, 0.5)),
+        importance=importance,
         tags=tags,
         scope=scope,
         created_at=created,

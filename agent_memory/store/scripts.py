@@ -28,3 +28,14 @@ if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
 """
 """ARGV = [ttl_ms or 0 (keep), field, value, ...]: update only a memory that still exists."""
+
+REFRESH_DUPLICATE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])
+local current = tonumber(redis.call('HGET', KEYS[1], 'importance') or '0')
+if tonumber(ARGV[2]) > current then redis.call('HSET', KEYS[1], 'importance', ARGV[2]) end
+redis.call('HINCRBY', KEYS[1], 'access_count', 1)
+return 1
+"""
+"""ARGV = [now_ms, importance]: a re-remembered duplicate refreshes the existing memory
+(recency, access count, importance = max) instead of creating a second copy."""

@@ -5,9 +5,11 @@ The blocking twin of the asyncio class; same methods, arguments and docstrings.
 
 from __future__ import annotations
 
+import builtins
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry
 
@@ -25,10 +27,19 @@ from agent_memory.store.config import refresh_config
 from agent_memory.store.context import Clock, LiveConfig, StoreContext, system_clock
 from agent_memory.store.filters import scope_filter
 from agent_memory.store.layout import Keys
+from agent_memory.store.ops.consolidate import (
+    ConsolidationResult,
+    Selection,
+    consolidate_facts,
+    consolidate_summary,
+    fact_history,
+)
+from agent_memory.store.ops.dedupe import DEFAULT_DEDUPE_DISTANCE
 from agent_memory.store.ops.ensure import IndexStatus, ensure_index
 from agent_memory.store.ops.forget import forget, forget_matching
 from agent_memory.store.ops.read import MemoryStats, get, list_items, stats
 from agent_memory.store.ops.recall import make_request, recall_by_vector, recall_text
+from agent_memory.store.ops.transfer import export_ids, export_records, import_records
 from agent_memory.store.ops.write import MemoryInput, remember_many, update
 from agent_memory.store.types import (
     Durability,
@@ -39,6 +50,7 @@ from agent_memory.store.types import (
     Scope,
 )
 from agent_memory.store.validation import (
+    check_importance,
     check_k,
     check_name,
     check_tags,
@@ -49,6 +61,7 @@ from agent_memory.telemetry import Telemetry
 from agent_memory.telemetry.core import AttributeValue, describe_result
 
 _ASYNC = False
+_EXPORT_PAGE = 500
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
 DEFAULT_THRESHOLD = 0.33
 _BACKENDS = ("auto", "ft", "portable")
@@ -101,6 +114,12 @@ class SyncMemoryStore:
         registry: a ``prometheus_client.CollectorRegistry`` to record ``agent_memory_*``
             metrics on (labelled by ``name``); ``None`` records none. Spans always go to
             the global OpenTelemetry tracer provider.
+        dedupe: default of ``remember(..., dedupe=)``.
+        dedupe_distance: cosine distance under which a new memory is a duplicate of
+            one in the same exact scope (default 0.05, measured for all-MiniLM-L6-v2).
+        keep_fact_history: keep facts superseded by ``consolidate(mode="facts")``
+            inspectable through :meth:`fact_history` (default: delete them, as the
+            BetterDB TypeScript library does).
 
     Raises:
         InvalidInputError: a bad argument (wrong client kind, bad name, ...).
@@ -122,6 +141,9 @@ class SyncMemoryStore:
         backend: str = "auto",
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         registry: CollectorRegistry | None = None,
+        dedupe: bool = False,
+        dedupe_distance: float = DEFAULT_DEDUPE_DISTANCE,
+        keep_fact_history: bool = False,
     ) -> None:
         if is_async_client(client) != _ASYNC:
             wanted = "an async" if _ASYNC else "a sync"
@@ -133,6 +155,8 @@ class SyncMemoryStore:
             raise InvalidInputError("embed must be callable", field="embed")
         if embed_many is not None and not callable(embed_many):
             raise InvalidInputError("embed_many must be callable or None", field="embed_many")
+        if clock is not None and not callable(clock):
+            raise InvalidInputError("clock must be callable or None", field="clock")
         if backend not in _BACKENDS:
             raise InvalidInputError(f"backend must be one of {_BACKENDS}", field="backend")
         if config_refresh is not None and not (
@@ -172,6 +196,9 @@ class SyncMemoryStore:
             max_content_bytes=max_content_bytes,
             in_process=is_in_process(client),
             telemetry=self._telemetry,
+            dedupe=bool(dedupe),
+            dedupe_distance=check_threshold(dedupe_distance),
+            keep_fact_history=bool(keep_fact_history),
         )
 
     @classmethod
@@ -246,6 +273,7 @@ class SyncMemoryStore:
         durability: Durability = "shared",
         subject: str | None = None,
         date: str | None = None,
+        dedupe: bool | None = None,
     ) -> str:
         """Store one memory and return its id.
 
@@ -259,6 +287,10 @@ class SyncMemoryStore:
             metadata: JSON-serialisable mapping kept with the memory.
             durability: ``"shared"`` (default) or ``"session"`` (visible only to recalls
                 with the same ``scope.session_id``).
+            dedupe: when a memory of the same exact scope lies within
+                ``dedupe_distance``, refresh it (recency, access count, importance =
+                max) and return its id instead of storing a copy. ``None``: the store's
+                default.
 
         Raises:
             InvalidInputError: a bad argument, or the embedder returned a bad vector;
@@ -269,19 +301,27 @@ class SyncMemoryStore:
             content=content, importance=importance, tags=tags, ttl=ttl, scope=scope,
             source=source, subject=subject, date=date, metadata=metadata, durability=durability,
         )  # fmt: skip
-        ids = self._run(remember_many(self._ctx, [item]), "remember")
+        ids = self._run(remember_many(self._ctx, [item], dedupe=self._dedupe(dedupe)), "remember")
         return ids[0]
 
-    def remember_many(self, items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[str]:
+    def remember_many(
+        self, items: Iterable[MemoryInput | Mapping[str, Any]], *, dedupe: bool | None = None
+    ) -> list[str]:
         """Store many memories: one embedding batch, one pipelined round trip per chunk.
 
         Each item is a :class:`MemoryInput` or a mapping of ``remember`` arguments.
-        Every item is validated before anything is written.
+        Every item is validated before anything is written. With ``dedupe``, duplicates
+        within the batch collapse too (later ones return the first one's id).
 
         Raises:
             InvalidInputError: any item is invalid; nothing was written.
         """
-        return self._run(remember_many(self._ctx, _inputs(items)), "remember_many")
+        return self._run(
+            remember_many(self._ctx, _inputs(items), dedupe=self._dedupe(dedupe)), "remember_many"
+        )
+
+    def _dedupe(self, dedupe: bool | None) -> bool:
+        return self._ctx.dedupe if dedupe is None else bool(dedupe)
 
     def recall(
         self,
@@ -360,6 +400,8 @@ class SyncMemoryStore:
         check_k(limit, field="limit", maximum=10_000)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError("offset must be an int >= 0", field="offset")
+        if scope is not None and not isinstance(scope, Scope):
+            raise InvalidInputError("scope must be a Scope or None", field="scope")
         flt = scope_filter(scope, check_tags(tags), session=(scope or Scope()).session_id)
         return self._run(list_items(self._ctx, flt, limit=limit, offset=offset), "list")
 
@@ -404,6 +446,145 @@ class SyncMemoryStore:
         flt = scope_filter(scope, check_tags(tags), session=scope.session_id or False)
         return self._run(forget_matching(self._ctx, flt), "forget_by_scope")
 
+    def consolidate(
+        self,
+        *,
+        mode: Literal["summary", "facts"],
+        scope: Scope | None = None,
+        tags: Sequence[str] | None = None,
+        older_than_seconds: float | None = None,
+        max_importance: float | None = None,
+        summarize: Callable[[builtins.list[MemoryItem]], Any] | None = None,
+        extract_facts: Callable[[builtins.list[MemoryItem]], Any] | None = None,
+        importance: float | None = None,
+        delete_sources: bool = True,
+    ) -> ConsolidationResult:
+        """Keep memory clean: summarise an accumulation, or reconcile facts.
+
+        Candidates are the memories matching every given criterion (``scope``, ``tags``
+        — all required —, created more than ``older_than_seconds`` ago, importance at
+        most ``max_importance``); at least one criterion is required. Callbacks may be
+        sync or async; they receive the candidates oldest to newest.
+
+        ``mode="summary"``: ``summarize(items) -> str`` is called once per exact scope
+        among the candidates; its text is stored as a new memory (``source="summary"``,
+        ``importance`` or the sources' maximum, their tags, the same scope) and the
+        sources are deleted unless ``delete_sources=False``. Earlier summaries and facts
+        are never re-summarised. Lossy by design: for corpora where later statements
+        supersede earlier ones, use facts mode.
+
+        ``mode="facts"``: ``extract_facts(items) -> list[Fact]`` receives only source
+        memories this selection has not processed before (never summaries or facts);
+        when there are none it is not called at all. Facts are reconciled by subject
+        (case and surrounding space ignored): the newest date wins (ISO dates and
+        datetimes; a date means midnight UTC; an undated fact takes the run's time), a
+        tombstone retracts the subject, and a tombstone that matches no live fact is
+        reported in ``unmatched_tombstones``. Each live fact is one memory
+        (``source="fact"``, ``subject``, ``date``; content ``"<statement> (as of
+        <date>)"``, importance ``importance`` or 0.8) in the selection's scope, written
+        additively: source memories stay. Superseded facts are deleted, or kept for
+        :meth:`fact_history` with ``keep_fact_history=True``.
+
+        New memories are written before old ones are deleted, under deterministic ids,
+        so re-running after a crash converges to the same state.
+
+        Raises:
+            InvalidInputError: no criterion, a missing or bad callback result, bad
+                arguments; nothing was written.
+        """
+        selection, callback = _consolidation_args(
+            mode,
+            scope,
+            tags,
+            older_than_seconds,
+            max_importance,
+            summarize,
+            extract_facts,
+            importance,
+        )
+        if mode == "summary":
+            op = consolidate_summary(
+                self._ctx, selection, callback, importance=importance, delete_sources=delete_sources
+            )
+        else:
+            op = consolidate_facts(
+                self._ctx, selection, callback,
+                importance=0.8 if importance is None else importance,
+                keep_history=self._ctx.keep_fact_history,
+            )  # fmt: skip
+        return self._run(op, "consolidate", mode=mode)
+
+    def consolidate_facts(
+        self, *, extract_facts: Callable[[builtins.list[MemoryItem]], Any], **kwargs: Any
+    ) -> ConsolidationResult:
+        """Deprecated alias of ``consolidate(mode="facts", ...)``."""
+        warnings.warn(
+            "consolidate_facts() is deprecated; use consolidate(mode='facts', ...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.consolidate(mode="facts", extract_facts=extract_facts, **kwargs)
+
+    def fact_history(
+        self, subject: str, scope: Scope | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Facts about ``subject`` superseded or retracted in ``scope``, oldest first
+        (each ``{"id", "subject", "statement", "date", "superseded_at"}``). Empty unless
+        the store was created with ``keep_fact_history=True``.
+
+        Raises:
+            InvalidInputError: empty subject or bad scope.
+        """
+        check_text(subject, field="subject", max_bytes=1024)
+        if scope is not None and not isinstance(scope, Scope):
+            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        return self._run(fact_history(self._ctx, subject, scope or Scope()), "fact_history")
+
+    def export(
+        self, scope: Scope | None = None, *, include_vectors: bool = True
+    ) -> Iterator[dict[str, Any]]:
+        """Yield a JSON-serialisable record per memory of a scope (default namespace when
+        ``None``; every session unless ``scope.session_id`` is set), oldest first:
+        content, scope, tags, importance, timestamps, TTL remaining,
+        source/subject/date, metadata and (by default) the vector. Write each with
+        ``json.dumps`` for JSON lines; :meth:`import_records` restores them losslessly.
+
+        Raises:
+            InvalidInputError: bad scope.
+        """
+        if scope is not None and not isinstance(scope, Scope):
+            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        flt = scope_filter(scope, (), session=(scope or Scope()).session_id or False)
+        if self._ctx.dim is None:
+            self.ensure_index()
+        ids = self._run(export_ids(self._ctx, flt), "export")
+        for start in range(0, len(ids), _EXPORT_PAGE):
+            page = ids[start : start + _EXPORT_PAGE]
+            records = self._run(
+                export_records(self._ctx, page, include_vectors=include_vectors), "export"
+            )
+            for record in records:
+                yield record
+
+    def import_records(
+        self, records: Iterable[Mapping[str, Any]], *, reembed: bool = False
+    ) -> builtins.list[str]:
+        """Restore exported records (same ids, scopes, timestamps, TTL remaining).
+
+        Vectors in the records are used as they are unless ``reembed=True`` (moving to
+        another embedding model) or a record has none. Expired records are skipped.
+        Every record is validated before anything is written.
+
+        Raises:
+            InvalidInputError: a malformed record or a vector of the wrong dimension;
+                nothing was written.
+        """
+        if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
+            raise InvalidInputError("records must be an iterable of objects", field="records")
+        return self._run(
+            import_records(self._ctx, list(records), reembed=reembed), "import_records"
+        )
+
     def stats(self) -> MemoryStats:
         """Item count and counters (``{name}:__mem_stats``)."""
         return self._run(stats(self._ctx), "stats")
@@ -436,7 +617,47 @@ class SyncMemoryStore:
         return f"{type(self).__name__}(name={self.name!r}, backend={backend!r})"
 
 
+def _consolidation_args(
+    mode: str,
+    scope: Scope | None,
+    tags: Sequence[str] | None,
+    older_than_seconds: float | None,
+    max_importance: float | None,
+    summarize: Callable[[list[MemoryItem]], Any] | None,
+    extract_facts: Callable[[list[MemoryItem]], Any] | None,
+    importance: float | None,
+) -> tuple[Selection, Callable[[list[MemoryItem]], Any]]:
+    if mode not in ("summary", "facts"):
+        raise InvalidInputError("mode must be 'summary' or 'facts'", field="mode")
+    if scope is not None and not isinstance(scope, Scope):
+        raise InvalidInputError("scope must be a Scope or None", field="scope")
+    checked_tags = check_tags(tags)
+    if scope is None and not checked_tags and older_than_seconds is None and max_importance is None:
+        raise InvalidInputError(
+            "consolidate needs at least one of scope, tags, older_than_seconds, max_importance",
+            field="scope",
+        )
+    if older_than_seconds is not None and (
+        isinstance(older_than_seconds, bool)
+        or not isinstance(older_than_seconds, (int, float))
+        or not older_than_seconds >= 0
+    ):
+        raise InvalidInputError("older_than_seconds must be >= 0", field="older_than_seconds")
+    if max_importance is not None:
+        check_importance(max_importance)
+    if importance is not None:
+        check_importance(importance)
+    callback = summarize if mode == "summary" else extract_facts
+    name = "summarize" if mode == "summary" else "extract_facts"
+    if callback is None or not callable(callback):
+        raise InvalidInputError(f"mode={mode!r} needs a callable {name}", field=name)
+    selection = Selection(scope, checked_tags, older_than_seconds, max_importance)
+    return selection, callback
+
+
 def _inputs(items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[MemoryInput]:
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise InvalidInputError("items must be an iterable of memories", field="items")
     out = []
     for item in items:
         if isinstance(item, MemoryInput):

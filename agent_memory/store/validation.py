@@ -176,7 +176,8 @@ def unit_vector(vector: Any, dim: int | None, *, field: str = "vector") -> NDArr
         )
     if not np.all(np.isfinite(array)):
         raise InvalidInputError(f"{field} contains NaN or infinite values", field=field)
-    norm = float(np.linalg.norm(array))
+    with np.errstate(over="ignore"):  # an overflowing norm is rejected just below
+        norm = float(np.linalg.norm(array))
     if norm == 0.0 or not math.isfinite(norm):
         raise InvalidInputError(f"{field} has zero length; cannot compute cosine", field=field)
     return (array / norm).astype(np.float32)

@@ -77,6 +77,9 @@ def evict_over_capacity(
     # happened here, so ``evictions`` stays exact across processes.
     evicted = sum(integer(r) for r in replies[2:])
     if evicted:
-        yield from execute_batch([command("HINCRBY", ctx.keys.stats, "evictions", str(evicted))])
+        counted = yield from execute_batch(
+            [command("HINCRBY", ctx.keys.stats, "evictions", str(evicted))]
+        )
+        _raise_errors(counted)
     ctx.count("evictions", evicted)
     return evicted

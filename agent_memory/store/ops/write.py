@@ -17,6 +17,7 @@ from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.ops.capacity import evict_over_capacity
+from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
 from agent_memory.store.ops.embedding import embed_one, embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.records import NewMemory, parse_item, record_fields, vector_blob
@@ -108,8 +109,14 @@ def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> 
     ]
 
 
-def remember_many(ctx: StoreContext, inputs: Sequence[MemoryInput]) -> Operation[list[str]]:
-    """Validate all, embed in one batch, write in pipelined chunks, then enforce caps."""
+def remember_many(
+    ctx: StoreContext, inputs: Sequence[MemoryInput], *, dedupe: bool = False
+) -> Operation[list[str]]:
+    """Validate all, embed in one batch, write in pipelined chunks, then enforce caps.
+
+    With ``dedupe``, a memory within ``ctx.dedupe_distance`` of one in the same exact
+    scope (stored, or earlier in the batch) refreshes it and returns its id instead.
+    """
     validated = [validate_input(i, ctx.max_content_bytes) for i in inputs]
     if not validated:
         return []
@@ -125,11 +132,30 @@ def remember_many(ctx: StoreContext, inputs: Sequence[MemoryInput]) -> Operation
             source=v.source, subject=v.subject, date=v.date, metadata_json=v.metadata_json,
         )  # fmt: skip
         memories.append((memory, v.ttl))
-    yield from _write(ctx, memories)
-    return [m.id for m, _ in memories]
+    if not dedupe:
+        yield from write_memories(ctx, memories)
+        return [m.id for m, _ in memories]
+    targets = yield from find_duplicates(ctx, [m for m, _ in memories], ctx.dedupe_distance)
+    stored = {t for t in targets if t is not None} - {m.id for m, _ in memories}
+    refreshes: dict[str, float] = {}
+    for (memory, _), target in zip(memories, targets, strict=True):
+        if target in stored:
+            refreshes[target] = max(refreshes.get(target, 0.0), memory.importance)
+    gone = yield from refresh_existing(ctx, sorted(refreshes.items()))
+    ids: list[str] = []
+    fresh: list[tuple[NewMemory, float | None]] = []
+    for (memory, ttl), target in zip(memories, targets, strict=True):
+        if target is None or target in gone:
+            fresh.append((memory, ttl))
+            ids.append(memory.id)
+        else:
+            ids.append(target)
+    yield from write_memories(ctx, fresh)
+    ctx.count("deduplicated", len(memories) - len(fresh))
+    return ids
 
 
-def _write(
+def write_memories(
     ctx: StoreContext, memories: Sequence[tuple[NewMemory, float | None]]
 ) -> Operation[None]:
     cap = ctx.config.max_items_per_scope

@@ -1,0 +1,331 @@
+"""``consolidate``: summary mode (accumulation) and facts mode (supersession).
+
+Both modes write new memories before deleting old ones, with deterministic ids, so a
+run that crashes half-way is repaired by running it again: the re-run rewrites the same
+ids and finishes the deletions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from agent_memory.core.effects import Command, Operation, call, command, execute_batch
+from agent_memory.core.replies import integer, text
+from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.store import layout as L
+from agent_memory.store.context import StoreContext
+from agent_memory.store.facts import (
+    check_fact,
+    fact_content,
+    fact_memory_id,
+    newest_per_subject,
+    parse_fact_date,
+    subject_key,
+    summary_memory_id,
+)
+from agent_memory.store.filters import MemoryFilter, scope_filter
+from agent_memory.store.ops.ensure import ensure_ready
+from agent_memory.store.ops.forget import delete_ids
+from agent_memory.store.ops.read import fields_of, item_or_none, matching_ids
+from agent_memory.store.ops.write import MemoryInput, remember_many
+from agent_memory.store.types import Fact, MemoryItem, Scope
+
+SUMMARY_SOURCE = "summary"
+FACT_SOURCE = "fact"
+_DERIVED = (SUMMARY_SOURCE, FACT_SOURCE)
+_CHUNK = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which memories a consolidation looks at (at least one criterion is set)."""
+
+    scope: Scope | None
+    tags: tuple[str, ...]
+    older_than_seconds: float | None
+    max_importance: float | None
+
+    def digest(self) -> str:
+        raw = json.dumps(
+            [repr(self.scope), self.tags, self.older_than_seconds, self.max_importance]
+        ).encode("utf-8")
+        return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+    @property
+    def target_scope(self) -> Scope:
+        return self.scope or Scope()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationResult:
+    """What a consolidation run did.
+
+    Attributes:
+        mode: ``"summary"`` or ``"facts"``.
+        created: ids of the memories written (summaries or live facts).
+        deleted: ids deleted (summarised sources, superseded or retracted facts).
+        facts: the live facts written by this run.
+        unmatched_tombstones: tombstones that matched no live fact.
+        skipped: candidates not handed to the callback because an earlier run of the
+            same selection already processed them (facts mode).
+        callback_calls: how many times ``summarize`` / ``extract_facts`` was called.
+    """
+
+    mode: str
+    created: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    facts: tuple[Fact, ...] = ()
+    unmatched_tombstones: tuple[Fact, ...] = ()
+    skipped: int = 0
+    callback_calls: int = 0
+
+
+def select_items(
+    ctx: StoreContext,
+    selection: Selection,
+    *,
+    sources: tuple[str, ...] | None,
+    exclude: tuple[str, ...],
+) -> Operation[list[MemoryItem]]:
+    """Live memories of the selection, oldest first."""
+    scope = selection.target_scope
+    base = scope_filter(scope, selection.tags, session=scope.session_id)
+    flt = MemoryFilter(
+        namespace=base.namespace, session=base.session, agent=base.agent, thread=base.thread,
+        tags=base.tags, sources=sources, exclude_sources=exclude,
+    )  # fmt: skip
+    matched = yield from matching_ids(ctx, flt)
+    now = ctx.now_ms()
+    items: list[MemoryItem] = []
+    ids = [memory_id for memory_id, _ in matched]
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        replies = yield from execute_batch(
+            [Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in chunk]
+        )
+        for memory_id, values in zip(chunk, replies, strict=True):
+            if isinstance(values, AgentMemoryError):
+                raise values
+            item = item_or_none(ctx, memory_id, fields_of(values))
+            if item is None:
+                continue
+            if selection.older_than_seconds is not None and (
+                item.created_at > now - selection.older_than_seconds * 1000
+            ):
+                continue
+            if selection.max_importance is not None and item.importance > selection.max_importance:
+                continue
+            items.append(item)
+    items.sort(key=lambda i: (i.created_at, i.id))
+    return items
+
+
+def consolidate_summary(
+    ctx: StoreContext,
+    selection: Selection,
+    summarize: Callable[[list[MemoryItem]], Any],
+    *,
+    importance: float | None,
+    delete_sources: bool,
+) -> Operation[ConsolidationResult]:
+    """One summary per exact scope among the candidates (earlier summaries and facts
+    are never re-summarised)."""
+    yield from ensure_ready(ctx)
+    items = yield from select_items(ctx, selection, sources=None, exclude=_DERIVED)
+    groups: dict[tuple[Scope, str], list[MemoryItem]] = {}
+    for item in items:
+        groups.setdefault((item.scope, item.durability), []).append(item)
+    created: list[str] = []
+    deleted: list[str] = []
+    calls = 0
+    for (scope, durability), group in groups.items():
+        digest = yield from call(summarize, list(group), what="summarize")
+        calls += 1
+        if not isinstance(digest, str) or not digest.strip():
+            raise InvalidInputError("summarize must return non-empty text", field="summarize")
+        source_ids = [i.id for i in group]
+        tags = sorted({t for i in group for t in i.tags})
+        summary = MemoryInput(
+            content=digest.strip(),
+            importance=importance if importance is not None else max(i.importance for i in group),
+            tags=tags, scope=scope, source=SUMMARY_SOURCE,
+            durability="session" if durability == "session" else "shared",
+            metadata={"sources": source_ids, "from": group[0].created_at, "to": group[-1].created_at},
+            id=summary_memory_id(source_ids),
+        )  # fmt: skip
+        ids = yield from remember_many(ctx, [summary])
+        created.extend(ids)
+        if delete_sources:
+            yield from delete_ids(ctx, source_ids)
+            deleted.extend(source_ids)
+    yield from _count_run(ctx, "summary", 0)
+    return ConsolidationResult(
+        "summary", tuple(created), tuple(deleted), skipped=0, callback_calls=calls
+    )
+
+
+def _state_key(ctx: StoreContext, selection: Selection) -> str:
+    return f"{ctx.keys.name}:__mem_facts:{selection.digest()}"
+
+
+def history_key(ctx: StoreContext, scope: Scope, subject: str) -> str:
+    """Where superseded facts of a subject are kept (``keep_fact_history=True``)."""
+    flt = scope_filter(scope, (), session=scope.session_id)
+    raw = "\x1f".join(
+        (flt.namespace, flt.agent or "", flt.thread or "", flt.session or "", subject_key(subject))
+    ).encode("utf-8")
+    return f"{ctx.keys.name}:__mem_fact_history:{hashlib.blake2b(raw, digest_size=16).hexdigest()}"
+
+
+def _unprocessed(
+    ctx: StoreContext, state: str, items: list[MemoryItem]
+) -> Operation[list[MemoryItem]]:
+    if not items:
+        return []
+    replies = yield from execute_batch([command("SISMEMBER", state, i.id) for i in items])
+    fresh = []
+    for item, reply in zip(items, replies, strict=True):
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+        if not integer(reply):
+            fresh.append(item)
+    return fresh
+
+
+def _when(item: MemoryItem) -> datetime:
+    try:
+        parsed = parse_fact_date(item.date)
+    except InvalidInputError:
+        parsed = None
+    return parsed or datetime.fromtimestamp(item.created_at / 1000, tz=timezone.utc)
+
+
+def consolidate_facts(
+    ctx: StoreContext,
+    selection: Selection,
+    extract_facts: Callable[[list[MemoryItem]], Any],
+    *,
+    importance: float,
+    keep_history: bool,
+) -> Operation[ConsolidationResult]:
+    """Extract facts from source memories not seen before and reconcile them by subject."""
+    yield from ensure_ready(ctx)
+    state = _state_key(ctx, selection)
+    sources = yield from select_items(ctx, selection, sources=None, exclude=_DERIVED)
+    fresh = yield from _unprocessed(ctx, state, sources)
+    skipped = len(sources) - len(fresh)
+    if not fresh:
+        return ConsolidationResult("facts", skipped=skipped)
+    extracted = yield from call(extract_facts, list(fresh), what="extract_facts")
+    if not isinstance(extracted, Sequence) or isinstance(extracted, (str, bytes)):
+        raise InvalidInputError("extract_facts must return a list of Fact", field="extract_facts")
+    facts = [check_fact(f) for f in extracted]
+    run_time = datetime.fromtimestamp(ctx.now_ms() / 1000, tz=timezone.utc)
+    existing_items = yield from select_items(ctx, selection, sources=(FACT_SOURCE,), exclude=())
+    current: dict[str, MemoryItem] = {}
+    duplicates: list[MemoryItem] = []
+    for item in sorted(existing_items, key=lambda i: (_when(i), i.created_at)):
+        key = subject_key(item.subject or "")
+        if key in current:
+            duplicates.append(current[key])  # left by an interrupted run: keep the newest
+        current[key] = item
+    scope = selection.target_scope
+    writes: list[MemoryInput] = []
+    written: list[Fact] = []
+    superseded: list[MemoryItem] = list(duplicates)
+    unmatched: list[Fact] = []
+    for key, dated in newest_per_subject(facts, run_time).items():
+        fact, when, old = dated.fact, dated.when, current.get(key)
+        if old is not None and _when(old) > when:
+            continue  # what we hold is newer than this statement
+        if fact.tombstone:
+            if old is None:
+                unmatched.append(fact)
+            else:
+                superseded.append(old)
+            continue
+        fid = fact_memory_id(selection.digest(), key, fact.statement, when)
+        if old is not None and old.id == fid:
+            continue  # unchanged
+        writes.append(
+            MemoryInput(
+                content=fact_content(fact, when, dated=True),
+                importance=importance,
+                scope=scope,
+                tags=selection.tags,
+                source=FACT_SOURCE,
+                subject=fact.subject.strip(),
+                date=when.isoformat().replace("+00:00", "Z"),
+                durability="session" if scope.session_id else "shared",
+                id=fid,
+            )
+        )
+        written.append(fact)
+        if old is not None:
+            superseded.append(old)
+    created = yield from remember_many(ctx, writes) if writes else _nothing()
+    if keep_history and superseded:
+        yield from _archive(ctx, scope, superseded, run_time)
+    deleted_ids = [item.id for item in superseded]
+    if deleted_ids:
+        yield from delete_ids(ctx, deleted_ids)
+    marks = [command("SADD", state, *(i.id for i in fresh))]
+    replies = yield from execute_batch(marks)
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+    yield from _count_run(ctx, "facts", len(unmatched))
+    return ConsolidationResult(
+        "facts", tuple(created), tuple(deleted_ids), tuple(written), tuple(unmatched),
+        skipped=skipped, callback_calls=1,
+    )  # fmt: skip
+
+
+def _nothing() -> Operation[list[str]]:
+    return []
+    yield
+
+
+def _archive(
+    ctx: StoreContext, scope: Scope, items: list[MemoryItem], run_time: datetime
+) -> Operation[None]:
+    commands = []
+    for item in items:
+        record = {
+            "id": item.id, "subject": item.subject, "statement": item.content,
+            "date": item.date, "superseded_at": run_time.isoformat(),
+        }  # fmt: skip
+        commands.append(
+            command("RPUSH", history_key(ctx, scope, item.subject or ""), json.dumps(record))
+        )
+    replies = yield from execute_batch(commands)
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+
+
+def fact_history(ctx: StoreContext, subject: str, scope: Scope) -> Operation[list[dict[str, Any]]]:
+    """Superseded facts of a subject, oldest first."""
+    replies = yield from execute_batch(
+        [command("LRANGE", history_key(ctx, scope, subject), "0", "-1")]
+    )
+    if isinstance(replies[0], AgentMemoryError):
+        raise replies[0]
+    return [json.loads(text(r)) for r in replies[0] or []]
+
+
+def _count_run(ctx: StoreContext, mode: str, unmatched: int) -> Operation[None]:
+    commands = [command("HINCRBY", ctx.keys.stats, "consolidations", "1")]
+    if unmatched:
+        commands.append(command("HINCRBY", ctx.keys.stats, "unmatched_tombstones", str(unmatched)))
+    replies = yield from execute_batch(commands)
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+    ctx.count(f"consolidations:{mode}")
+    ctx.count("unmatched_tombstones", unmatched)

@@ -1,0 +1,251 @@
+"""consolidate (summary and facts), de-duplication, export/import on every backend."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+
+from agent_memory import Fact, InvalidInputError, MemoryItem, Scope
+from agent_memory.store.ops import consolidate as consolidate_module
+from tests.store.conftest import StoreEnv
+from tests.store.test_ranking import Clock
+from tests.support import TableEmbedder, near, random_unit
+
+DAY = 86400.0
+
+
+async def _export(store: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    result = store.export(**kwargs)
+    if hasattr(result, "__aiter__"):
+        return [r async for r in result]
+    generator = await result  # AsyncView: the sync generator comes back from the thread
+    return await asyncio.to_thread(list, generator)
+
+
+async def test_summary_mode_groups_by_scope_and_replaces_sources(env: StoreEnv) -> None:
+    clock = Clock()
+    store = env.make(clock=clock)
+    a, b = Scope(agent_id="a"), Scope(agent_id="b")
+    for i in range(3):
+        clock.now += 60
+        await store.remember(f"a{i}", scope=a, tags=["chat"], importance=0.2 + i / 10)
+    await store.remember("b0", scope=b, tags=["chat"])
+    await store.remember("untagged", scope=a)
+    seen: list[list[str]] = []
+
+    def summarize(items: list[MemoryItem]) -> str:
+        assert all(x.created_at <= y.created_at for x, y in itertools.pairwise(items))
+        seen.append([i.content for i in items])
+        return " / ".join(i.content for i in items)
+
+    result = await store.consolidate(mode="summary", tags=["chat"], summarize=summarize)
+    assert sorted(seen) == [["a0", "a1", "a2"], ["b0"]]
+    assert len(result.created) == 2 and len(result.deleted) == 4
+    listed = await store.list(scope=a)
+    assert sorted(i.content for i in listed.items) == ["a0 / a1 / a2", "untagged"]
+    summary = next(i for i in listed.items if i.source == "summary")
+    assert summary.importance == pytest.approx(0.4) and summary.tags == ("chat",)
+    # summaries are never re-summarised
+    again = await store.consolidate(mode="summary", tags=["chat"], summarize=summarize)
+    assert again.callback_calls == 0 and len(seen) == 2
+
+
+async def test_summary_can_keep_sources_and_needs_a_criterion(env: StoreEnv) -> None:
+    store = env.make()
+    await store.remember("x", scope=Scope(thread_id="t"))
+    result = await store.consolidate(
+        mode="summary", scope=Scope(thread_id="t"), summarize=lambda items: "digest",
+        delete_sources=False, importance=0.9,
+    )  # fmt: skip
+    assert result.deleted == ()
+    assert (await store.list(scope=Scope(thread_id="t"))).total == 2
+    with pytest.raises(InvalidInputError):
+        await store.consolidate(mode="summary", summarize=lambda items: "x")
+    with pytest.raises(InvalidInputError):
+        await store.consolidate(mode="facts", scope=Scope(thread_id="t"))
+    with pytest.raises(InvalidInputError):
+        await store.consolidate(
+            mode="summary", scope=Scope(thread_id="t"), summarize=lambda items: ""
+        )
+
+
+class Extractor:
+    """Turns 'subject: statement @date' memories into facts; counts calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.seen: list[str] = []
+
+    def __call__(self, items: list[MemoryItem]) -> list[Fact]:
+        self.calls += 1
+        facts = []
+        for item in items:
+            self.seen.append(item.content)
+            subject, rest = item.content.split(":", 1)
+            statement, _, date = rest.partition("@")
+            if statement.strip() == "forget":
+                facts.append(Fact(subject, tombstone=True, date=date.strip() or None))
+            else:
+                facts.append(Fact(subject, statement.strip(), date=date.strip() or None))
+        return facts
+
+
+async def test_facts_supersede_retract_and_rerun_idempotently(env: StoreEnv) -> None:
+    store = env.make(keep_fact_history=True)
+    scope = Scope(agent_id="bot")
+    await store.remember("City: lives in Paris @2023-01-05", scope=scope)
+    await store.remember("Job: works at Acme @2023-02-01", scope=scope)
+    extract = Extractor()
+    first = await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    assert extract.calls == 1 and len(first.created) == 2 and first.deleted == ()
+    facts = {i.subject: i for i in (await store.list(scope=scope)).items if i.source == "fact"}
+    assert facts["City"].content == "lives in Paris (as of 2023-01-05)"
+    assert facts["City"].date == "2023-01-05T00:00:00Z"
+    # unchanged sources: nothing written, extractor not called at all
+    rerun = await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    assert extract.calls == 1 and rerun.created == () and rerun.skipped == 2
+    # a newer statement supersedes (subject matched ignoring case/space), an older one
+    # does not, a tombstone retracts, an unmatched tombstone is reported
+    await store.remember(" city : moved to Berlin @2024-03-01", scope=scope)
+    await store.remember("JOB: works at OldCorp @2020-01-01", scope=scope)
+    await store.remember("Pet: forget @2024-01-01", scope=scope)
+    second = await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    assert extract.calls == 2
+    assert sorted(extract.seen[-3:]) == [
+        " city : moved to Berlin @2024-03-01",
+        "JOB: works at OldCorp @2020-01-01",
+        "Pet: forget @2024-01-01",
+    ]  # only new sources, never fact memories
+    assert [f.subject for f in second.unmatched_tombstones] == ["Pet"]
+    assert second.deleted == (facts["City"].id,)
+    live = {i.subject.strip().casefold(): i.content for i in (await store.list(scope=scope)).items
+            if i.source == "fact"}  # fmt: skip
+    assert live == {
+        "city": "moved to Berlin (as of 2024-03-01)",
+        "job": "works at Acme (as of 2023-02-01)",
+    }
+    await store.remember("Job: forget @2024-06-01", scope=scope)
+    third = await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    assert third.deleted == (facts["Job"].id,) and third.unmatched_tombstones == ()
+    history = await store.fact_history("job", scope)
+    assert [h["statement"] for h in history] == ["works at Acme (as of 2023-02-01)"]
+    # sources stay: recall over them is unchanged
+    assert (await store.list(scope=scope, limit=100)).total == 6 + 1
+
+
+async def test_facts_crash_mid_run_then_rerun_converges(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = env.make()
+    scope = Scope(agent_id="crash")
+    await store.remember("Color: blue @2023-01-01", scope=scope)
+    extract = Extractor()
+    await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    await store.remember("Color: green @2024-01-01", scope=scope)
+    real_delete = consolidate_module.delete_ids
+
+    def crashing_delete(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("process died")
+        yield  # pragma: no cover
+
+    monkeypatch.setattr(consolidate_module, "delete_ids", crashing_delete)
+    with pytest.raises(RuntimeError):
+        await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    monkeypatch.setattr(consolidate_module, "delete_ids", real_delete)
+    healed = await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    facts = [i for i in (await store.list(scope=scope)).items if i.source == "fact"]
+    assert [f.content for f in facts] == ["green (as of 2024-01-01)"]
+    assert healed.deleted  # the stale fact left by the crash is gone
+    settled = await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    assert settled.created == () and settled.deleted == ()
+
+
+async def test_undated_facts_take_the_run_date_and_async_callbacks_work(env: StoreEnv) -> None:
+    clock = Clock(1_700_000_000.0)  # 2023-11-14
+    store = env.make(clock=clock)
+    scope = Scope(agent_id="u")
+    await store.remember("Plan: ship v1 @2024-01-01", scope=scope)
+
+    async def extract(items: list[MemoryItem]) -> list[Fact]:
+        await asyncio.sleep(0)
+        return Extractor()(items)
+
+    if env.cfg.mode == "sync":
+        extract_fn: Any = Extractor()
+    else:
+        extract_fn = extract
+    await store.consolidate(mode="facts", scope=scope, extract_facts=extract_fn)
+    clock.now = 1_750_000_000.0  # 2025-06
+    await store.remember("Plan: ship v2", scope=scope)  # undated: as of the run
+    await store.consolidate(mode="facts", scope=scope, extract_facts=extract_fn)
+    facts = [i.content for i in (await store.list(scope=scope)).items if i.source == "fact"]
+    assert facts == ["ship v2 (as of 2025-06-15)"]
+
+
+async def test_deprecated_alias_warns(env: StoreEnv) -> None:
+    store = env.make()
+    await store.remember("A: b", scope=Scope(agent_id="d"))
+    with pytest.warns(DeprecationWarning):
+        await store.consolidate_facts(extract_facts=Extractor(), scope=Scope(agent_id="d"))
+
+
+async def test_dedupe_refreshes_instead_of_copying(env: StoreEnv) -> None:
+    clock = Clock()
+    embed = TableEmbedder()
+    base = random_unit("dup")
+    embed.set("User likes tea", base)
+    embed.set("User likes tea.", near(base, 0.01, "p"))
+    embed.set("User likes coffee", near(base, 0.3, "c"))
+    store = env.make(embed, clock=clock, dedupe=True)
+    first = await store.remember("User likes tea", importance=0.3)
+    clock.now += 100
+    again = await store.remember("User likes tea.", importance=0.9)
+    assert again == first
+    item = await store.get(first)
+    assert item.importance == 0.9 and item.access_count == 1
+    assert item.last_accessed_at == int(clock.now * 1000)
+    assert await store.remember("User likes coffee") != first
+    other_scope = await store.remember("User likes tea", scope=Scope(agent_id="x"))
+    assert other_scope != first
+    assert await store.remember("User likes tea", dedupe=False) != first
+    batch = await store.remember_many(
+        [{"content": "User likes tea", "scope": Scope(agent_id="y")},
+         {"content": "User likes tea.", "scope": Scope(agent_id="y")}]
+    )  # fmt: skip
+    assert batch[0] == batch[1]
+
+
+async def test_export_import_round_trip_gives_identical_recall(env: StoreEnv) -> None:
+    clock = Clock()
+    embed = TableEmbedder()
+    q = random_unit("q")
+    embed.set("query", q)
+    source = env.make(embed, clock=clock)
+    scope = Scope(namespace="tenant", agent_id="a")
+    for i in range(6):
+        embed.set(f"m{i}", near(q, 0.05 * (i + 1), str(i)))
+        clock.now += 3600
+        await source.remember(f"m{i}", scope=scope, importance=i / 10, tags=[f"t{i % 2}"],
+                              ttl=DAY if i == 0 else None, metadata={"i": i})  # fmt: skip
+    await source.recall("query", scope=scope, k=2)  # bumps access stats
+    records = await _export(source, scope=Scope(namespace="tenant"))
+    assert len(records) == 6 and all(len(r["vector"]) == 16 for r in records)
+    assert records[0]["ttl_remaining_ms"] is not None
+    target = env.make(embed, clock=clock)  # a fresh, empty store
+    calls = embed.calls
+    ids = await target.import_records(records)
+    assert embed.calls == calls  # vectors came from the records
+    assert ids == [r["id"] for r in records]
+    before = await source.recall("query", scope=scope, k=6, reinforce=False)
+    after = await target.recall("query", scope=scope, k=6, reinforce=False)
+    assert [(h.item, round(h.score, 9)) for h in before] == [
+        (h.item, round(h.score, 9)) for h in after
+    ]
+    with pytest.raises(InvalidInputError):
+        await target.import_records([{**records[0], "id": "other", "vector": [1.0] * 8}])
+    reembedded = env.make(embed, clock=clock)
+    await reembedded.import_records(records, reembed=True)
+    assert (await reembedded.list(scope=scope)).total == 6
