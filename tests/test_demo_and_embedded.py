@@ -28,6 +28,10 @@ def test_demo_runs_on_the_embedded_server(tmp_path: Path) -> None:
     assert top["when do we ship to production?"][0].startswith("Deploys to production")
     assert top["can I recommend a peanut butter cookie recipe?"][0].startswith("Ada is allergic")
     assert top["what is the weather on Mars?"] == []
+    consolidation = report["consolidation"]
+    assert consolidation["summarised"] == 2
+    assert consolidation["memories_after"] == consolidation["memories_before"] - 1
+    assert "Deploys to production" in consolidation["summary"]
     # The demo stopped the server it started and persisted its data.
     assert not (data / "server.json").exists()
     assert (data / "appendonlydir").is_dir()

@@ -8,6 +8,7 @@ from typing import Any
 
 from agent_memory import MemoryInput, Scope, SyncMemoryStore
 from agent_memory.errors import AgentMemoryError
+from agent_memory.store.summarizers import extractive_summarizer
 
 HISTORY: list[tuple[str, float, list[str]]] = [
     ("The user prefers dark mode in every editor.", 0.8, ["prefs"]),
@@ -68,6 +69,17 @@ def run_demo(url: str, *, as_json: bool, out: Callable[[str], None] = print) -> 
                     "nearest_distance": hits.nearest_distance,
                 }
             )  # fmt: skip
+        before = store.list(scope=scope).total
+        result = store.consolidate(
+            mode="summary", scope=scope, tags=["ops"], summarize=extractive_summarizer(3)
+        )
+        summary = store.get(result.created[0]) if result.created else None
+        report["consolidation"] = {
+            "summarised": len(result.deleted),
+            "summary": summary.content if summary else None,
+            "memories_before": before,
+            "memories_after": store.list(scope=scope).total,
+        }
         report["stats"] = store.stats().counters
     if as_json:
         out(json.dumps(report, indent=2))
@@ -81,4 +93,10 @@ def run_demo(url: str, *, as_json: bool, out: Callable[[str], None] = print) -> 
         for hit in entry["hits"]:
             out(f"    {hit['score']:.3f}  d={hit['distance']:.3f}  {hit['content']}")
         out("")
+    c = report["consolidation"]
+    out(
+        f"consolidated {c['summarised']} 'ops' memories into one summary "
+        f"({c['memories_before']} -> {c['memories_after']} memories):"
+    )
+    out(f"    {c['summary']}")
     return report
