@@ -1,0 +1,102 @@
+"""The memory store on a real 3-primary Valkey cluster (portable backend).
+
+Memories of one store spread over all three primaries; every operation must work with
+``ValkeyCluster`` / ``RedisCluster`` clients, sync and async: remember, recall, list,
+get, update, forget, forget_by_scope, capacity eviction, TTL and stats. Each atomic
+multi-key step stays in one slot (the scripts touch one key); everything else is sent
+per key and routed by the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from agent_memory import MemoryStore, Scope, SyncMemoryStore
+from tests.cache.conftest import FLAVOURS, Flavour
+from tests.support import AsyncView, TableEmbedder, near, random_unit
+
+# one of each package x mode, RESP2/RESP3 and decoding mixed
+CLUSTER_FLAVOURS = [f for f in FLAVOURS if (f.package, f.protocol) in {("valkey", 2), ("redis", 3)}]
+
+
+@pytest.fixture(params=CLUSTER_FLAVOURS, ids=[f.id for f in CLUSTER_FLAVOURS])
+async def cluster_store(
+    request: pytest.FixtureRequest, cluster_url: str
+) -> AsyncIterator[tuple[Any, Any, TableEmbedder]]:
+    flavour: Flavour = request.param
+    client = flavour.client(cluster_url, cluster=True)
+    embed = TableEmbedder()
+    name = f"cl{uuid.uuid4().hex[:10]}"
+    store: Any
+    if flavour.is_async:
+        store = MemoryStore(client, name, embed, max_items_per_scope=5)
+    else:
+        store = AsyncView(SyncMemoryStore(client, name, embed, max_items_per_scope=5))
+    from valkey.cluster import ValkeyCluster
+
+    raw = ValkeyCluster.from_url(cluster_url, decode_responses=True)
+    yield store, raw, embed
+    raw.close()
+    closer = getattr(client, "aclose", None) or client.close
+    result = closer()
+    if result is not None:
+        await result
+
+
+async def test_portable_store_fully_works_on_a_cluster(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    store, raw, embed = cluster_store
+    status = await store.ensure_index()
+    assert status.backend == "portable"
+    q = random_unit("query")
+    embed.set("query", q)
+    ids = []
+    for i in range(30):
+        text = f"fact {i}"
+        embed.set(text, near(q, 0.02 + i * 0.002, str(i)))
+        ids.append(
+            await store.remember(
+                text, scope=Scope(namespace="ns", agent_id=f"agent{i % 10}"), tags=[f"t{i % 2}"]
+            )
+        )
+    keys = [f"{store.name}:mem:{i}" for i in ids]
+    assert len({raw.get_node_from_key(k).name for k in keys}) == 3  # spread over all primaries
+    hits = await store.recall("query", scope=Scope(namespace="ns"), k=5)
+    assert [h.item.content for h in hits] == [f"fact {i}" for i in range(5)]
+    tagged = await store.recall("query", scope=Scope(namespace="ns"), tags=["t1"], k=50)
+    assert {h.item.content for h in tagged} == {f"fact {i}" for i in range(1, 30, 2)}
+    assert (await store.get(ids[0])).access_count == 1
+    listed = await store.list(scope=Scope(namespace="ns", agent_id="agent3"))
+    assert {i.content for i in listed.items} == {"fact 3", "fact 13", "fact 23"}
+    updated = await store.update(ids[3], importance=0.9, tags=["new"])
+    assert updated.importance == 0.9 and updated.tags == ("new",)
+    assert await store.forget(ids[0]) is True
+    assert await store.forget(ids[0]) is False
+    assert await store.forget_by_scope(Scope(namespace="ns", agent_id="agent1")) == 3
+    stats = await store.stats()
+    assert stats.items == 26 and stats.counters["remembers"] == 30
+
+    # capacity: the cap of 5 per exact scope holds on a cluster
+    capped = Scope(namespace="ns", agent_id="capped")
+    for i in range(8):
+        await store.remember(f"capped {i}", scope=capped, importance=0.1 * i)
+    page = await store.list(scope=capped, limit=50)
+    assert page.total == 5
+    assert {i.content for i in page.items} == {f"capped {i}" for i in range(3, 8)}
+    assert (await store.stats()).evictions == 3
+
+    # TTL: set with the write, expires on every node
+    short = await store.remember("short lived", ttl=0.3, scope=Scope(namespace="ttl"))
+    assert 0 < raw.pttl(f"{store.name}:mem:{short}") <= 300
+    await asyncio.sleep(0.5)
+    assert await store.get(short) is None
+    assert len(await store.recall("short lived", scope=Scope(namespace="ttl"))) == 0
+
+    assert await store.forget_by_scope(Scope(namespace="ns")) == 26 + 5
+    assert (await store.stats()).items == 0
