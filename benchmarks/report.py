@@ -1,0 +1,185 @@
+"""Machine facts, the console table and ``RESULTS.md``."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kb = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal"):
+            mem_kb = int(line.split()[1])
+    return {
+        "nproc": os.cpu_count(),
+        "memory_gib": round(mem_kb / 1024 / 1024, 1),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for package in ("agent-memory", "valkey", "redis", "numpy", "onnxruntime"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "not installed"
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        out["agent-memory commit"] = commit or "unknown"
+    except OSError:
+        pass
+    return out
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def scenario_rows(size: int, results: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for r in results:
+        s = r["systems"]
+        lib, floor, peer = s["library"], s["floor"], s.get("peer")
+        unit = "items/s" if r["items_per_op"] > 1 else "ops/s"
+        peer_cols = (
+            f"{_f(peer['p50_ms'])} | {_f(r['library_vs_peer'])}x"
+            if peer
+            else f"n/a | {r.get('peer_note', '')}"
+        )
+        note = r.get("peer_note", "") if peer else ""
+        rows.append(
+            f"| {size:,} | {r['label']} | {r['concurrency']} | {_f(lib['p50_ms'])} / "
+            f"{_f(lib['p95_ms'])} / {_f(lib['p99_ms'])} | {lib['throughput_per_s']:,.0f} {unit} | "
+            f"{_f(floor['p50_ms'])} | {_f(r['library_vs_floor'])}x | {peer_cols} {note} |"
+        )
+    return rows
+
+
+HEADER = (
+    "| size | scenario | callers | library p50 / p95 / p99 ms | library throughput | "
+    "floor p50 ms | library / floor | peer p50 ms | library / peer |\n"
+    "|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def markdown(result: dict[str, Any]) -> str:
+    m, v = result["machine"], result["versions"]
+    lines = [
+        "# agent-memory benchmark results",
+        "",
+        f"Run on {result['date']} with `{result['command']}`.",
+        "",
+        f"Machine: {m['nproc']} cores ({m['cpu']}), {m['memory_gib']} GiB, Linux {m['kernel']}, "
+        f"Python {m['python']}.",
+        "",
+        "Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()) + ".",
+        "",
+        "Servers: "
+        + "; ".join(
+            f"{k}: {val['version']} {', '.join(val['modules'])}"
+            for k, val in result["servers"].items()
+        )
+        + ".",
+        "",
+        "Peers: "
+        + (
+            ", ".join(f"{k} {val}" for k, val in result.get("peer_versions", {}).items())
+            or "not run"
+        )
+        + ".",
+        "",
+        "## How to read this",
+        "",
+        "* Latencies are per operation, pooled over all timed rounds; ratios are the median "
+        "over rounds of (library round median) / (other round median). Library, floor and "
+        "peer rounds alternate (rotating order), on the same server and data, so ratios "
+        "compare runs made moments apart on this shared, noisy machine.",
+        "* The floor is a bare `valkey` client sending the same commands the library sends "
+        "(same FT.SEARCH K, filter, RETURN fields and LIMIT; the same HSET fields plus the "
+        "registry/bucket ZADDs), with arguments built before timing. Library / floor is the "
+        "library's overhead.",
+        f"* Vectors: {result['dim']}-dim, clustered, unit length, from a dict-lookup embedder "
+        "(embedding time excluded). Recall uses k=8 and threshold 1.0 for both libraries "
+        "(the library fetches max(4k, 50) = 50 candidates, the peer 4k = 32).",
+        "* The peer's `recall` returns every field of each hit, the vector blob included; "
+        "ours returns only the item fields.",
+        "",
+        "## Speed",
+        "",
+        HEADER,
+    ]
+    for size, block in result["sizes"].items():
+        lines += scenario_rows(int(size), block["scenarios"])
+    lines += ["", "## Load and server memory", ""]
+    lines += [
+        "| size | library remember_many load | library bytes / memory | peer load (8 callers) | peer bytes / memory |",
+        "|---|---|---|---|---|",
+    ]
+    for size, block in result["sizes"].items():
+        ld, pl = block["load"], block.get("peer_load")
+        peer = f"{pl['per_s']:,.0f} /s | {pl['bytes_per_memory']:,.0f}" if pl else "not run | -"
+        lines.append(
+            f"| {int(size):,} | {ld['per_s']:,.0f} /s | {ld['bytes_per_memory']:,.0f} | {peer} |"
+        )
+    lines += [
+        "",
+        "Bytes per memory: INFO `used_memory` delta over the load divided by the memories added (vector in the hash, HNSW graph, tag/numeric indexes, registry and bucket entries).",
+        "",
+    ]
+    lines += ["## Portable backend (plain Valkey, client-side exact KNN)", ""]
+    lines += [
+        "| size | load /s | first recall (mirror fill) ms | p50 ms | p95 ms | p99 ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in result.get("portable", []):
+        lines.append(
+            f"| {p['size']:,} | {p['load_per_s']:,.0f} | {_f(p['cold_ms'])} | {_f(p['p50_ms'])} | "
+            f"{_f(p['p95_ms'])} | {_f(p['p99_ms'])} |"
+        )
+    lines += ["", "## Not measured", ""]
+    for row in result["not_measured"]:
+        lines.append(f"* {row}")
+    e = result.get("embedder", {})
+    lines += ["", "## Built-in local embedder (MiniLM), reported apart", ""]
+    if "error" in e:
+        lines.append(f"* {e['error']}")
+    elif e:
+        lines.append(
+            f"* {e['model']}: load {e['load_s']:.2f} s, one sentence p50 {e['single_p50_ms']:.2f} ms "
+            f"(p95 {e['single_p95_ms']:.2f} ms), batched {e['batched_per_s']:,.0f} sentences/s "
+            f"({e['batch_size']} sentences)."
+        )
+    if result.get("quality") is not None:
+        lines += [
+            "",
+            "## Quality",
+            "",
+            "See `benchmarks/quality/` output:",
+            "",
+            "```",
+            str(result["quality"])[:4000],
+            "```",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def print_table(result: dict[str, Any]) -> None:
+    print(HEADER)
+    for size, block in result["sizes"].items():
+        for row in scenario_rows(int(size), block["scenarios"]):
+            print(row)
