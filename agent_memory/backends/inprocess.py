@@ -14,6 +14,7 @@ It is not a general-purpose fake server: commands outside that subset raise
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 import threading
 import time
@@ -170,6 +171,12 @@ def _get(ks: Keyspace, a: list[Any]) -> Any:
     return _decode(value)
 
 
+def _getdel(ks: Keyspace, a: list[Any]) -> Any:
+    value = _get(ks, a)
+    ks.delete(_s(a[0]))
+    return value
+
+
 def _incrby(ks: Keyspace, a: list[Any]) -> int:
     key = _s(a[0])
     value = int(_s(ks.get(key, (str, bytes)) or "0")) + (int(_s(a[1])) if len(a) > 1 else 1)
@@ -232,11 +239,25 @@ def _sorted(z: dict[str, float]) -> list[str]:
 def _zrangebyscore(ks: Keyspace, a: list[Any]) -> list[str]:
     z = ks.get(_s(a[0]), dict) or {}
     low, high = _bound(a[1]), _bound(a[2])
-    return [m for m in _sorted(z) if _in_range(z[m], low, high)]
+    members = [m for m in _sorted(z) if _in_range(z[m], low, high)]
+    if any(_s(x).upper() == "WITHSCORES" for x in a[3:]):
+        return [x for m in members for x in (m, _format_score(z[m]))]
+    return members
+
+
+def _format_score(score: float) -> str:
+    if math.isinf(score):
+        return "inf" if score > 0 else "-inf"
+    return repr(score)
+
+
+def _zremrangebyscore(ks: Keyspace, a: list[Any]) -> int:
+    doomed = _zrangebyscore(ks, a[:3])
+    return _zrem(ks, [a[0], *doomed]) if doomed else 0
 
 
 def _zcount(ks: Keyspace, a: list[Any]) -> int:
-    return len(_zrangebyscore(ks, a))
+    return len(_zrangebyscore(ks, a[:3]))
 
 
 def _zrange(ks: Keyspace, a: list[Any]) -> list[str]:
@@ -299,8 +320,55 @@ def _write_with_ttl(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
 def _reinforce(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
+    _hincrby(ks, [keys[0], "exposures", "1"])
+    if len(argv) > 1 and _s(argv[1]) == "0":
+        return -1
     _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
     return _hincrby(ks, [keys[0], "access_count", "1"])
+
+
+def _apply_eval(ks: Keyspace, key: str, argv: list[Any]) -> int:
+    if not ks._alive(key):
+        return 0
+    h = ks.get(key, dict)
+    for field, arg in (("eval_sum", argv[0]), ("eval_weight", argv[1])):
+        h[field] = repr(float(_s(h.get(field, "0"))) + float(_s(arg)))
+    now = int(_s(argv[3]))
+    if _s(argv[5]) == "1":
+        h["last_reinforced_at"] = str(now)
+    context = _s(argv[2])
+    if context:
+        raw = h.get("utility_ctx")
+        contexts = json.loads(_s(raw)) if raw else {}
+        entry = contexts.get(context, [0, 0, 0])
+        contexts[context] = [entry[0] + float(_s(argv[0])), entry[1] + float(_s(argv[1])), now]
+        if len(contexts) > int(_s(argv[4])):
+            oldest = min(contexts, key=lambda k: contexts[k][2])
+            del contexts[oldest]
+        h["utility_ctx"] = json.dumps(contexts)
+    return 1
+
+
+def _complete(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    ks.delete(keys[0])
+    for key in keys[1:]:
+        _apply_eval(ks, key, argv)
+    return 1
+
+
+def _feedback(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    h = ks.get(keys[0], dict)
+    if _s(argv[0]) == "clear":
+        h.pop("manual_utility", None)
+    else:
+        h["manual_utility"] = _s(argv[1])
+        if float(_s(argv[1])) > 0:
+            h["last_reinforced_at"] = _s(argv[2])
+    return 1
 
 
 def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
@@ -329,6 +397,9 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.REINFORCE: _reinforce,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,
+    scripts.COMPLETE: _complete,
+    scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
+    scripts.FEEDBACK: _feedback,
 }
 
 
@@ -358,6 +429,7 @@ _COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "HLEN": lambda ks, a: len(ks.get(_s(a[0]), dict) or {}),
     "SET": _set,
     "GET": _get,
+    "GETDEL": _getdel,
     "INCR": _incrby,
     "INCRBY": _incrby,
     "DEL": lambda ks, a: sum(ks.delete(_s(k)) for k in a),
@@ -373,6 +445,7 @@ _COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "ZRANGE": _zrange,
     "ZRANGEBYSCORE": _zrangebyscore,
     "ZCOUNT": _zcount,
+    "ZREMRANGEBYSCORE": _zremrangebyscore,
     "ZCARD": lambda ks, a: len(ks.get(_s(a[0]), dict) or {}),
     "ZSCORE": _zscore,
     "EVAL": _script,

@@ -12,6 +12,7 @@ that namespace. Results and ranking rules are those of the FT backend.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnMatch, KnnQuery
-from agent_memory.core.effects import Command, Operation, execute_batch
+from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import integer, optional_text, raw_bytes, text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.store import layout as L
@@ -39,27 +40,36 @@ class _Entry:
     tokens: dict[str, str | None]
 
 
-@dataclass(slots=True)
-class _NamespaceMirror:
-    epoch: int = -1
-    entries: dict[str, _Entry] = field(default_factory=dict)
-    ids: tuple[str, ...] = ()
-    matrix: NDArray[np.float32] | None = None
-    columns: dict[str, NDArray[Any]] = field(default_factory=dict)
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """An immutable view of one namespace: readers never see a half-built state."""
 
-    def rebuild(self, ids: tuple[str, ...], dim: int) -> None:
-        self.ids = ids
-        if ids:
-            self.matrix = np.stack([self.entries[i].vector for i in ids])
-        else:
-            self.matrix = np.zeros((0, dim), dtype=np.float32)
-        self.columns = {
-            name: np.array([self.entries[i].tokens.get(name) for i in ids], dtype=object)
-            for name in L.FILTER_FIELDS
+    ids: tuple[str, ...]
+    expires: NDArray[np.float64]
+    matrix: NDArray[np.float32]
+    columns: dict[str, NDArray[Any]]
+    tokens: tuple[dict[str, str | None], ...]
+
+    @classmethod
+    def build(
+        cls, ids: tuple[str, ...], expires: list[float], entries: dict[str, _Entry], dim: int
+    ) -> _Snapshot:
+        rows = [entries[i] for i in ids]
+        matrix = np.stack([r.vector for r in rows]) if rows else np.zeros((0, dim), np.float32)
+        columns = {
+            name: np.array([r.tokens.get(name) for r in rows], dtype=object)
+            for name in (L.F_SESSION, L.F_AGENT, L.F_THREAD)
         }
+        return cls(
+            ids,
+            np.asarray(expires, dtype=np.float64),
+            matrix,
+            columns,
+            tuple(r.tokens for r in rows),
+        )
 
-    def mask(self, flt: MemoryFilter) -> NDArray[np.bool_]:
-        mask = np.ones(len(self.ids), dtype=bool)
+    def mask(self, flt: MemoryFilter, now_ms: int) -> NDArray[np.bool_]:
+        mask = self.expires > now_ms
         for value, name in (
             (flt.session, L.F_SESSION),
             (flt.agent, L.F_AGENT),
@@ -67,17 +77,27 @@ class _NamespaceMirror:
         ):
             if value is not None:
                 mask &= self.columns[name] == value
-        if flt.tags or flt.sources is not None or flt.exclude_sources:
-            rows = np.nonzero(mask)[0]
-            for row in rows:
-                tokens = self.entries[self.ids[row]].tokens
-                if not flt.matches(tokens):
+        if flt.tags or flt.label_groups or flt.sources is not None or flt.exclude_sources:
+            for row in np.nonzero(mask)[0]:
+                if not flt.matches(self.tokens[row]):
                     mask[row] = False
         return mask
 
 
+@dataclass(slots=True)
+class _NamespaceMirror:
+    epoch: int = -1
+    version: int = -1
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    snapshot: _Snapshot | None = None
+
+
 class PortableBackend:
-    """Exact KNN over a client-side mirror of the stored vectors."""
+    """Exact KNN over a client-side mirror of the stored vectors.
+
+    Safe to share between threads and coroutines: each recall works on an immutable
+    snapshot, and a mirror refresh only ever replaces whole objects.
+    """
 
     def __init__(self, name: str = "portable") -> None:
         self.name = name
@@ -92,68 +112,97 @@ class PortableBackend:
         return None
         yield
 
-    def _sync(self, ctx: StoreContext, namespaces: Sequence[str]) -> Operation[None]:
-        now = ctx.now_ms()
-        listing = []
-        for ns in namespaces:
-            listing.append(Command(("ZRANGEBYSCORE", ctx.keys.registry(ns), f"({now}", "+inf")))
-            listing.append(Command(("GET", ctx.keys.epoch(ns))))
-        replies = yield from execute_batch(listing)
-        for reply in replies:
+    def _sync(
+        self, ctx: StoreContext, namespaces: Sequence[str]
+    ) -> Operation[dict[str, _Snapshot]]:
+        """Bring each namespace's mirror up to date; returns their snapshots.
+
+        One round trip reads the namespace's membership version and vector epoch; the
+        id list is re-read only when membership changed, and vectors only for ids not
+        seen before (or all of them after the epoch moved).
+        """
+        counters = yield from execute_batch(
+            [
+                command(name, key)
+                for ns in namespaces
+                for name, key in (
+                    ("GET", ctx.keys.epoch(ns)),
+                    ("GET", ctx.keys.registry_version(ns)),
+                )
+            ]
+        )
+        for reply in counters:
             if isinstance(reply, AgentMemoryError):
                 raise reply
+        snapshots: dict[str, _Snapshot] = {}
         for i, ns in enumerate(namespaces):
-            ids = tuple(text(x) for x in replies[2 * i] or [])
-            epoch = integer(replies[2 * i + 1]) if replies[2 * i + 1] is not None else 0
+            epoch = integer(counters[2 * i]) if counters[2 * i] is not None else 0
+            version = integer(counters[2 * i + 1]) if counters[2 * i + 1] is not None else 0
             mirror = self._mirrors.setdefault(ns, _NamespaceMirror())
             if mirror.epoch != epoch:
-                mirror.entries.clear()
-                mirror.ids = ()
+                mirror.entries = {}
+                mirror.snapshot = None
                 mirror.epoch = epoch
-            missing = [memory_id for memory_id in ids if memory_id not in mirror.entries]
-            for start in range(0, len(missing), _FETCH_CHUNK):
-                chunk = missing[start : start + _FETCH_CHUNK]
-                fetched = yield from execute_batch(
-                    [
-                        Command(("HMGET", ctx.keys.memory(m), *_MIRROR_FIELDS), binary=True)
-                        for m in chunk
-                    ]
-                )
-                for memory_id, values in zip(chunk, fetched, strict=True):
-                    if isinstance(values, AgentMemoryError):
-                        raise values
-                    self._absorb(mirror, memory_id, values, ctx.dim)
-            live = tuple(m for m in ids if m in mirror.entries)
-            if live != mirror.ids or mirror.matrix is None:
-                mirror.rebuild(live, ctx.dim or 0)
+            current = mirror.snapshot
+            if current is not None and mirror.version == version:
+                snapshots[ns] = current
+                continue
+            snapshot = yield from self._refresh(ctx, ns, mirror, epoch)
+            mirror.version = version
+            snapshots[ns] = snapshot
+        return snapshots
 
-    @staticmethod
-    def _absorb(mirror: _NamespaceMirror, memory_id: str, values: Any, dim: int | None) -> None:
-        if not values or values[0] is None:
-            return  # expired or deleted since the registry was read
-        try:
-            vector = blob_vector(raw_bytes(values[0]), dim)
-        except ReplyParseError:
-            return  # a vector of another width is not searchable, as on FT servers
-        tokens = {
-            name: optional_text(value)
-            for name, value in zip(L.FILTER_FIELDS, values[1:], strict=True)
-        }
-        mirror.entries[memory_id] = _Entry(vector, tokens)
+    def _refresh(
+        self, ctx: StoreContext, ns: str, mirror: _NamespaceMirror, epoch: int
+    ) -> Operation[_Snapshot]:
+        listing = yield from execute_batch(
+            [
+                command(
+                    "ZRANGEBYSCORE", ctx.keys.registry(ns), f"({ctx.now_ms()}", "+inf", "WITHSCORES"
+                )
+            ]
+        )
+        if isinstance(listing[0], AgentMemoryError):
+            raise listing[0]
+        pairs = _scored(listing[0])
+        entries = mirror.entries
+        missing = [memory_id for memory_id, _ in pairs if memory_id not in entries]
+        for start in range(0, len(missing), _FETCH_CHUNK):
+            chunk = missing[start : start + _FETCH_CHUNK]
+            fetched = yield from execute_batch(
+                [
+                    Command(("HMGET", ctx.keys.memory(m), *_MIRROR_FIELDS), binary=True)
+                    for m in chunk
+                ]
+            )
+            for memory_id, values in zip(chunk, fetched, strict=True):
+                if isinstance(values, AgentMemoryError):
+                    raise values
+                entry = _entry(values, ctx.dim)
+                if entry is not None and mirror.epoch == epoch:
+                    entries[memory_id] = entry
+        live = [(m, e) for m, e in pairs if m in entries]
+        snapshot = _Snapshot.build(
+            tuple(m for m, _ in live), [e for _, e in live], entries, ctx.dim or 0
+        )
+        if mirror.epoch == epoch:
+            mirror.snapshot = snapshot
+        return snapshot
 
     def knn(
         self, ctx: StoreContext, queries: Sequence[KnnQuery]
     ) -> Operation[list[list[KnnMatch]]]:
         namespaces = sorted({q.filter.namespace for q in queries})
-        yield from self._sync(ctx, namespaces)
+        snapshots = yield from self._sync(ctx, namespaces)
+        now = ctx.now_ms()
         picked: list[list[tuple[str, float]]] = []
         for q in queries:
-            mirror = self._mirrors[q.filter.namespace]
-            rows = np.nonzero(mirror.mask(q.filter))[0]
-            if rows.size == 0 or mirror.matrix is None:
+            snap = snapshots[q.filter.namespace]
+            rows = np.nonzero(snap.mask(q.filter, now))[0]
+            if rows.size == 0:
                 picked.append([])
                 continue
-            distances = cosine_distances(mirror.matrix[rows], q.vector)
+            distances = cosine_distances(snap.matrix[rows], q.vector)
             take = min(q.k, rows.size)
             best = (
                 np.argpartition(distances, take - 1)[:take]
@@ -161,7 +210,7 @@ class PortableBackend:
                 else np.arange(rows.size)
             )
             best = best[np.lexsort((best, distances[best]))]
-            picked.append([(mirror.ids[rows[b]], float(distances[b])) for b in best])
+            picked.append([(snap.ids[rows[b]], float(distances[b])) for b in best])
         wanted = sorted({memory_id for chosen in picked for memory_id, _ in chosen})
         fetched = yield from execute_batch(
             [Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in wanted]
@@ -181,3 +230,32 @@ class PortableBackend:
             [KnnMatch(m, d, fields_by_id[m]) for m, d in chosen if m in fields_by_id]
             for chosen in picked
         ]
+
+
+def _scored(reply: Any) -> list[tuple[str, float]]:
+    """``ZRANGEBYSCORE ... WITHSCORES`` as (member, score) pairs, whatever the shape."""
+    out: list[tuple[str, float]] = []
+    items = list(reply or [])
+    if items and isinstance(items[0], (list, tuple)):
+        return [(text(m), _score(s)) for m, s in items]
+    for i in range(0, len(items) - 1, 2):
+        out.append((text(items[i]), _score(items[i + 1])))
+    return out
+
+
+def _score(value: Any) -> float:
+    if isinstance(value, (int, float)):
+        return float(value)
+    raw = text(value).lower()
+    return math.inf if raw in {"inf", "+inf"} else float(raw)
+
+
+def _entry(values: Any, dim: int | None) -> _Entry | None:
+    if not values or values[0] is None:
+        return None  # expired or deleted since the registry was read
+    try:
+        vector = blob_vector(raw_bytes(values[0]), dim)
+    except ReplyParseError:
+        return None  # a vector of another width is not searchable, as on FT servers
+    tokens = {name: optional_text(v) for name, v in zip(L.FILTER_FIELDS, values[1:], strict=True)}
+    return _Entry(vector, tokens)

@@ -21,6 +21,8 @@ HISTORY: list[tuple[str, float, list[str]]] = [
     ("Ada's favourite programming language is Python.", 0.4, ["profile"]),
 ]
 
+DEMO_NAME = "agent_memory_demo"
+
 QUESTIONS = [
     "which colour theme does the user like?",
     "when do we ship to production?",
@@ -46,7 +48,7 @@ def run_demo(url: str, *, as_json: bool, out: Callable[[str], None] = print) -> 
     embed, embedder_name = pick_embedder()
     scope = Scope(namespace="demo", agent_id="assistant")
     report: dict[str, Any] = {"embedder": embedder_name, "recalls": []}
-    store = SyncMemoryStore.from_url(url, name="agent_memory_demo", embed=embed)
+    store = SyncMemoryStore.from_url(url, name=DEMO_NAME, embed=embed)
     with store:
         status = store.ensure_index()
         report["backend"] = status.backend

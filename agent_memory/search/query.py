@@ -22,6 +22,7 @@ from agent_memory.store.layout import (
     F_CREATED,
     F_EXPIRES,
     F_IMPORTANCE,
+    F_LABELS,
     F_NAMESPACE,
     F_SESSION,
     F_SOURCE,
@@ -65,6 +66,7 @@ def create_index_args(index: str, prefix: str, spec: VectorIndexSpec) -> list[st
         F_THREAD, *tag,
         F_TAGS, "TAG", "SEPARATOR", TAG_SEPARATOR, "CASESENSITIVE",
         F_SOURCE, *tag,
+        F_LABELS, "TAG", "SEPARATOR", TAG_SEPARATOR, "CASESENSITIVE",
         F_IMPORTANCE, "NUMERIC",
         F_CREATED, "NUMERIC",
         F_ACCESSED, "NUMERIC",
@@ -104,6 +106,7 @@ def filter_expression(flt: MemoryFilter) -> str:
     if flt.thread is not None:
         clauses.append(_tag(F_THREAD, flt.thread))
     clauses.extend(_tag(F_TAGS, t) for t in flt.tags)
+    clauses.extend(_any_of(F_LABELS, group) for group in flt.label_groups if group)
     if flt.sources:
         clauses.append(_any_of(F_SOURCE, flt.sources))
     clauses.extend("-" + _tag(F_SOURCE, s) for s in flt.exclude_sources)

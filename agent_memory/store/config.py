@@ -60,6 +60,8 @@ def apply_config(
         "similarity": initial.weights.similarity,
         "recency": initial.weights.recency,
         "importance": initial.weights.importance,
+        "utility": initial.weights.utility,
+        "labels": initial.weights.labels,
     }
     weight_error = False
     for name, attr in _WEIGHT_FIELDS.items():

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.search.dialect import Dialect
+from agent_memory.store.labels import LabelPolicy
 from agent_memory.store.layout import Keys
 from agent_memory.store.types import RecallWeights
+from agent_memory.store.utility import Forgetting
 from agent_memory.telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -55,6 +57,14 @@ class StoreContext:
     dedupe: bool = False
     dedupe_distance: float = 0.05
     keep_fact_history: bool = False
+    label_policy: LabelPolicy | None = None
+    labeler: Callable[[str], Any] | None = None
+    reinforcement: bool = False
+    forgetting: Forgetting | None = None
+    max_receipts: int = 10_000
+    receipt_ttl: float = 3600.0
+    max_contexts: int = 8
+    cluster: bool = False
     near_miss_warned: bool = False
     counters: dict[str, int] = field(default_factory=dict)
     telemetry: Telemetry | None = None

@@ -11,7 +11,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from agent_memory.search.encoding import encode_value, namespace_token, session_token
-from agent_memory.store.layout import F_AGENT, F_SESSION, F_SOURCE, F_TAGS, F_THREAD, TAG_SEPARATOR
+from agent_memory.store.layout import (
+    F_AGENT,
+    F_LABELS,
+    F_SESSION,
+    F_SOURCE,
+    F_TAGS,
+    F_THREAD,
+    TAG_SEPARATOR,
+)
 from agent_memory.store.types import Scope
 
 
@@ -27,6 +35,7 @@ class MemoryFilter:
         tags: tag tokens that must all be present.
         sources: when set, the memory's source must be one of these (plain words).
         exclude_sources: memories with one of these sources are excluded.
+        label_groups: for each group, the memory must carry one of its label tokens.
     """
 
     namespace: str
@@ -36,6 +45,7 @@ class MemoryFilter:
     tags: tuple[str, ...] = ()
     sources: tuple[str, ...] | None = None
     exclude_sources: tuple[str, ...] = ()
+    label_groups: tuple[tuple[str, ...], ...] = ()
 
     def matches(self, fields: Mapping[str, str | None]) -> bool:
         """Evaluate the filter on a memory's token fields (portable backends)."""
@@ -49,6 +59,10 @@ class MemoryFilter:
             present = set((fields.get(F_TAGS) or "").split(TAG_SEPARATOR))
             if not all(tag in present for tag in self.tags):
                 return False
+        if self.label_groups:
+            carried = set((fields.get(F_LABELS) or "").split(TAG_SEPARATOR))
+            if not all(carried.intersection(group) for group in self.label_groups):
+                return False
         source = fields.get(F_SOURCE)
         if self.sources is not None and source not in self.sources:
             return False
@@ -60,6 +74,7 @@ def scope_filter(
     tags: Iterable[str] = (),
     *,
     session: str | bool | None = False,
+    label_groups: tuple[tuple[str, ...], ...] = (),
 ) -> MemoryFilter:
     """Filter for a scope.
 
@@ -74,4 +89,5 @@ def scope_filter(
         agent=encode_value(scope.agent_id) if scope.agent_id is not None else None,
         thread=encode_value(scope.thread_id) if scope.thread_id is not None else None,
         tags=tuple(encode_value(tag) for tag in tags),
+        label_groups=label_groups,
     )

@@ -39,6 +39,14 @@ F_SCOPE_RAW = "scope_json"
 F_TAGS_RAW = "tags_json"
 F_EXPIRES = "expires_at"
 F_METADATA = "metadata_json"
+F_LABELS = "labels"
+F_LABELS_RAW = "labels_json"
+F_EXPOSURES = "exposures"
+F_EVAL_SUM = "eval_sum"
+F_EVAL_WEIGHT = "eval_weight"
+F_MANUAL = "manual_utility"
+F_CONTEXTS = "utility_ctx"
+F_REINFORCED = "last_reinforced_at"
 
 TAG_SEPARATOR = ","
 SCHEMA_VERSION = 1
@@ -64,10 +72,27 @@ ITEM_FIELDS: tuple[str, ...] = (
     F_TAGS_RAW,
     F_EXPIRES,
     F_METADATA,
+    F_LABELS_RAW,
+    F_EXPOSURES,
+    F_EVAL_SUM,
+    F_EVAL_WEIGHT,
+    F_MANUAL,
+    F_CONTEXTS,
+    F_REINFORCED,
+)
+
+# Fields that decide whether forgetting suppresses a memory.
+RETENTION_FIELDS: tuple[str, ...] = (
+    F_IMPORTANCE,
+    F_CREATED,
+    F_EVAL_SUM,
+    F_EVAL_WEIGHT,
+    F_MANUAL,
+    F_REINFORCED,
 )
 
 # Fields the portable backend needs to filter and rank without the content.
-FILTER_FIELDS: tuple[str, ...] = (F_AGENT, F_THREAD, F_SESSION, F_TAGS, F_SOURCE)
+FILTER_FIELDS: tuple[str, ...] = (F_AGENT, F_THREAD, F_SESSION, F_TAGS, F_SOURCE, F_LABELS)
 
 
 class Keys:
@@ -95,11 +120,22 @@ class Keys:
     def registry(self, namespace_token: str) -> str:
         return f"{self.name}:__mem_reg:{namespace_token}"
 
+    def registry_version(self, namespace_token: str) -> str:
+        """Bumped whenever the namespace's membership changes (portable mirror)."""
+        return f"{self.name}:__mem_regver:{namespace_token}"
+
     def scope_bucket(self, bucket: str) -> str:
         return f"{self.name}:__mem_scope:{bucket}"
 
     def epoch(self, namespace_token: str) -> str:
         return f"{self.name}:__mem_epoch:{namespace_token}"
+
+    def receipt(self, selection_id: str) -> str:
+        return f"{self.name}:__mem_receipt:{selection_id}"
+
+    @property
+    def receipts(self) -> str:
+        return f"{self.name}:__mem_receipts"
 
     @property
     def meta(self) -> str:

@@ -20,13 +20,16 @@ from agent_memory.core.clients import (
     client_from_url,
     close_async_client,
     is_async_client,
+    is_cluster_client,
 )
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async
 from agent_memory.errors import InvalidInputError, StoreClosedError
+from agent_memory.search.encoding import namespace_token
 from agent_memory.store.config import refresh_config
 from agent_memory.store.context import Clock, LiveConfig, StoreContext, system_clock
 from agent_memory.store.filters import scope_filter
+from agent_memory.store.labels import LabelPolicy
 from agent_memory.store.layout import Keys
 from agent_memory.store.ops.consolidate import (
     ConsolidationResult,
@@ -38,6 +41,14 @@ from agent_memory.store.ops.consolidate import (
 from agent_memory.store.ops.dedupe import DEFAULT_DEDUPE_DISTANCE
 from agent_memory.store.ops.ensure import IndexStatus, ensure_index
 from agent_memory.store.ops.forget import forget, forget_matching
+from agent_memory.store.ops.learn import (
+    PruneResult,
+    check_score,
+    check_selection,
+    complete,
+    feedback,
+    prune,
+)
 from agent_memory.store.ops.read import MemoryStats, get, list_items, stats
 from agent_memory.store.ops.recall import make_request, recall_by_vector, recall_text
 from agent_memory.store.ops.transfer import export_ids, export_records, import_records
@@ -50,7 +61,9 @@ from agent_memory.store.types import (
     RecallWeights,
     Scope,
 )
+from agent_memory.store.utility import Forgetting
 from agent_memory.store.validation import (
+    check_id,
     check_importance,
     check_k,
     check_name,
@@ -121,6 +134,18 @@ class MemoryStore:
         keep_fact_history: keep facts superseded by ``consolidate(mode="facts")``
             inspectable through :meth:`fact_history` (default: delete them, as the
             BetterDB TypeScript library does).
+        label_policy: bounds the labels writes may carry (:class:`LabelPolicy`).
+        labeler: optional ``text -> {key: [values]}`` (sync or async). It labels each
+            memory after it is committed (a failure leaves a valid, unlabelled memory,
+            logged and counted) and labels recall queries, whose labels only boost
+            ranking (weight ``RecallWeights.labels``), never filter.
+        reinforcement: let learned utility (``complete``/``feedback``) reorder recall
+            candidates (weight ``RecallWeights.utility``); similarity stays the gate.
+        forgetting: a :class:`Forgetting` policy; memories whose retention falls below
+            its threshold stop appearing in recall and ``list`` but stay inspectable
+            (``get``, ``list(include_suppressed=True)``) until :meth:`prune`.
+        max_receipts: most selection receipts kept for ``complete`` (oldest dropped).
+        receipt_ttl: seconds a selection can be completed after its recall.
 
     Raises:
         InvalidInputError: a bad argument (wrong client kind, bad name, ...).
@@ -145,6 +170,12 @@ class MemoryStore:
         dedupe: bool = False,
         dedupe_distance: float = DEFAULT_DEDUPE_DISTANCE,
         keep_fact_history: bool = False,
+        label_policy: LabelPolicy | None = None,
+        labeler: Callable[[str], Any] | None = None,
+        reinforcement: bool = False,
+        forgetting: Forgetting | None = None,
+        max_receipts: int = 10_000,
+        receipt_ttl: float = 3600.0,
     ) -> None:
         if is_async_client(client) != _ASYNC:
             wanted = "an async" if _ASYNC else "a sync"
@@ -200,6 +231,13 @@ class MemoryStore:
             dedupe=bool(dedupe),
             dedupe_distance=check_threshold(dedupe_distance),
             keep_fact_history=bool(keep_fact_history),
+            label_policy=_checked(label_policy, LabelPolicy, "label_policy"),
+            labeler=_callable_or_none(labeler, "labeler"),
+            reinforcement=bool(reinforcement),
+            forgetting=_checked(forgetting, Forgetting, "forgetting"),
+            max_receipts=_positive_int(max_receipts, "max_receipts"),
+            receipt_ttl=_positive_number(receipt_ttl, "receipt_ttl"),
+            cluster=is_cluster_client(client),
         )
 
     @classmethod
@@ -275,6 +313,7 @@ class MemoryStore:
         subject: str | None = None,
         date: str | None = None,
         dedupe: bool | None = None,
+        labels: Mapping[str, Sequence[str]] | None = None,
     ) -> str:
         """Store one memory and return its id.
 
@@ -292,6 +331,8 @@ class MemoryStore:
                 ``dedupe_distance``, refresh it (recency, access count, importance =
                 max) and return its id instead of storing a copy. ``None``: the store's
                 default.
+            labels: ``{key: [values]}`` (normalised; checked against the store's
+                ``label_policy``).
 
         Raises:
             InvalidInputError: a bad argument, or the embedder returned a bad vector;
@@ -301,6 +342,7 @@ class MemoryStore:
         item = MemoryInput(
             content=content, importance=importance, tags=tags, ttl=ttl, scope=scope,
             source=source, subject=subject, date=date, metadata=metadata, durability=durability,
+            labels=labels,
         )  # fmt: skip
         ids = await self._run(
             remember_many(self._ctx, [item], dedupe=self._dedupe(dedupe)), "remember"
@@ -336,13 +378,17 @@ class MemoryStore:
         threshold: float | None = None,
         weights: RecallWeights | None = None,
         reinforce: bool = True,
+        labels: Mapping[str, Sequence[str]] | None = None,
     ) -> RecallResult:
         """The ``k`` most relevant memories for ``query``, best first.
 
         Only memories within ``threshold`` cosine distance are returned; they are ordered
         by the composite score. With ``scope.session_id`` the shared pool and that
         session are searched separately and merged. ``reinforce`` bumps the returned
-        memories' ``last_accessed_at`` and ``access_count`` in one round trip.
+        memories' ``last_accessed_at`` and ``access_count`` in one round trip (each
+        returned memory's exposure count is bumped either way). ``labels={key:
+        [values]}`` filters: a memory must carry one of the values of every key. The
+        result's ``selection_id`` names this recall for :meth:`complete`.
 
         Raises:
             InvalidInputError: a bad argument or a bad query vector from the embedder.
@@ -351,7 +397,7 @@ class MemoryStore:
         check_text(query, field="query", max_bytes=self._ctx.max_content_bytes)
         request = make_request(
             self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,
-            reinforce=reinforce,
+            reinforce=reinforce, labels=labels,
         )  # fmt: skip
         return await self._run(recall_text(self._ctx, request, query), "recall", k=k)
 
@@ -365,6 +411,7 @@ class MemoryStore:
         threshold: float | None = None,
         weights: RecallWeights | None = None,
         reinforce: bool = True,
+        labels: Mapping[str, Sequence[str]] | None = None,
     ) -> RecallResult:
         """Like :meth:`recall` with a precomputed query vector (scaled to unit length).
 
@@ -373,7 +420,7 @@ class MemoryStore:
         """
         request = make_request(
             self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,
-            reinforce=reinforce,
+            reinforce=reinforce, labels=labels,
         )  # fmt: skip
         return await self._run(
             recall_by_vector(self._ctx, request, vector), "recall_by_vector", k=k
@@ -393,11 +440,13 @@ class MemoryStore:
         tags: Sequence[str] | None = None,
         limit: int = 20,
         offset: int = 0,
+        include_suppressed: bool = False,
     ) -> ListResult:
         """A page of memories of a scope, newest first, with the total that match.
 
         Without ``scope.session_id`` only shared memories are listed; with it, that
-        session's memories.
+        session's memories. Memories suppressed by forgetting are left out unless
+        ``include_suppressed``.
 
         Raises:
             InvalidInputError: bad scope, tags, limit or offset.
@@ -408,7 +457,12 @@ class MemoryStore:
         if scope is not None and not isinstance(scope, Scope):
             raise InvalidInputError("scope must be a Scope or None", field="scope")
         flt = scope_filter(scope, check_tags(tags), session=(scope or Scope()).session_id)
-        return await self._run(list_items(self._ctx, flt, limit=limit, offset=offset), "list")
+        return await self._run(
+            list_items(
+                self._ctx, flt, limit=limit, offset=offset, include_suppressed=include_suppressed
+            ),
+            "list",
+        )
 
     async def update(
         self,
@@ -590,6 +644,49 @@ class MemoryStore:
             import_records(self._ctx, list(records), reembed=reembed), "import_records"
         )
 
+    async def complete(self, selection_id: str, score: float) -> bool:
+        """Report how well a recall served (``score`` in [0, 1], 0.5 is neutral).
+
+        The selection counts as one observation spread over its memories; it can be
+        completed once (further calls, even concurrent ones, are no-ops returning
+        ``False``), within ``receipt_ttl`` of the recall.
+
+        Returns:
+            ``True`` when this call applied the outcome.
+
+        Raises:
+            InvalidInputError: malformed selection id or score outside [0, 1].
+        """
+        check_selection(selection_id)
+        value = check_score(score, low=0.0, high=1.0, field="score")
+        return await self._run(complete(self._ctx, selection_id, value), "complete")
+
+    async def feedback(self, id: str, value: float | None) -> None:
+        """Set, replace or clear (``None``) a memory's manual usefulness in [-1, 1].
+
+        Manual feedback outweighs eval outcomes; positive feedback also protects the
+        memory from forgetting, negative feedback hastens it.
+
+        Raises:
+            NotFoundError: no memory with that id.
+            InvalidInputError: malformed id or value outside [-1, 1].
+        """
+        check_id(id)
+        checked = None if value is None else check_score(value, low=-1.0, high=1.0, field="value")
+        await self._run(feedback(self._ctx, id, checked), "feedback")
+
+    async def prune(self, scope: Scope | None = None) -> PruneResult:
+        """Delete memories that forgetting suppressed (in ``scope``'s namespace, or in
+        every namespace) and clean up bookkeeping of expired ones.
+
+        Raises:
+            InvalidInputError: bad scope.
+        """
+        if scope is not None and not isinstance(scope, Scope):
+            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        token = None if scope is None else namespace_token(scope.namespace)
+        return await self._run(prune(self._ctx, token), "prune")
+
     async def stats(self) -> MemoryStats:
         """Item count and counters (``{name}:__mem_stats``)."""
         return await self._run(stats(self._ctx), "stats")
@@ -620,6 +717,30 @@ class MemoryStore:
     def __repr__(self) -> str:
         backend = self._ctx.backend.name if self._ctx.backend else "not ensured"
         return f"{type(self).__name__}(name={self.name!r}, backend={backend!r})"
+
+
+def _checked(value: Any, cls: type, field: str) -> Any:
+    if value is not None and not isinstance(value, cls):
+        raise InvalidInputError(f"{field} must be a {cls.__name__} or None", field=field)
+    return value
+
+
+def _callable_or_none(value: Any, field: str) -> Any:
+    if value is not None and not callable(value):
+        raise InvalidInputError(f"{field} must be callable or None", field=field)
+    return value
+
+
+def _positive_int(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{field} must be an int >= 1", field=field)
+    return value
+
+
+def _positive_number(value: Any, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 10**9:
+        raise InvalidInputError(f"{field} must be a number > 0", field=field)
+    return float(value)
 
 
 def _consolidation_args(

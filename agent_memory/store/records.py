@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,15 @@ from agent_memory.core.replies import integer, number, optional_text, text
 from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.search.encoding import encode_value, namespace_token, session_token
 from agent_memory.store import layout as L
+from agent_memory.store.labels import Labels, label_tokens
 from agent_memory.store.types import Durability, MemoryItem, Scope
+from agent_memory.store.utility import (
+    Forgetting,
+    UtilityState,
+    parse_contexts,
+    retention,
+    utility,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +45,9 @@ class NewMemory:
     metadata_json: str | None = None
     last_accessed_at: int | None = None  # None: the creation time
     access_count: int = 0
+    labels: Labels = field(default_factory=dict)
+    extra_fields: tuple[str, ...] = ()  # restored learning state (import)
+    explicit_id: bool = False  # the caller chose the id: it may overwrite a memory
 
     @property
     def namespace_token(self) -> str:
@@ -112,7 +123,32 @@ def record_fields(memory: NewMemory) -> list[str | bytes]:
             fields += [name, value]
     if memory.expires_at is not None:
         fields += [L.F_EXPIRES, str(memory.expires_at)]
+    fields += label_fields(memory.labels)
+    fields += [L.F_REINFORCED, created]
+    fields += list(memory.extra_fields)
     return fields
+
+
+def label_fields(labels: Labels) -> list[str | bytes]:
+    """HSET arguments storing labels (raw JSON plus indexed tokens)."""
+    raw = json.dumps({k: list(v) for k, v in sorted(labels.items())}, ensure_ascii=False)
+    tokens = label_tokens(labels)
+    if not tokens:
+        return [L.F_LABELS_RAW, raw]
+    return [L.F_LABELS_RAW, raw, L.F_LABELS, L.TAG_SEPARATOR.join(tokens)]
+
+
+def utility_state(fields: Mapping[str, Any]) -> UtilityState:
+    """The learned-usefulness aggregates stored with a memory."""
+    manual = fields.get(L.F_MANUAL)
+    reinforced = fields.get(L.F_REINFORCED)
+    return UtilityState(
+        eval_sum=number(fields.get(L.F_EVAL_SUM, 0)),
+        eval_weight=number(fields.get(L.F_EVAL_WEIGHT, 0)),
+        manual=number(manual) if manual is not None else None,
+        contexts=parse_contexts(optional_text(fields.get(L.F_CONTEXTS))),
+        last_reinforced_at=integer(reinforced) if reinforced is not None else None,
+    )
 
 
 def _json(value: Any, default: Any) -> Any:
@@ -161,6 +197,17 @@ def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
         raise ReplyParseError(f"memory {memory_id} has a non-finite importance")
     created = integer(fields.get(L.F_CREATED, 0))
     expires = fields.get(L.F_EXPIRES)
+    raw_labels = _json(fields.get(L.F_LABELS_RAW), {})
+    labels = (
+        {
+            str(k): tuple(str(v) for v in values)
+            for k, values in raw_labels.items()
+            if isinstance(values, list)
+        }
+        if isinstance(raw_labels, dict)
+        else {}
+    )
+    state = utility_state(fields)
     return MemoryItem(
         id=memory_id,
         content=text(fields[L.F_CONTENT]),
@@ -176,4 +223,23 @@ def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
         date=optional_text(fields.get(L.F_DATE)),
         expires_at=integer(expires) if expires is not None else None,
         metadata=metadata if isinstance(metadata, dict) else {},
+        labels=labels,
+        exposures=integer(fields.get(L.F_EXPOSURES, 0)),
+        utility=utility(state),
+        feedback=state.manual,
+    )
+
+
+def retention_from_fields(
+    fields: Mapping[str, Any], forgetting: Forgetting | None, now_ms: int
+) -> float:
+    """Retention of a stored memory under ``forgetting`` (1 without forgetting)."""
+    if forgetting is None:
+        return 1.0
+    return retention(
+        utility_state(fields),
+        importance=number(fields.get(L.F_IMPORTANCE, 0.5)),
+        created_at=integer(fields.get(L.F_CREATED, 0)),
+        now_ms=now_ms,
+        forgetting=forgetting,
     )

@@ -49,6 +49,7 @@ class Candidate:
     importance: float
     last_touched_ms: int
     payload: object = None
+    bonus: float = 0.0  # learned utility and label matches (already weighted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +76,11 @@ def rank(
     half_life_seconds: float,
     now_ms: int,
 ) -> Ranking:
-    """Gate by ``threshold``, score, sort (score desc, then distance, then id), cut to ``k``."""
+    """Gate by ``threshold``, score, sort (score desc, then distance, then id), cut to ``k``.
+
+    The gate only looks at the distance: a candidate's ``bonus`` (utility, labels) can
+    reorder what passed, never admit what did not.
+    """
     nearest = min((c.distance for c in candidates), default=None)
     passed = [c for c in candidates if c.distance <= threshold]
     scored = [
@@ -83,7 +88,8 @@ def rank(
             c,
             composite_score(
                 c.distance, c.importance, c.last_touched_ms, now_ms, weights, half_life_seconds
-            ),
+            )
+            + c.bonus,
         )
         for c in passed
     ]

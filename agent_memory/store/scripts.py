@@ -15,10 +15,14 @@ return 1
 
 REINFORCE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], 'exposures', 1)
+if ARGV[2] == '0' then return -1 end
 redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])
 return redis.call('HINCRBY', KEYS[1], 'access_count', 1)
 """
-"""ARGV = [now_ms]: bump an existing memory; never re-creates a forgotten one."""
+"""ARGV = [now_ms, reinforce ("1"/"0", default "1")]: count an exposure of a recalled
+memory and, when reinforcing, bump its recency and access count. Never re-creates a
+memory forgotten meanwhile."""
 
 UPDATE_IF_EXISTS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -39,3 +43,63 @@ return 1
 """
 """ARGV = [now_ms, importance]: a re-remembered duplicate refreshes the existing memory
 (recency, access count, importance = max) instead of creating a second copy."""
+
+_APPLY_EVAL = """
+local function apply(key)
+  if redis.call('EXISTS', key) == 0 then return 0 end
+  redis.call('HINCRBYFLOAT', key, 'eval_sum', ARGV[1])
+  redis.call('HINCRBYFLOAT', key, 'eval_weight', ARGV[2])
+  if ARGV[6] == '1' then redis.call('HSET', key, 'last_reinforced_at', ARGV[4]) end
+  if ARGV[3] ~= '' then
+    local raw = redis.call('HGET', key, 'utility_ctx')
+    local ctx = {}
+    if raw then ctx = cjson.decode(raw) end
+    local entry = ctx[ARGV[3]] or {0, 0, 0}
+    entry[1] = entry[1] + tonumber(ARGV[1])
+    entry[2] = entry[2] + tonumber(ARGV[2])
+    entry[3] = tonumber(ARGV[4])
+    ctx[ARGV[3]] = entry
+    local count, oldest, oldest_t = 0, nil, nil
+    for k, v in pairs(ctx) do
+      count = count + 1
+      if oldest_t == nil or v[3] < oldest_t then oldest, oldest_t = k, v[3] end
+    end
+    if count > tonumber(ARGV[5]) then ctx[oldest] = nil end
+    redis.call('HSET', key, 'utility_ctx', cjson.encode(ctx))
+  end
+  return 1
+end
+"""
+
+COMPLETE = (
+    _APPLY_EVAL
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('DEL', KEYS[1])
+for i = 2, #KEYS do apply(KEYS[i]) end
+return 1
+"""
+)
+"""KEYS = [receipt, memory...]; ARGV = [share, weight, context, now_ms, max_contexts,
+positive]: consume the receipt and update every memory's aggregates atomically; a
+second completion finds no receipt and changes nothing (standalone servers)."""
+
+APPLY_EVAL = (
+    _APPLY_EVAL
+    + """
+return apply(KEYS[1])
+"""
+)
+"""Single-key variant for clusters, after the receipt was consumed with GETDEL."""
+
+FEEDBACK = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[1] == 'clear' then
+  redis.call('HDEL', KEYS[1], 'manual_utility')
+else
+  redis.call('HSET', KEYS[1], 'manual_utility', ARGV[2])
+  if tonumber(ARGV[2]) > 0 then redis.call('HSET', KEYS[1], 'last_reinforced_at', ARGV[3]) end
+end
+return 1
+"""
+"""ARGV = ["set"|"clear", value, now_ms]: the manual usefulness of an existing memory."""

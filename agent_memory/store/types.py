@@ -68,7 +68,11 @@ class MemoryItem:
     """A stored memory as read back from the server.
 
     Timestamps are epoch milliseconds (the BetterDB layout). ``expires_at`` is ``None``
-    for a memory without TTL.
+    for a memory without TTL. ``exposures`` counts how often recalls returned it
+    (observability only), ``utility`` is its learned usefulness in [-1, 1] (0 when
+    unknown), ``feedback`` the manual value set by ``feedback()``, and ``retention`` its
+    retention under the store's forgetting policy (1 without forgetting); memories below
+    the retention threshold are suppressed from recall.
     """
 
     id: str
@@ -85,6 +89,11 @@ class MemoryItem:
     date: str | None = None
     expires_at: int | None = None
     metadata: Mapping[str, object] = field(default_factory=dict)
+    labels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    exposures: int = 0
+    utility: float = 0.0
+    feedback: float | None = None
+    retention: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,15 +181,25 @@ class ListResult:
 
 @dataclass(frozen=True, slots=True)
 class RecallWeights:
-    """Weights of the composite score; each must be finite and >= 0, sum > 0."""
+    """Weights of the composite score; each must be finite and >= 0, and the first
+    three must not all be 0.
+
+    ``utility`` weighs learned usefulness (only with ``reinforcement=True``) and
+    ``labels`` the share of the query's labeler labels a memory carries; both only
+    reorder memories that passed the similarity threshold.
+    """
 
     similarity: float = 0.6
     recency: float = 0.25
     importance: float = 0.15
+    utility: float = 0.2
+    labels: float = 0.1
 
     def __post_init__(self) -> None:
         values = (self.similarity, self.recency, self.importance)
-        for name, value in zip(("similarity", "recency", "importance"), values, strict=True):
+        extra = (self.utility, self.labels)
+        names = ("similarity", "recency", "importance", "utility", "labels")
+        for name, value in zip(names, values + extra, strict=True):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InvalidInputError(f"weight {name} must be a number", field="weights")
             if not math.isfinite(value) or value < 0:

@@ -203,6 +203,19 @@ STORE_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("forget_by_scope", ({"namespace": "n"},), {}),
     ("forget_by_scope", (Scope(),), {"tags": "x"}),
     ("forget_by_scope", (Scope(),), {"tags": [None]}),
+    # learning
+    ("complete", ("not-a-selection",), {"score": 0.5}),
+    ("complete", (None,), {"score": 0.5}),
+    ("complete", ("0" * 32,), {"score": 1.5}),
+    ("complete", ("0" * 32,), {"score": math.nan}),
+    ("complete", ("0" * 32,), {"score": "high"}),
+    ("feedback", (UNKNOWN_ID,), {"value": 1.0}),
+    ("feedback", (ID,), {"value": 2.0}),
+    ("feedback", (ID,), {"value": math.inf}),
+    ("feedback", (ID,), {"value": "good"}),
+    ("feedback", (None,), {"value": 1.0}),
+    ("prune", ("ns",), {}),
+    ("prune", ({"namespace": "n"},), {}),
 ]
 
 CLOSED_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
@@ -218,6 +231,9 @@ CLOSED_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("forget_by_scope", (Scope(),), {}),
     ("stats", (), {}),
     ("refresh_config", (), {}),
+    ("complete", ("0" * 32,), {"score": 0.5}),
+    ("feedback", (UNKNOWN_ID,), {"value": 1.0}),
+    ("prune", (), {}),
 ]
 
 
@@ -318,7 +334,7 @@ async def test_every_method_rejects_hostile_arguments_and_changes_nothing(world:
         try:
             await getattr(store, method)(*args, **kwargs)
         except AgentMemoryError as exc:
-            if method == "update" and args[0] == UNKNOWN_ID:
+            if method in ("update", "feedback") and args[0] == UNKNOWN_ID:
                 assert isinstance(exc, NotFoundError)
             else:
                 assert isinstance(exc, InvalidInputError), (_case_id(case), exc)

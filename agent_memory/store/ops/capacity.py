@@ -69,13 +69,14 @@ def evict_over_capacity(
     commands = [
         command("ZREM", bucket_key, *cleanup),
         command("ZREM", ctx.keys.registry(namespace_token), *cleanup),
+        command("INCR", ctx.keys.registry_version(namespace_token)),
         *(command("DEL", ctx.keys.memory(v)) for v in victims),
     ]
     replies = yield from execute_batch(commands)
     _raise_errors(replies)
     # Concurrent writers may pick the same victims: count only the deletions that
     # happened here, so ``evictions`` stays exact across processes.
-    evicted = sum(integer(r) for r in replies[2:])
+    evicted = sum(integer(r) for r in replies[3:])
     if evicted:
         counted = yield from execute_batch(
             [command("HINCRBY", ctx.keys.stats, "evictions", str(evicted))]

@@ -33,6 +33,7 @@ def delete_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[int]:
             [Command(("HMGET", ctx.keys.memory(m), *_LOCATION_FIELDS)) for m in chunk]
         )
         commands: list[Command] = []
+        namespaces: set[str] = set()
         for memory_id, values in zip(chunk, located, strict=True):
             if isinstance(values, AgentMemoryError):
                 raise values
@@ -42,6 +43,8 @@ def delete_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[int]:
                 ns, bucket = where
                 commands.append(command("ZREM", ctx.keys.registry(ns), memory_id))
                 commands.append(command("ZREM", ctx.keys.scope_bucket(bucket), memory_id))
+                namespaces.add(ns)
+        commands += [command("INCR", ctx.keys.registry_version(ns)) for ns in sorted(namespaces)]
         replies = yield from execute_batch(commands)
         for cmd, reply in zip(commands, replies, strict=True):
             if isinstance(reply, AgentMemoryError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
@@ -13,7 +13,7 @@ from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.records import parse_item
+from agent_memory.store.records import parse_item, retention_from_fields
 from agent_memory.store.types import ListResult, MemoryItem
 from agent_memory.store.validation import check_id
 
@@ -38,7 +38,12 @@ def item_or_none(ctx: StoreContext, memory_id: str, fields: dict[str, Any]) -> M
     if L.F_CONTENT not in fields or is_expired(fields, ctx.now_ms()):
         return None
     try:
-        return parse_item(memory_id, fields)
+        item = parse_item(memory_id, fields)
+        if ctx.forgetting is not None:
+            item = replace(
+                item, retention=retention_from_fields(fields, ctx.forgetting, ctx.now_ms())
+            )
+        return item
     except ReplyParseError as exc:
         logger.warning("memory %s of store %s is unreadable: %s", memory_id, ctx.keys.name, exc)
         ctx.count("corrupt_records")
@@ -53,13 +58,21 @@ def get(ctx: StoreContext, memory_id: str) -> Operation[MemoryItem | None]:
 
 
 def matching_ids(
-    ctx: StoreContext, flt: MemoryFilter, *, include_expired: bool = False
+    ctx: StoreContext,
+    flt: MemoryFilter,
+    *,
+    include_expired: bool = False,
+    include_suppressed: bool = True,
 ) -> Operation[list[tuple[str, int]]]:
     """``(id, created_at)`` of every memory of the filter's namespace that matches it.
 
     Walks the namespace registry (exact, whatever its size) and reads only the filter
-    tokens of each memory, in pipelined chunks.
+    tokens of each memory (and its retention fields when forgetting may suppress it),
+    in pipelined chunks.
     """
+    forgetting = None if include_suppressed else ctx.forgetting
+    names = _SCAN_FIELDS + (L.RETENTION_FIELDS if forgetting is not None else ())
+    now = ctx.now_ms()
     registry = ctx.keys.registry(flt.namespace)
     low = "-inf" if include_expired else f"({ctx.now_ms()}"
     reply = yield from execute("ZRANGEBYSCORE", registry, low, "+inf")
@@ -68,25 +81,34 @@ def matching_ids(
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         fetched = yield from execute_batch(
-            [Command(("HMGET", ctx.keys.memory(m), *_SCAN_FIELDS)) for m in chunk]
+            [Command(("HMGET", ctx.keys.memory(m), *names)) for m in chunk]
         )
         for memory_id, values in zip(chunk, fetched, strict=True):
             if isinstance(values, AgentMemoryError):
                 raise values
-            fields = fields_of(values, _SCAN_FIELDS)
+            fields = fields_of(values, names)
             if L.F_CREATED not in fields:
                 continue
-            tokens = {k: text(v) for k, v in fields.items() if k != L.F_CREATED}
+            tokens = {k: text(v) for k, v in fields.items() if k in L.FILTER_FIELDS}
+            if forgetting is not None and (
+                retention_from_fields(fields, forgetting, now) < forgetting.retention_threshold
+            ):
+                continue
             if flt.matches(tokens):
                 out.append((memory_id, integer(fields[L.F_CREATED])))
     return out
 
 
 def list_items(
-    ctx: StoreContext, flt: MemoryFilter, *, limit: int, offset: int
+    ctx: StoreContext,
+    flt: MemoryFilter,
+    *,
+    limit: int,
+    offset: int,
+    include_suppressed: bool = False,
 ) -> Operation[ListResult]:
     """A page of matching memories, newest first, and the total that match."""
-    matched = yield from matching_ids(ctx, flt)
+    matched = yield from matching_ids(ctx, flt, include_suppressed=include_suppressed)
     matched.sort(key=lambda pair: (-pair[1], pair[0]))
     page = [memory_id for memory_id, _ in matched[offset : offset + limit]]
     fetched = yield from execute_batch(

@@ -1,28 +1,38 @@
-"""``recall`` / ``recall_by_vector``: filtered KNN, gate, rank, merge, reinforce."""
+"""``recall`` / ``recall_by_vector``: filtered KNN, gate, rank, merge, side effects.
+
+Side effects of a recall travel in one pipelined round trip: exposure counters (and,
+with ``reinforce``, recency and access count) of the returned memories, the store's
+recall counters, and the selection receipt that ``complete()`` consumes.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import uuid
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnMatch, KnnQuery
-from agent_memory.core.effects import Command, Operation, command, execute_batch
+from agent_memory.core.effects import Command, Operation, call, command, execute_batch
+from agent_memory.core.replies import integer, optional_text
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import scope_filter
+from agent_memory.store.labels import Labels, check_labels, context_digest, filter_groups, overlap
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.read import item_or_none
+from agent_memory.store.records import utility_state
 from agent_memory.store.scoring import Candidate, Ranked, rank
 from agent_memory.store.types import MemoryHit, MemoryItem, RecallResult, RecallWeights, Scope
+from agent_memory.store.utility import retention, utility
 from agent_memory.store.validation import check_k, check_tags, check_threshold, unit_vector
 
 logger = logging.getLogger("agent_memory.store")
@@ -43,6 +53,7 @@ class RecallRequest:
     threshold: float | None  # None: the live config's value at run time
     weights: RecallWeights | None
     reinforce: bool
+    labels: Labels
 
 
 def make_request(
@@ -54,6 +65,7 @@ def make_request(
     threshold: float | None,
     weights: RecallWeights | None,
     reinforce: bool,
+    labels: Mapping[str, Sequence[str]] | None = None,
 ) -> RecallRequest:
     """Validate recall arguments (before any I/O)."""
     if scope is not None and not isinstance(scope, Scope):
@@ -67,6 +79,7 @@ def make_request(
         threshold=check_threshold(threshold) if threshold is not None else None,
         weights=weights,
         reinforce=bool(reinforce),
+        labels=check_labels(labels, None),
     )
 
 
@@ -84,35 +97,71 @@ def _merge(shared: list[Ranked], session: list[Ranked], k: int) -> list[Ranked]:
     return chosen[:k]
 
 
-def _candidates(ctx: StoreContext, matches: list[KnnMatch]) -> list[Candidate]:
+def _candidates(
+    ctx: StoreContext,
+    matches: list[KnnMatch],
+    weights: RecallWeights,
+    query_labels: Labels,
+    now: int,
+) -> list[Candidate]:
+    context = context_digest(query_labels)
+    forgetting = ctx.forgetting
     out = []
     for match in matches:
         item = item_or_none(ctx, match.id, dict(match.fields))
         if item is None:
             continue
+        bonus = 0.0
+        if ctx.reinforcement or forgetting is not None:
+            state = utility_state(match.fields)
+            if forgetting is not None:
+                kept = retention(
+                    state, importance=item.importance, created_at=item.created_at,
+                    now_ms=now, forgetting=forgetting,
+                )  # fmt: skip
+                if kept < forgetting.retention_threshold:
+                    continue  # suppressed: stays inspectable, never recalled
+                item = replace(item, retention=kept)
+            if ctx.reinforcement:
+                bonus += weights.utility * utility(state, context)
+        if query_labels:
+            bonus += weights.labels * overlap(query_labels, dict(item.labels))
         touched = max(item.created_at, item.last_accessed_at)
-        out.append(Candidate(item.id, match.distance, item.importance, touched, item))
+        out.append(Candidate(item.id, match.distance, item.importance, touched, item, bonus))
     return out
 
 
 def recall_vector(
-    ctx: StoreContext, request: RecallRequest, vector: NDArray[np.float32]
+    ctx: StoreContext,
+    request: RecallRequest,
+    vector: NDArray[np.float32],
+    query_labels: Labels | None = None,
 ) -> Operation[RecallResult]:
     """Recall with an already-validated unit query vector."""
     scope = request.scope or Scope()
     threshold = request.threshold if request.threshold is not None else ctx.config.threshold
     weights = request.weights or ctx.config.weights
+    context_labels = {**(query_labels or {}), **request.labels}
+    groups = filter_groups(request.labels)
     candidates_k = candidate_count(request.k)
-    queries = [KnnQuery(scope_filter(scope, request.tags, session=None), candidates_k, vector)]
+    queries = [
+        KnnQuery(
+            scope_filter(scope, request.tags, session=None, label_groups=groups),
+            candidates_k,
+            vector,
+        )
+    ]
     if scope.session_id is not None:
-        session_flt = scope_filter(scope, request.tags, session=scope.session_id)
+        session_flt = scope_filter(
+            scope, request.tags, session=scope.session_id, label_groups=groups
+        )
         queries.append(KnnQuery(session_flt, candidates_k, vector))
     assert ctx.backend is not None
     results = yield from ctx.backend.knn(ctx, queries)
     now = ctx.now_ms()
     rankings = [
         rank(
-            _candidates(ctx, matches),
+            _candidates(ctx, matches, weights, context_labels, now),
             k=request.k,
             threshold=threshold,
             weights=weights,
@@ -131,10 +180,13 @@ def recall_vector(
     total_candidates = sum(len(m) for m in results)
     if near_miss:
         _report_near_miss(ctx, nearest, threshold)
-    yield from _side_effects(ctx, hits, now, request.reinforce)
+    selection_id = uuid.uuid4().hex
+    yield from _side_effects(
+        ctx, hits, now, request.reinforce, selection_id, context_digest(context_labels)
+    )
     return RecallResult(
         [_hit(r) for r in hits],
-        selection_id=uuid.uuid4().hex,
+        selection_id=selection_id,
         candidates=total_candidates,
         nearest_distance=nearest,
         near_miss=near_miss,
@@ -164,17 +216,31 @@ def _report_near_miss(ctx: StoreContext, nearest: float | None, threshold: float
 
 
 def _side_effects(
-    ctx: StoreContext, hits: list[Ranked], now: int, reinforce: bool
+    ctx: StoreContext,
+    hits: list[Ranked],
+    now: int,
+    reinforce: bool,
+    selection_id: str,
+    context: str | None,
 ) -> Operation[None]:
-    """Reinforcement and counters in one round trip."""
-    commands: list[Command] = [command("HINCRBY", ctx.keys.stats, "recalls", "1")]
-    commands.append(
-        command("HINCRBY", ctx.keys.stats, "recall_hits" if hits else "recall_empty", "1")
-    )
-    if reinforce:
+    """Exposures, reinforcement, counters and the selection receipt in one round trip."""
+    stats = ctx.keys.stats
+    commands: list[Command] = [
+        command("HINCRBY", stats, "recalls", "1"),
+        command("HINCRBY", stats, "recall_hits" if hits else "recall_empty", "1"),
+    ]
+    flag = "1" if reinforce else "0"
+    commands += [
+        Command(("EVAL", scripts.REINFORCE, "1", ctx.keys.memory(r.candidate.id), str(now), flag))
+        for r in hits
+    ]
+    if hits:
+        receipt = json.dumps({"ids": [r.candidate.id for r in hits], "ctx": context or ""})
+        ttl_ms = str(max(1, int(ctx.receipt_ttl * 1000)))
         commands += [
-            Command(("EVAL", scripts.REINFORCE, "1", ctx.keys.memory(r.candidate.id), str(now)))
-            for r in hits
+            command("SET", ctx.keys.receipt(selection_id), receipt, "PX", ttl_ms),
+            command("ZADD", ctx.keys.receipts, str(now), selection_id),
+            command("ZCARD", ctx.keys.receipts),
         ]
     replies = yield from execute_batch(commands)
     for reply in replies:
@@ -184,13 +250,52 @@ def _side_effects(
             ctx.count("side_effect_failures")
     ctx.count("recalls")
     ctx.count("recall_hits" if hits else "recall_empty")
+    card = replies[-1] if hits else None
+    if (
+        card is not None
+        and not isinstance(card, AgentMemoryError)
+        and integer(card) > ctx.max_receipts
+    ):
+        yield from _trim_receipts(ctx, integer(card))
+
+
+def _trim_receipts(ctx: StoreContext, count: int) -> Operation[None]:
+    """Keep the newest ``max_receipts`` receipts (oldest are dropped first)."""
+    excess = count - ctx.max_receipts
+    replies = yield from execute_batch([command("ZRANGE", ctx.keys.receipts, "0", str(excess - 1))])
+    if isinstance(replies[0], AgentMemoryError):
+        logger.warning("trimming receipts of %s failed: %s", ctx.keys.name, replies[0])
+        ctx.count("side_effect_failures")
+        return
+    old = [optional_text(x) or "" for x in replies[0] or []]
+    commands = [command("ZREM", ctx.keys.receipts, *old)] if old else []
+    commands += [command("DEL", ctx.keys.receipt(sel)) for sel in old]
+    done = yield from execute_batch(commands)
+    for reply in done:
+        if isinstance(reply, AgentMemoryError):
+            logger.warning("trimming receipts of %s failed: %s", ctx.keys.name, reply)
+            ctx.count("side_effect_failures")
+
+
+def query_labels(ctx: StoreContext, query: str) -> Operation[Labels]:
+    """Labels the store's labeler gives the query (boost only); best-effort."""
+    if ctx.labeler is None:
+        return {}
+    try:
+        found = yield from call(ctx.labeler, query, what="labeler")
+        return check_labels(found, ctx.label_policy)
+    except Exception as exc:  # noqa: BLE001 - labels only boost; recall goes on without them
+        logger.warning("labeler failed on a query of %s: %s", ctx.keys.name, exc)
+        ctx.count("labeler_failures")
+        return {}
 
 
 def recall_text(ctx: StoreContext, request: RecallRequest, query: str) -> Operation[RecallResult]:
-    """Embed ``query`` then recall."""
+    """Embed ``query`` (and label it with the store's labeler) then recall."""
     yield from ensure_ready(ctx)
     vector = yield from embed_one(ctx, query)
-    result = yield from recall_vector(ctx, request, vector)
+    labels = yield from query_labels(ctx, query)
+    result = yield from recall_vector(ctx, request, vector, labels)
     return result
 
 

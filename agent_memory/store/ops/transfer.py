@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.core.effects import Command, Operation, execute_batch
-from agent_memory.core.replies import raw_bytes
+from agent_memory.core.replies import raw_bytes, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
@@ -73,6 +73,9 @@ def export_records(
             "ttl_remaining_ms": item.expires_at - now if item.expires_at is not None else None,
             "source": item.source, "subject": item.subject, "date": item.date,
             "metadata": dict(item.metadata), "dim": ctx.dim,
+            "labels": {k: list(v) for k, v in item.labels.items()},
+            "exposures": item.exposures,
+            "learning": _learning(fields_of(values)),
         }  # fmt: skip
         if include_vectors:
             blob = replies[index * step + 1]
@@ -82,6 +85,34 @@ def export_records(
                 record["vector"] = [float(x) for x in blob_vector(raw_bytes(blob), ctx.dim)]
         records.append(record)
     return records
+
+
+_LEARNING_FIELDS = (L.F_EVAL_SUM, L.F_EVAL_WEIGHT, L.F_MANUAL, L.F_CONTEXTS, L.F_REINFORCED)
+
+
+def _learning(fields: Mapping[str, Any]) -> dict[str, str]:
+    return {name: text(fields[name]) for name in _LEARNING_FIELDS if name in fields}
+
+
+def _restored_fields(record: Mapping[str, Any]) -> tuple[str, ...]:
+    learning = record.get("learning") or {}
+    if not isinstance(learning, Mapping):
+        raise InvalidInputError("record learning state must be an object", field="learning")
+    out: list[str] = []
+    for name in _LEARNING_FIELDS:
+        value = learning.get(name)
+        if value is None:
+            continue
+        if name != L.F_CONTEXTS:
+            try:
+                float(str(value))
+            except ValueError as exc:
+                raise InvalidInputError(f"record {name} is not a number", field="learning") from exc
+        out += [name, str(value)]
+    exposures = _int(record, "exposures", 0)
+    if exposures > 0:
+        out += [L.F_EXPOSURES, str(exposures)]
+    return tuple(out)
 
 
 def _int(record: Mapping[str, Any], key: str, default: int) -> int:
@@ -112,7 +143,7 @@ def _parse(record: object, now: int, max_bytes: int) -> tuple[MemoryInput, dict[
         scope=Scope(**{k: scope_raw.get(k) for k in ("namespace", "agent_id", "thread_id", "session_id")}),
         source=record.get("source"), subject=record.get("subject"), date=record.get("date"),
         metadata=record.get("metadata") or None, durability=record.get("durability", "shared"),
-        id=record.get("id"),
+        id=record.get("id"), labels=record.get("labels") or None,
     )  # fmt: skip
     validate_input(memory_input, max_bytes)
     extra = {
@@ -120,6 +151,7 @@ def _parse(record: object, now: int, max_bytes: int) -> tuple[MemoryInput, dict[
         "last_accessed_at": _int(record, "last_accessed_at", _int(record, "created_at", now)),
         "access_count": max(0, _int(record, "access_count", 0)),
         "vector": record.get("vector"),
+        "restored": _restored_fields(record),
     }
     return memory_input, extra
 
@@ -160,7 +192,8 @@ def import_records(
             scope=v.scope, durability=v.durability, created_at=extra["created_at"],
             expires_at=expires, source=v.source, subject=v.subject, date=v.date,
             metadata_json=v.metadata_json, last_accessed_at=extra["last_accessed_at"],
-            access_count=extra["access_count"],
+            access_count=extra["access_count"], labels=v.labels, extra_fields=extra["restored"],
+            explicit_id=True,
         )  # fmt: skip
         memories.append((memory, v.ttl))
     yield from write_memories(ctx, memories)

@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
+from agent_memory.core.effects import Command, Operation, call, command, execute, execute_batch
 from agent_memory.core.replies import integer, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
 from agent_memory.search.encoding import encode_value
 from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
+from agent_memory.store.labels import LabelPolicy, Labels, check_labels
 from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
 from agent_memory.store.ops.embedding import embed_one, embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.records import NewMemory, parse_item, record_fields, vector_blob
+from agent_memory.store.records import (
+    NewMemory,
+    label_fields,
+    parse_item,
+    record_fields,
+    vector_blob,
+)
 from agent_memory.store.types import Durability, MemoryItem, Scope
 from agent_memory.store.validation import (
     check_id,
@@ -33,6 +41,7 @@ from agent_memory.store.validation import (
 )
 
 _WRITE_CHUNK = 500
+logger = logging.getLogger("agent_memory.store")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +59,7 @@ class MemoryInput:
     metadata: Mapping[str, Any] | None = None
     durability: Durability = "shared"
     id: str | None = field(default=None)
+    labels: Mapping[str, Sequence[str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +75,12 @@ class _Validated:
     date: str | None
     metadata_json: str | None
     id: str
+    labels: Labels
 
 
-def validate_input(item: MemoryInput, max_content_bytes: int) -> _Validated:
+def validate_input(
+    item: MemoryInput, max_content_bytes: int, policy: LabelPolicy | None = None
+) -> _Validated:
     """Check every field of a memory before anything is embedded or written."""
     scope = item.scope if item.scope is not None else Scope()
     if not isinstance(scope, Scope):
@@ -90,6 +103,7 @@ def validate_input(item: MemoryInput, max_content_bytes: int) -> _Validated:
         date=check_optional_text(item.date, field="date", max_bytes=64),
         metadata_json=check_metadata(item.metadata),
         id=check_id(item.id) if item.id is not None else uuid.uuid4().hex,
+        labels=check_labels(item.labels, policy),
     )
 
 
@@ -117,23 +131,25 @@ def remember_many(
     With ``dedupe``, a memory within ``ctx.dedupe_distance`` of one in the same exact
     scope (stored, or earlier in the batch) refreshes it and returns its id instead.
     """
-    validated = [validate_input(i, ctx.max_content_bytes) for i in inputs]
+    validated = [validate_input(i, ctx.max_content_bytes, ctx.label_policy) for i in inputs]
     if not validated:
         return []
     yield from ensure_ready(ctx)
     vectors = yield from embed_texts(ctx, [v.content for v in validated])
     now = ctx.now_ms()
     memories: list[tuple[NewMemory, float | None]] = []
-    for v, vector in zip(validated, vectors, strict=True):
+    for inp, v, vector in zip(inputs, validated, vectors, strict=True):
         expires = now + math.ceil(v.ttl * 1000) if v.ttl is not None else None
         memory = NewMemory(
             id=v.id, content=v.content, vector=vector, importance=v.importance, tags=v.tags,
             scope=v.scope, durability=v.durability, created_at=now, expires_at=expires,
             source=v.source, subject=v.subject, date=v.date, metadata_json=v.metadata_json,
+            labels=v.labels, explicit_id=inp.id is not None,
         )  # fmt: skip
         memories.append((memory, v.ttl))
     if not dedupe:
         yield from write_memories(ctx, memories)
+        yield from label_after_commit(ctx, [m for m, _ in memories])
         return [m.id for m, _ in memories]
     targets = yield from find_duplicates(ctx, [m for m, _ in memories], ctx.dedupe_distance)
     stored = {t for t in targets if t is not None} - {m.id for m, _ in memories}
@@ -151,8 +167,47 @@ def remember_many(
         else:
             ids.append(target)
     yield from write_memories(ctx, fresh)
+    yield from label_after_commit(ctx, [m for m, _ in fresh])
     ctx.count("deduplicated", len(memories) - len(fresh))
     return ids
+
+
+def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Operation[None]:
+    """Run the store's labeler on committed memories; best-effort.
+
+    A labeler that raises or returns labels outside the policy leaves the memory valid
+    and unlabelled by it (logged and counted as ``labeler_failures``).
+    """
+    if ctx.labeler is None or not memories:
+        return
+    commands: list[Command] = []
+    namespaces: set[str] = set()
+    for memory in memories:
+        try:
+            found = yield from call(ctx.labeler, memory.content, what="labeler")
+            extra = check_labels(found, ctx.label_policy)
+            keys = {*memory.labels, *extra}
+            merged = check_labels(
+                {k: [*memory.labels.get(k, ()), *extra.get(k, ())] for k in keys},
+                ctx.label_policy,
+            )
+        except Exception as exc:  # noqa: BLE001 - best-effort: the memory is already stored
+            logger.warning("labeler failed on memory %s of %s: %s", memory.id, ctx.keys.name, exc)
+            ctx.count("labeler_failures")
+            continue
+        if merged == memory.labels:
+            continue
+        key = ctx.keys.memory(memory.id)
+        commands.append(
+            Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *label_fields(merged)))
+        )
+        namespaces.add(memory.namespace_token)
+    commands += [command("INCR", ctx.keys.epoch(ns)) for ns in sorted(namespaces)]
+    replies = yield from execute_batch(commands)
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            logger.warning("storing labeler labels on %s failed: %s", ctx.keys.name, reply)
+            ctx.count("labeler_failures")
 
 
 def write_memories(
@@ -164,6 +219,15 @@ def write_memories(
         chunk = memories[start : start + _WRITE_CHUNK]
         commands = [c for memory, ttl in chunk for c in _write_commands(ctx, memory, ttl)]
         commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(chunk))))
+        commands += [
+            command("INCR", ctx.keys.registry_version(ns))
+            for ns in sorted({memory.namespace_token for memory, _ in chunk})
+        ]
+        # A caller-chosen id may replace a memory whose old vector a portable mirror holds.
+        commands += [
+            command("INCR", ctx.keys.epoch(ns))
+            for ns in sorted({m.namespace_token for m, _ in chunk if m.explicit_id})
+        ]
         replies = yield from execute_batch(commands)
         for reply in replies:
             if isinstance(reply, AgentMemoryError):
@@ -223,6 +287,7 @@ def update(
     commands = [Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, str(ttl_ms), *changes))]
     if expires is not None:
         commands.append(command("ZADD", ctx.keys.registry(ns_token), "XX", str(expires), memory_id))
+        commands.append(command("INCR", ctx.keys.registry_version(ns_token)))
     if new_tags is not None or new_content is not None:
         commands.append(command("INCR", ctx.keys.epoch(ns_token)))
     replies = yield from execute_batch(commands)

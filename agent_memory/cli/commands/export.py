@@ -1,0 +1,70 @@
+"""``agent-memory export``: the memories of a scope as JSON lines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent_memory.cli.context import CliError, Invocation
+from agent_memory.cli.options import AddParser, add_progress_option, add_scope_options
+from agent_memory.cli.output import emit_json, out
+from agent_memory.cli.progress import Progress, progress_enabled
+
+
+def register(add_parser: AddParser) -> None:
+    parser = add_parser(
+        "export",
+        help="write the memories of a scope as JSON lines (oldest first)",
+        epilog="Without scope options the default namespace is exported, every session "
+        "included. The output is lossless: 'import' restores the same ids.",
+    )
+    add_scope_options(parser, tags=False)
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout"
+    )
+    parser.add_argument(
+        "--no-vectors",
+        dest="vectors",
+        action="store_false",
+        help="leave the vectors out ('import --reembed' recomputes them)",
+    )
+    add_progress_option(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, inv: Invocation) -> int:
+    store = inv.store()
+    progress = Progress("exporting", enabled=progress_enabled(args.progress))
+    records = store.export(inv.scope(), include_vectors=args.vectors)
+    if args.output in (None, "-"):
+        _write(records, sys.stdout, progress)
+        progress.finish()
+        return 0
+    target = Path(args.output)
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with open(partial, "w", encoding="utf-8") as handle:
+            _write(records, handle, progress)
+        os.replace(partial, target)
+    except OSError as exc:
+        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
+    finally:
+        progress.finish()
+        if partial.exists():
+            partial.unlink()
+    if args.json:
+        emit_json({"exported": progress.done, "output": str(target)})
+    else:
+        out(f"exported {progress.done} memories of '{args.name}' to {target}")
+    return 0
+
+
+def _write(records: Any, stream: TextIO, progress: Progress) -> None:
+    for record in records:
+        stream.write(json.dumps(record, separators=(",", ":")) + "\n")
+        progress.advance()
+    stream.flush()

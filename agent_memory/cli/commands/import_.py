@@ -1,0 +1,99 @@
+"""``agent-memory import``: restore JSON lines written by ``export``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+from agent_memory.cli.context import CliError, Invocation
+from agent_memory.cli.options import AddParser, add_progress_option, positive_int
+from agent_memory.cli.output import emit_json, out
+from agent_memory.cli.progress import Progress, progress_enabled
+from agent_memory.errors import AgentMemoryError
+
+DEFAULT_BATCH = 500
+
+
+def register(add_parser: AddParser) -> None:
+    parser = add_parser(
+        "import",
+        help="restore memories from JSON lines written by 'export' (same ids)",
+        epilog="Every line is parsed before anything is written; records are then "
+        "imported in batches (each validated before it is written). Importing is "
+        "idempotent: re-running the same input rewrites the same ids.",
+    )
+    parser.add_argument("-i", "--input", metavar="FILE", help="read FILE instead of stdin")
+    parser.add_argument(
+        "--reembed",
+        action="store_true",
+        help="recompute the vectors with --embedder (moving to another model)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=DEFAULT_BATCH,
+        help=f"records per write (default {DEFAULT_BATCH})",
+    )
+    add_progress_option(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, inv: Invocation) -> int:
+    records = _read(args.input)
+    store = inv.store()
+    progress = Progress(
+        "importing", enabled=progress_enabled(args.progress), total=len(records), every=1
+    )
+    imported = 0
+    try:
+        for start in range(0, len(records), args.batch_size):
+            batch = records[start : start + args.batch_size]
+            try:
+                imported += len(store.import_records(batch, reembed=args.reembed))
+            except AgentMemoryError as exc:
+                if start == 0:
+                    raise
+                raise CliError(
+                    f"{exc} (in records {start + 1}-{start + len(batch)}; the {start} "
+                    "before were imported; fix the input and run the import again)"
+                ) from exc
+            progress.advance(len(batch))
+    finally:
+        progress.finish()
+    skipped = len(records) - imported
+    if args.json:
+        emit_json({"read": len(records), "imported": imported, "skipped_expired": skipped})
+    else:
+        note = f" ({skipped} expired, skipped)" if skipped else ""
+        out(f"imported {imported} of {len(records)} memories into '{args.name}'{note}")
+    return 0
+
+
+def _read(path: str | None) -> list[dict[str, Any]]:
+    if path in (None, "-"):
+        return _parse(sys.stdin, "stdin")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return _parse(handle, path)
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(f"cannot read {path}: not UTF-8 text ({exc.reason})") from None
+
+
+def _parse(lines: Iterable[str], source: str) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise CliError(f"{source} line {number}: not JSON ({exc})") from None
+        if not isinstance(record, dict):
+            raise CliError(f"{source} line {number}: expected a JSON object")
+        records.append(record)
+    return records

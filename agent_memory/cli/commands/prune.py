@@ -1,0 +1,116 @@
+"""``agent-memory prune``: delete the memories that forgetting suppresses from recall."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from agent_memory.cli.context import CliError, Invocation
+from agent_memory.cli.options import AddParser
+from agent_memory.cli.output import emit_json, out, render_pairs
+
+DAY = 86400.0
+
+
+def _days(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of days > 0, got {text}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def register(add_parser: AddParser) -> None:
+    parser = add_parser(
+        "prune",
+        help="delete memories that forgetting suppresses (they no longer recall)",
+        epilog="Pass the forgetting policy your application gives the store "
+        "(forgetting=Forgetting(...)); the defaults are the library's. Expired "
+        "memories' bookkeeping is cleaned up too.",
+    )
+    parser.add_argument("--namespace", help="only this namespace (default: every namespace)")
+    policy = parser.add_argument_group("forgetting policy")
+    policy.add_argument(
+        "--half-life", type=_days, metavar="DAYS", help="base half-life (library default: 30)"
+    )
+    policy.add_argument("--min-half-life", type=_days, metavar="DAYS", help="(default: 1)")
+    policy.add_argument("--max-half-life", type=_days, metavar="DAYS", help="(default: 365)")
+    policy.add_argument(
+        "--retention-threshold",
+        type=_share,
+        metavar="R",
+        help="retention below which a memory is forgotten (default: 0.05)",
+    )
+    parser.set_defaults(run=run)
+
+
+def _policy(args: argparse.Namespace) -> Any:
+    import agent_memory
+
+    forgetting = getattr(agent_memory, "Forgetting", None)
+    if forgetting is None:
+        return None
+    options: dict[str, float] = {}
+    for arg, field, scale in (
+        ("half_life", "half_life_seconds", DAY),
+        ("min_half_life", "min_half_life", DAY),
+        ("max_half_life", "max_half_life", DAY),
+        ("retention_threshold", "retention_threshold", 1.0),
+    ):
+        value = getattr(args, arg)
+        if value is not None:
+            options[field] = value * scale
+    return forgetting(**options)
+
+
+def run(args: argparse.Namespace, inv: Invocation) -> int:
+    from agent_memory import Scope
+
+    policy = _policy(args)
+    store = inv.store(**({"forgetting": policy} if policy is not None else {}))
+    prune = getattr(store, "prune", None)
+    if prune is None:
+        raise CliError(
+            "this version of agent-memory has no MemoryStore.prune(); "
+            "upgrade agent-memory to prune forgotten memories"
+        )
+    scope = Scope(namespace=args.namespace) if args.namespace is not None else None
+    result = prune(scope)
+    deleted = list(getattr(result, "deleted", ()))
+    cleaned = getattr(result, "registry_entries", 0)
+    where = f"namespace '{args.namespace}'" if args.namespace is not None else "every namespace"
+    if args.json:
+        emit_json(
+            {
+                "deleted": deleted,
+                "registry_entries": cleaned,
+                "namespace": args.namespace,
+                "policy": policy,
+            }
+        )
+        return 0
+    out(f"pruned {len(deleted)} forgotten memories of '{args.name}' ({where})")
+    if cleaned:
+        out(f"cleaned up {cleaned} bookkeeping entries of expired memories")
+    if policy is not None:
+        pairs = [
+            ("half-life", f"{policy.half_life_seconds / DAY:g} days"),
+            ("between", f"{policy.min_half_life / DAY:g} and {policy.max_half_life / DAY:g} days"),
+            ("retention threshold", f"{policy.retention_threshold:g}"),
+        ]
+        out("policy:")
+        out(render_pairs(pairs, indent="  "))
+    return 0

@@ -1,0 +1,47 @@
+"""``agent-memory serve``: run the embedded server of ``--path`` in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from types import FrameType
+
+from agent_memory.cli.context import CliError, Invocation, UsageError
+from agent_memory.cli.options import AddParser
+from agent_memory.cli.output import out
+
+
+def register(add_parser: AddParser) -> None:
+    parser = add_parser(
+        "serve", help="run the embedded server of --path in the foreground (Ctrl-C stops it)"
+    )
+    parser.set_defaults(run=run)
+
+
+class _Terminated(Exception):
+    """SIGTERM: a normal stop (exit 0); Ctrl-C exits 130."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise _Terminated  # unwinds through Invocation.close(), which stops the server
+
+
+def run(args: argparse.Namespace, inv: Invocation) -> int:
+    if args.url:
+        raise UsageError("serve runs the embedded server of --path; it takes no --url")
+    server = inv.open_embedded()
+    url = server.url
+    if not server.owned:
+        raise CliError(f"{args.path} is already served at {url} by another process")
+    previous = signal.signal(signal.SIGTERM, _stop)
+    out(f"serving {args.path} at {url} (Ctrl-C to stop)")
+    sys.stdout.flush()
+    try:
+        while True:
+            time.sleep(3600)
+    except _Terminated:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,622 @@
+"""A LangGraph ``BaseStore`` backed by agent-memory (the ``langgraph`` extra).
+
+>>> store = AgentMemoryStore.from_url("redis://localhost:6379", name="graph", embed=embedder)
+>>> store.put(("users", "u1", "prefs"), "theme", {"text": "prefers dark mode"})
+>>> store.search(("users", "u1"), query="which theme?", limit=3)
+
+Each LangGraph item is one memory in the ``memory_namespace`` (a plain agent-memory
+namespace, the tenant boundary; ``None`` is the default namespace):
+
+* its id is derived from ``(memory_namespace, namespace, key)`` (a SHA-256 digest), so
+  ``get`` and ``delete`` are one lookup;
+* the LangGraph namespace tuple is stored as JSON in the memory's metadata, and as one
+  digest tag per prefix length (``("a", "b")`` carries the tags of ``("a",)`` and
+  ``("a", "b")``) plus a marker tag: any characters work in labels, and a search or a
+  namespace listing under a prefix is a tag filter of the index;
+* the value is stored as JSON in the metadata (at most 64 KiB of JSON); the memory's
+  content, the text that is embedded (cut at 16 KiB), is taken from the value's index fields
+  (``index_fields``, default ``["$"]``: the whole value as JSON; or the ``index=``
+  argument of ``put``), several texts joined by newlines. ``index=False`` (or fields
+  that are absent from the value) stores the item unindexed: it is found by key, by
+  filters and listings, and comes after every scored item in a semantic search,
+  without a score;
+* ``created_at`` is kept across overwrites; ``updated_at`` is the time of the last put
+  (both from ``clock``, microsecond resolution; an overwrite is always later).
+
+Operations:
+
+* ``search(prefix, query=...)`` is a vector search of our index restricted to the
+  prefix, ordered by cosine similarity (``SearchItem.score`` is the similarity, no
+  threshold). Without ``query`` items come newest ``updated_at`` first (at the
+  store's millisecond resolution).
+* ``filter=`` matches value fields client-side, as LangGraph's ``InMemoryStore`` does:
+  equality (nested objects and lists compare as JSON) and ``$eq``, ``$ne``, ``$gt``,
+  ``$gte``, ``$lt``, ``$lte``. A semantic search with a filter considers the 1000
+  nearest items of the prefix; a listing with a filter reads the whole prefix.
+* TTL (``supports_ttl = True``): ``put(..., ttl=minutes)`` sets a server-side expiry,
+  applied atomically with the write; reads with ``refresh_ttl`` (the default, see
+  ``TTLConfig.refresh_on_read``) restart it. ``TTLConfig.default_ttl`` applies to puts
+  without ``ttl`` (one extra round trip per refreshed item). No sweeper is needed: the
+  server expires keys itself.
+* ``list_namespaces(prefix=, suffix=, max_depth=, limit=, offset=)`` reads the
+  namespaces of the items under the longest wildcard-free part of ``prefix``
+  (every item when there is none): cost grows with that number of items.
+* A batch runs its operations in order; consecutive puts are grouped into one
+  ``remember_many`` round trip (the last put of a key wins). An overwrite deletes the
+  previous memory before writing the new one: a concurrent reader can miss the item
+  for that instant.
+
+``batch`` drives a :class:`~agent_memory.SyncMemoryStore`, ``abatch`` a
+:class:`~agent_memory.MemoryStore` (or the sync store in a worker thread when only that
+one is given). Both run the same operation plans.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from agent_memory.errors import CapabilityError, InvalidInputError
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        TTLConfig,
+        get_text_at_path,
+        tokenize_path,
+    )
+except ImportError as _exc:  # pragma: no cover - exercised without the extra
+    raise CapabilityError(
+        "langgraph is not installed: install the 'langgraph' extra "
+        "(pip install 'agent-memory[langgraph]')"
+    ) from _exc
+
+from agent_memory.store.memory_store import MemoryStore
+from agent_memory.store.ops.write import MemoryInput
+from agent_memory.store.sync_store import SyncMemoryStore
+from agent_memory.store.types import MemoryItem, Scope
+
+T = TypeVar("T")
+
+MARKER_TAG = "langgraph:item"
+NOINDEX_TAG = "langgraph:unindexed"
+META_KEY = "langgraph"
+SOURCE = "langgraph"
+#: Namespaces deeper than this are refused (one tag per level; 64 tags per memory).
+MAX_DEPTH = 60
+#: Nearest items a filtered semantic search considers (the store's largest ``k``).
+MAX_SEMANTIC_CANDIDATES = 1000
+_PAGE = 1000
+_MAX_CONTENT_BYTES = 16 * 1024
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+# An operation plan yields (method name, args, kwargs) of store calls and receives each
+# call's result: one body serves the sync and the async runner.
+Call = tuple[str, tuple[Any, ...], dict[str, Any]]
+Plan = Generator[Call, Any, T]
+
+
+def _call(method: str, *args: Any, **kwargs: Any) -> Generator[Call, Any, Any]:
+    return (yield (method, args, kwargs))
+
+
+def _digest(value: object) -> str:
+    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+def prefix_tag(prefix: Sequence[str]) -> str:
+    """The tag every item whose namespace starts with ``prefix`` carries."""
+    return f"langgraph:ns:{_digest(list(prefix))[:32]}"
+
+
+def _check_namespace(namespace: tuple[str, ...], *, what: str, allow_empty: bool) -> None:
+    if not isinstance(namespace, tuple):
+        raise InvalidInputError(f"{what} must be a tuple of strings", field="namespace")
+    if not namespace and not allow_empty:
+        raise InvalidInputError(f"{what} must not be empty", field="namespace")
+    if len(namespace) > MAX_DEPTH:
+        raise InvalidInputError(f"{what} is deeper than {MAX_DEPTH} levels", field="namespace")
+    for label in namespace:
+        if not isinstance(label, str) or not label:
+            raise InvalidInputError(
+                f"{what} labels must be non-empty strings, got {label!r}", field="namespace"
+            )
+
+
+def _datetime(epoch_seconds: float) -> datetime:
+    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc)
+
+
+def _clean(text: str) -> str:
+    text = _CONTROL.sub(" ", text)
+    data = text.encode("utf-8", "replace")
+    if len(data) > _MAX_CONTENT_BYTES:
+        text = data[:_MAX_CONTENT_BYTES].decode("utf-8", "ignore")
+    return text
+
+
+def _document(value: Mapping[str, Any], fields: Sequence[str]) -> str | None:
+    """The text to embed for ``value``; ``None`` when no index field has text."""
+    texts: list[str] = []
+    for path in fields:
+        if path == "$":
+            texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True))
+        else:
+            texts.extend(get_text_at_path(value, tokenize_path(path)))
+    text = _clean("\n".join(t for t in texts if t))
+    return text if text.strip() else None
+
+
+def _compare(item_value: Any, filter_value: Any) -> bool:
+    if isinstance(filter_value, Mapping):
+        if any(str(k).startswith("$") for k in filter_value):
+            return all(_operator(item_value, k, v) for k, v in filter_value.items())
+        if not isinstance(item_value, Mapping):
+            return False
+        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, (list, tuple)):
+        return (
+            isinstance(item_value, (list, tuple))
+            and len(item_value) == len(filter_value)
+            and all(_compare(i, f) for i, f in zip(item_value, filter_value, strict=True))
+        )
+    return bool(item_value == filter_value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        result = float(value)
+    except ValueError:
+        return None
+    return result if not math.isnan(result) else None
+
+
+def _operator(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == operand)
+    if operator == "$ne":
+        return bool(value != operand)
+    if operator not in ("$gt", "$gte", "$lt", "$lte"):
+        raise InvalidInputError(f"unsupported filter operator {operator!r}", field="filter")
+    left, right = _number(value), _number(operand)
+    if left is None or right is None:
+        return False
+    if operator == "$gt":
+        return left > right
+    if operator == "$gte":
+        return left >= right
+    if operator == "$lt":
+        return left < right
+    return left <= right
+
+
+def matches_filter(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
+    """Whether an item value passes a LangGraph search filter.
+
+    Raises:
+        InvalidInputError: an operator other than ``$eq $ne $gt $gte $lt $lte``.
+    """
+    return not flt or all(_compare(value.get(k), v) for k, v in flt.items())
+
+
+def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path, strict=False)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path), strict=False)
+    else:
+        raise InvalidInputError(
+            f"unsupported match type {condition.match_type!r}", field="match_conditions"
+        )
+    return all(p in ("*", n) for n, p in pairs)
+
+
+class AgentMemoryStore(BaseStore):
+    """LangGraph ``BaseStore`` over agent-memory stores (see the module docstring).
+
+    Args:
+        store: a :class:`SyncMemoryStore`, serving ``batch`` (and ``abatch`` in a worker
+            thread when ``async_store`` is not given).
+        async_store: a :class:`MemoryStore`, serving ``abatch``.
+        memory_namespace: the agent-memory namespace holding every item of this store
+            (the tenant boundary; ``None``: the default namespace).
+        index_fields: JSON paths of the value to embed (LangGraph path syntax), ``"$"``
+            for the whole value; ``put(..., index=[...])`` overrides them per item.
+        ttl: LangGraph ``TTLConfig`` (``default_ttl`` and ``refresh_on_read`` are used;
+            the server expires items itself, so ``sweep_interval_minutes`` is ignored).
+        importance: importance of the memories written (agent-memory ranking).
+        clock: ``() -> seconds since the epoch`` for ``created_at`` / ``updated_at``
+            (microsecond resolution; injected for tests).
+
+    Raises:
+        InvalidInputError: neither store given, or a store of the wrong kind.
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        store: SyncMemoryStore | None = None,
+        *,
+        async_store: MemoryStore | None = None,
+        memory_namespace: str | None = None,
+        index_fields: Sequence[str] = ("$",),
+        ttl: TTLConfig | None = None,
+        importance: float = 0.5,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if store is None and async_store is None:
+            raise InvalidInputError("give a SyncMemoryStore, a MemoryStore or both", field="store")
+        if store is not None and not isinstance(store, SyncMemoryStore):
+            raise InvalidInputError("store must be a SyncMemoryStore", field="store")
+        if async_store is not None and not isinstance(async_store, MemoryStore):
+            raise InvalidInputError("async_store must be a MemoryStore", field="async_store")
+        if isinstance(index_fields, str) or not all(isinstance(f, str) and f for f in index_fields):
+            raise InvalidInputError(
+                "index_fields must be a list of JSON paths", field="index_fields"
+            )
+        self._scope = Scope(namespace=memory_namespace)
+        self._store = store
+        self._async_store = async_store
+        self._fields = tuple(index_fields)
+        self._importance = importance
+        self._owned = False
+        self._clock = clock
+        self.ttl_config = ttl
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        name: str,
+        embed: Any,
+        memory_namespace: str | None = None,
+        index_fields: Sequence[str] = ("$",),
+        ttl: TTLConfig | None = None,
+        **store_options: Any,
+    ) -> AgentMemoryStore:
+        """A store with its own sync and async clients for ``url`` (closed by
+        :meth:`close` / :meth:`aclose`). ``store_options`` go to both stores.
+
+        Raises:
+            InvalidInputError: a bad URL or option.
+        """
+        sync_store = SyncMemoryStore.from_url(url, name=name, embed=embed, **store_options)
+        async_store = MemoryStore.from_url(url, name=name, embed=embed, **store_options)
+        result = cls(
+            sync_store,
+            async_store=async_store,
+            memory_namespace=memory_namespace,
+            index_fields=index_fields,
+            ttl=ttl,
+        )
+        result._owned = True
+        return result
+
+    @property
+    def memory_namespace(self) -> str | None:
+        """The agent-memory namespace holding the items."""
+        return self._scope.namespace
+
+    @property
+    def sync_store(self) -> SyncMemoryStore | None:
+        """The store serving ``batch``."""
+        return self._store
+
+    @property
+    def async_store(self) -> MemoryStore | None:
+        """The store serving ``abatch``."""
+        return self._async_store
+
+    def close(self) -> None:
+        """Close the sync store if :meth:`from_url` created it (idempotent)."""
+        if self._owned and self._store is not None:
+            self._store.close()
+
+    async def aclose(self) -> None:
+        """Close both stores if :meth:`from_url` created them (idempotent)."""
+        if self._owned and self._async_store is not None:
+            await self._async_store.close()
+        self.close()
+
+    # -- runners ---------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run LangGraph operations in order on the sync store.
+
+        Raises:
+            CapabilityError: only an async store was given.
+            InvalidInputError: a bad namespace, filter or value.
+            AgentMemoryError: a failure of the store.
+        """
+        store = self._store
+        if store is None:
+            raise CapabilityError(
+                "this AgentMemoryStore has only an async MemoryStore: use the async methods "
+                "(aget, aput, asearch, ...) or pass a SyncMemoryStore"
+            )
+        plan = self._plan(list(ops))
+        try:
+            call = next(plan)
+            while True:
+                method, args, kwargs = call
+                call = plan.send(getattr(store, method)(*args, **kwargs))
+        except StopIteration as stop:
+            results: list[Result] = stop.value
+            return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run LangGraph operations in order on the async store (or the sync store in a
+        worker thread when no async store was given).
+
+        Raises:
+            InvalidInputError: a bad namespace, filter or value.
+            AgentMemoryError: a failure of the store.
+        """
+        store = self._async_store
+        if store is None:
+            return await asyncio.to_thread(self.batch, list(ops))
+        plan = self._plan(list(ops))
+        try:
+            call = next(plan)
+            while True:
+                method, args, kwargs = call
+                call = plan.send(await getattr(store, method)(*args, **kwargs))
+        except StopIteration as stop:
+            results: list[Result] = stop.value
+            return results
+
+    # -- plans -----------------------------------------------------------------------
+
+    def _plan(self, ops: list[Op]) -> Plan[list[Result]]:
+        results: list[Result] = [None] * len(ops)
+        i = 0
+        while i < len(ops):
+            op = ops[i]
+            if isinstance(op, PutOp):
+                j = i
+                while j < len(ops) and isinstance(ops[j], PutOp):
+                    j += 1
+                puts: list[PutOp] = [p for p in ops[i:j] if isinstance(p, PutOp)]
+                yield from self._put(puts)
+                i = j
+                continue
+            if isinstance(op, GetOp):
+                results[i] = yield from self._get(op)
+            elif isinstance(op, SearchOp):
+                results[i] = yield from self._search(op)
+            elif isinstance(op, ListNamespacesOp):
+                results[i] = yield from self._list_namespaces(op)
+            else:
+                raise InvalidInputError(f"unknown operation {type(op).__name__}", field="ops")
+            i += 1
+        return results
+
+    def _id(self, namespace: tuple[str, ...], key: str) -> str:
+        return "lg" + _digest([self._scope.namespace, list(namespace), key])[:40]
+
+    def _item(self, memory: MemoryItem, score: float | None = None) -> SearchItem | None:
+        meta = memory.metadata.get(META_KEY)
+        if not isinstance(meta, Mapping):
+            return None
+        written = memory.created_at / 1000
+        return SearchItem(
+            namespace=tuple(meta["namespace"]),
+            key=str(meta["key"]),
+            value=dict(meta["value"]),
+            created_at=_datetime(float(meta.get("created_at") or written)),
+            updated_at=_datetime(float(meta.get("updated_at") or written)),
+            score=score,
+        )
+
+    def _refresh(self, memories: Sequence[MemoryItem], refresh: bool) -> Plan[None]:
+        if not refresh:
+            return
+        for memory in memories:
+            meta = memory.metadata.get(META_KEY)
+            minutes = meta.get("ttl_minutes") if isinstance(meta, Mapping) else None
+            if minutes:
+                yield from _call("update", memory.id, ttl=float(minutes) * 60)
+
+    def _get(self, op: GetOp) -> Plan[Item | None]:
+        _check_namespace(op.namespace, what="namespace", allow_empty=True)
+        memory = yield from _call("get", self._id(op.namespace, str(op.key)))
+        found = self._item(memory) if isinstance(memory, MemoryItem) else None
+        if found is None or found.namespace != op.namespace or found.key != str(op.key):
+            return None
+        yield from self._refresh([memory], op.refresh_ttl)
+        return Item(
+            value=found.value,
+            key=found.key,
+            namespace=found.namespace,
+            created_at=found.created_at,
+            updated_at=found.updated_at,
+        )
+
+    def _put(self, ops: Sequence[PutOp]) -> Plan[None]:
+        latest: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            _check_namespace(op.namespace, what="namespace", allow_empty=False)
+            latest[(op.namespace, str(op.key))] = op
+        writes: list[MemoryInput] = []
+        for (namespace, key), op in latest.items():
+            memory_id = self._id(namespace, key)
+            previous = yield from _call("get", memory_id)
+            # Always delete first: a rewrite must not inherit fields or a TTL of the old
+            # hash (even one expired by the store's clock but not yet reaped).
+            yield from _call("forget", memory_id)
+            if op.value is None:
+                continue
+            writes.append(self._input(op, namespace, key, memory_id, previous))
+        if writes:
+            # Caller-chosen ids: the store refreshes portable vector mirrors itself.
+            yield from _call("remember_many", writes)
+
+    def _input(
+        self,
+        op: PutOp,
+        namespace: tuple[str, ...],
+        key: str,
+        memory_id: str,
+        previous: MemoryItem | None,
+    ) -> MemoryInput:
+        if not isinstance(op.value, Mapping):
+            raise InvalidInputError("a LangGraph value must be a mapping", field="value")
+        value = dict(op.value)
+        fields = self._fields if op.index is None else (op.index or ())
+        content = _document(value, fields) if fields else None
+        now = float(self._clock())
+        created, updated = now, now
+        if previous is not None:
+            before = self._item(previous)
+            if before is not None:
+                created = before.created_at.timestamp()
+                # strictly later than the previous write, whatever the clock resolution
+                updated = max(now, before.updated_at.timestamp() + 1e-6)
+        tags = [MARKER_TAG, *(prefix_tag(namespace[:n]) for n in range(1, len(namespace) + 1))]
+        if content is None:
+            tags.append(NOINDEX_TAG)
+        meta = {
+            "namespace": list(namespace),
+            "key": key,
+            "value": value,
+            "created_at": created,
+            "updated_at": updated,
+            "ttl_minutes": op.ttl,
+        }
+        return MemoryInput(
+            content=content or "/".join([*namespace, key]),
+            importance=self._importance,
+            tags=tags,
+            ttl=None if op.ttl is None else float(op.ttl) * 60,
+            scope=self._scope,
+            source=SOURCE,
+            metadata={META_KEY: meta},
+            id=memory_id,
+        )
+
+    def _tags(self, prefix: tuple[str, ...]) -> list[str]:
+        return [prefix_tag(prefix)] if prefix else [MARKER_TAG]
+
+    def _list_all(self, tags: list[str]) -> Generator[Call, Any, list[MemoryItem]]:
+        items: list[MemoryItem] = []
+        while True:
+            page = yield from _call("list", self._scope, tags=tags, limit=_PAGE, offset=len(items))
+            items.extend(page.items)
+            if len(page.items) < _PAGE or len(items) >= page.total:
+                return items
+
+    def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
+        prefix = tuple(op.namespace_prefix)
+        _check_namespace(prefix, what="namespace prefix", allow_empty=True)
+        limit, offset = int(op.limit), int(op.offset)
+        if limit <= 0 or offset < 0:
+            return []
+        tags = self._tags(prefix)
+        flt = op.filter or None
+        matched: list[tuple[MemoryItem, float | None]] = []
+        if op.query:
+            scored = yield from self._nearest(op.query, tags, flt, offset + limit)
+            scored.sort(key=lambda pair: -pair[1])
+            matched.extend(scored)
+            if len(matched) < offset + limit:
+                unindexed = yield from self._list_all([*tags, NOINDEX_TAG])
+                matched.extend((m, None) for m in unindexed if matches_filter(self._value(m), flt))
+        elif flt:
+            everything = yield from self._list_all(tags)
+            matched.extend((m, None) for m in everything if matches_filter(self._value(m), flt))
+        else:
+            page = yield from _call(
+                "list", self._scope, tags=tags, limit=min(limit, 10_000), offset=offset
+            )
+            matched.extend((m, None) for m in page.items)
+            offset = 0
+        window = matched[offset : offset + limit]
+        yield from self._refresh([m for m, _ in window], op.refresh_ttl)
+        results = [self._item(m, score) for m, score in window]
+        return [r for r in results if r is not None]
+
+    def _nearest(
+        self, query: str, tags: list[str], flt: Mapping[str, Any] | None, wanted: int
+    ) -> Plan[list[tuple[MemoryItem, float]]]:
+        """Indexed items passing ``flt``, nearest first, at least ``wanted`` when there
+        are (unindexed items hold vectors of their path: they are skipped, and ``k``
+        grows past them)."""
+        k = MAX_SEMANTIC_CANDIDATES if flt else min(MAX_SEMANTIC_CANDIDATES, wanted)
+        while True:
+            hits = yield from _call(
+                "recall", query, scope=self._scope, k=k, tags=tags, threshold=2.0,
+                reinforce=False,
+            )  # fmt: skip
+            indexed = [hit for hit in hits if NOINDEX_TAG not in hit.item.tags]
+            grown = min(MAX_SEMANTIC_CANDIDATES, wanted + len(hits) - len(indexed))
+            if flt or len(hits) < k or len(indexed) >= wanted or grown <= k:
+                break
+            k = grown
+        return [
+            (hit.item, hit.similarity)
+            for hit in indexed
+            if matches_filter(self._value(hit.item), flt)
+        ]
+
+    @staticmethod
+    def _value(memory: MemoryItem) -> Mapping[str, Any]:
+        meta = memory.metadata.get(META_KEY)
+        value = meta.get("value") if isinstance(meta, Mapping) else None
+        return value if isinstance(value, Mapping) else {}
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> Plan[list[tuple[str, ...]]]:
+        conditions = tuple(op.match_conditions or ())
+        lead: tuple[str, ...] = ()
+        for condition in conditions:
+            _check_namespace(tuple(condition.path), what="namespace path", allow_empty=True)
+            if condition.match_type == "prefix":
+                fixed = []
+                for label in condition.path:
+                    if label == "*":
+                        break
+                    fixed.append(label)
+                if len(fixed) > len(lead):
+                    lead = tuple(fixed)
+        memories = yield from self._list_all(self._tags(lead))
+        namespaces: set[tuple[str, ...]] = set()
+        for memory in memories:
+            found = self._item(memory)
+            if found is None or not all(_matches(c, found.namespace) for c in conditions):
+                continue
+            ns = found.namespace
+            namespaces.add(ns[: op.max_depth] if op.max_depth is not None else ns)
+        ordered = sorted(namespaces)
+        return ordered[op.offset : op.offset + op.limit]
+
+
+__all__ = [
+    "MARKER_TAG",
+    "NOINDEX_TAG",
+    "AgentMemoryStore",
+    "matches_filter",
+    "prefix_tag",
+]

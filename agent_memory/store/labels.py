@@ -1,0 +1,146 @@
+"""Labels: a bounded, controlled ``dict[str, list[str]]`` per memory.
+
+Keys and values are normalised (Unicode casefold, inner whitespace collapsed, surrounding
+space stripped; duplicates collapse). A :class:`LabelPolicy` bounds cardinality: a write
+outside it raises :class:`~agent_memory.errors.InvalidInputError`. Each ``key=value``
+pair is indexed as one TAG token (see :mod:`agent_memory.search.encoding`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from agent_memory.errors import InvalidInputError
+from agent_memory.search.encoding import encode_value
+
+Labels = dict[str, tuple[str, ...]]
+
+MAX_KEYS = 16
+MAX_VALUES_PER_KEY = 16
+MAX_LABEL_CHARS = 64
+
+
+def normalise(text: object, *, what: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidInputError(
+            f"label {what} must be a str, got {type(text).__name__}", field="labels"
+        )
+    value = " ".join(text.split()).casefold()
+    if not value or len(value) > MAX_LABEL_CHARS:
+        raise InvalidInputError(
+            f"label {what} must be 1-{MAX_LABEL_CHARS} characters, got {text!r}", field="labels"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class LabelPolicy:
+    """Which labels writes may carry.
+
+    Attributes:
+        allowed_keys: the only keys accepted (``None``: any key).
+        allowed_values: per key, the only values accepted (keys absent here accept any
+            value).
+        max_values_per_key: most values one key may carry on one memory.
+    """
+
+    allowed_keys: frozenset[str] | None = None
+    allowed_values: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    max_values_per_key: int = 8
+
+    def __post_init__(self) -> None:
+        if self.allowed_keys is not None:
+            object.__setattr__(
+                self, "allowed_keys", frozenset(normalise(k, what="key") for k in self.allowed_keys)
+            )
+        object.__setattr__(
+            self,
+            "allowed_values",
+            {
+                normalise(k, what="key"): frozenset(normalise(v, what="value") for v in values)
+                for k, values in self.allowed_values.items()
+            },
+        )
+        if not 1 <= self.max_values_per_key <= MAX_VALUES_PER_KEY:
+            raise InvalidInputError(
+                f"max_values_per_key must be in [1, {MAX_VALUES_PER_KEY}]", field="label_policy"
+            )
+
+
+def check_labels(labels: object, policy: LabelPolicy | None, *, enforce: bool = True) -> Labels:
+    """Normalise ``labels`` and check them against ``policy`` (when ``enforce``)."""
+    if labels is None:
+        return {}
+    if not isinstance(labels, Mapping):
+        raise InvalidInputError("labels must be a mapping of key -> list of values", field="labels")
+    out: Labels = {}
+    for raw_key, raw_values in labels.items():
+        key = normalise(raw_key, what="key")
+        if isinstance(raw_values, str) or not isinstance(raw_values, Iterable):
+            raise InvalidInputError(f"label {key!r} needs a list of values", field="labels")
+        values: list[str] = []
+        for raw in raw_values:
+            value = normalise(raw, what="value")
+            if value not in values:
+                values.append(value)
+        if not values:
+            continue
+        merged = tuple(sorted(set(out.get(key, ())) | set(values)))
+        out[key] = merged
+    if len(out) > MAX_KEYS:
+        raise InvalidInputError(f"at most {MAX_KEYS} label keys per memory", field="labels")
+    if policy is not None and enforce:
+        for key, kept in out.items():
+            if policy.allowed_keys is not None and key not in policy.allowed_keys:
+                raise InvalidInputError(
+                    f"label key {key!r} is not allowed by the policy", field="labels"
+                )
+            allowed = policy.allowed_values.get(key)
+            if allowed is not None and not set(kept) <= allowed:
+                raise InvalidInputError(
+                    f"label values {sorted(set(kept) - allowed)} of {key!r} are not allowed",
+                    field="labels",
+                )
+            if len(kept) > policy.max_values_per_key:
+                raise InvalidInputError(
+                    f"label {key!r} has {len(kept)} values, over the policy's "
+                    f"{policy.max_values_per_key}",
+                    field="labels",
+                )
+    else:
+        for key, kept in out.items():
+            if len(kept) > MAX_VALUES_PER_KEY:
+                raise InvalidInputError(f"label {key!r} has too many values", field="labels")
+    return out
+
+
+def label_token(key: str, value: str) -> str:
+    """The indexed TAG token of one ``key=value`` pair."""
+    return encode_value(f"{key}={value}")
+
+
+def label_tokens(labels: Labels) -> list[str]:
+    return [label_token(k, v) for k, values in sorted(labels.items()) for v in values]
+
+
+def filter_groups(labels: Labels) -> tuple[tuple[str, ...], ...]:
+    """Recall filter: for each key, any of its values (AND across keys)."""
+    return tuple(tuple(label_token(k, v) for v in values) for k, values in sorted(labels.items()))
+
+
+def context_digest(labels: Labels) -> str | None:
+    """Names the label combination a utility observation was made in."""
+    if not labels:
+        return None
+    raw = "\x1f".join(f"{k}={v}" for k, values in sorted(labels.items()) for v in values)
+    return hashlib.blake2b(raw.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def overlap(query: Labels, memory: Labels) -> float:
+    """Share of the query's label pairs the memory carries (0 when the query has none)."""
+    pairs = [(k, v) for k, values in query.items() for v in values]
+    if not pairs:
+        return 0.0
+    return sum(1 for k, v in pairs if v in memory.get(k, ())) / len(pairs)

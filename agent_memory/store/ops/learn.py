@@ -1,0 +1,174 @@
+"""``complete`` / ``feedback`` / ``prune``: learning what is useful, and forgetting.
+
+``complete(selection_id, score)`` treats a recall's selection as one observation: the
+centred score ``score - 0.5`` is spread over its ``n`` memories with weight ``1/n``.
+Consuming the selection receipt and updating the aggregates is one server-side script
+on a standalone server, so a second completion of the same selection (even 50 arriving
+at once) finds no receipt and changes nothing. On a cluster the receipt is consumed
+with ``GETDEL`` (still exactly once) and the aggregates are then updated key by key: a
+crash between the two loses that observation but never counts it twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
+from agent_memory.core.replies import integer, optional_text, text
+from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
+from agent_memory.store import layout as L
+from agent_memory.store import scripts
+from agent_memory.store.context import StoreContext
+from agent_memory.store.ops.forget import delete_ids
+from agent_memory.store.ops.read import fields_of
+from agent_memory.store.records import retention_from_fields
+from agent_memory.store.validation import check_id
+
+_SELECTION = re.compile(r"[0-9a-f]{32}")
+_CHUNK = 1000
+
+
+def check_score(score: object, *, low: float, high: float, field: str) -> float:
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise InvalidInputError(f"{field} must be a number in [{low}, {high}]", field=field)
+    value = float(score)
+    if not math.isfinite(value) or not low <= value <= high:
+        raise InvalidInputError(f"{field} must be in [{low}, {high}], got {score}", field=field)
+    return value
+
+
+def check_selection(selection_id: object) -> str:
+    if not isinstance(selection_id, str) or not _SELECTION.fullmatch(selection_id):
+        raise InvalidInputError(f"not a selection id: {selection_id!r}", field="selection_id")
+    return selection_id
+
+
+def complete(ctx: StoreContext, selection_id: str, score: float) -> Operation[bool]:
+    """Apply an eval outcome to a selection once; ``False`` when it was already
+    completed, has expired, or never existed."""
+    receipt_key = ctx.keys.receipt(selection_id)
+    raw = yield from execute("GETDEL", receipt_key) if ctx.cluster else execute("GET", receipt_key)
+    if raw is None:
+        return False
+    try:
+        receipt = json.loads(text(raw))
+        ids = [check_id(i) for i in receipt["ids"]]
+        context = str(receipt.get("ctx") or "")
+    except (ValueError, KeyError, TypeError, AgentMemoryError) as exc:
+        raise AgentMemoryError(f"selection receipt {selection_id} is corrupt: {exc}") from exc
+    centred = score - 0.5
+    argv = (
+        repr(centred / len(ids)), repr(1.0 / len(ids)), context, str(ctx.now_ms()),
+        str(ctx.max_contexts), "1" if centred > 0 else "0",
+    )  # fmt: skip
+    keys = [ctx.keys.memory(i) for i in ids]
+    if ctx.cluster:
+        replies = yield from execute_batch(
+            [Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv)) for key in keys]
+        )
+        for reply in replies:
+            if isinstance(reply, AgentMemoryError):
+                raise reply
+        applied = True
+    else:
+        consumed = yield from execute(
+            "EVAL", scripts.COMPLETE, str(1 + len(keys)), receipt_key, *keys, *argv
+        )
+        applied = bool(integer(consumed))
+    if applied:
+        yield from execute("ZREM", ctx.keys.receipts, selection_id)
+        ctx.count("completions")
+    return applied
+
+
+def feedback(ctx: StoreContext, memory_id: str, value: float | None) -> Operation[None]:
+    """Set, replace or clear (``None``) the manual usefulness of a memory.
+
+    Raises:
+        NotFoundError: no memory with that id.
+    """
+    argv = ("clear", "0") if value is None else ("set", repr(value))
+    found = yield from execute(
+        "EVAL", scripts.FEEDBACK, "1", ctx.keys.memory(memory_id), *argv, str(ctx.now_ms())
+    )
+    if not integer(found):
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+    ctx.count("feedback")
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """What :meth:`MemoryStore.prune` removed.
+
+    Attributes:
+        deleted: ids of the memories deleted because forgetting suppressed them.
+        registry_entries: bookkeeping entries of expired memories cleaned up.
+    """
+
+    deleted: tuple[str, ...]
+    registry_entries: int
+
+
+def suppressed(ctx: StoreContext, ids: Sequence[str]) -> Operation[set[str]]:
+    """The ids among ``ids`` whose retention fell below the forgetting threshold."""
+    forgetting = ctx.forgetting
+    if forgetting is None or not ids:
+        return set()
+    now = ctx.now_ms()
+    out: set[str] = set()
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        replies = yield from execute_batch(
+            [Command(("HMGET", ctx.keys.memory(m), *L.RETENTION_FIELDS)) for m in chunk]
+        )
+        for memory_id, values in zip(chunk, replies, strict=True):
+            if isinstance(values, AgentMemoryError):
+                raise values
+            fields = fields_of(values, L.RETENTION_FIELDS)
+            if L.F_CREATED not in fields:
+                continue
+            kept = retention_from_fields(fields, forgetting, now)
+            if kept < forgetting.retention_threshold:
+                out.add(memory_id)
+    return out
+
+
+def _namespace_of(ctx: StoreContext, registry: str) -> str:
+    return registry[len(ctx.keys.registry("")) :]
+
+
+def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResult]:
+    """Delete suppressed memories (one namespace, or all) and expired registry entries."""
+    if namespace_token is None:
+        keys = yield from scan_keys(f"{ctx.keys.name}:__mem_reg:*")
+        registries = sorted(optional_text(k) or "" for k in keys)
+    else:
+        registries = [ctx.keys.registry(namespace_token)]
+    now = ctx.now_ms()
+    deleted: list[str] = []
+    cleaned = 0
+    for registry in registries:
+        replies: list[Any] = yield from execute_batch(
+            [
+                command("ZREMRANGEBYSCORE", registry, "-inf", str(now)),
+                command("ZRANGE", registry, "0", "-1"),
+                command("INCR", ctx.keys.registry_version(_namespace_of(ctx, registry))),
+            ]
+        )
+        for reply in replies:
+            if isinstance(reply, AgentMemoryError):
+                raise reply
+        cleaned += integer(replies[0])
+        ids = [optional_text(x) or "" for x in replies[1] or []]
+        victims = yield from suppressed(ctx, ids)
+        if victims:
+            ordered = sorted(victims)
+            yield from delete_ids(ctx, ordered)
+            deleted.extend(ordered)
+    ctx.count("pruned", len(deleted))
+    return PruneResult(tuple(deleted), cleaned)

@@ -1,0 +1,132 @@
+"""Learned usefulness and forgetting (pure functions; time from the store's clock).
+
+* An eval outcome ``complete(selection, score)`` is one observation: the centred score
+  ``score - 0.5`` is spread over the selection's ``n`` memories with weight ``1/n``
+  each, so a memory's aggregates are ``eval_sum`` and ``eval_weight``.
+* ``eval_mean = 2 * eval_sum / (eval_weight + PRIOR_WEIGHT)`` in [-1, 1]: the prior
+  shrinks a memory seen in few evaluations towards neutral (conservative).
+* ``utility = 0.6 * manual + 0.4 * eval_mean`` when a manual value is set (manual
+  feedback is stronger), else ``eval_mean``; missing signals are neutral (0).
+* Forgetting: ``retention = exp(-age / effective_half_life)`` with age counted from the
+  last positive reinforcement; importance and utility stretch or shrink the half-life
+  within ``[min_half_life, max_half_life]``; positive manual feedback protects a memory
+  (retention 1), negative feedback shortens its half-life.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent_memory.errors import InvalidInputError
+
+PRIOR_WEIGHT = 1.0
+MANUAL_SHARE = 0.6
+MIN_CONTEXT_WEIGHT = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Forgetting:
+    """Decay of memories that are not reinforced.
+
+    Attributes:
+        half_life_seconds: base half-life-like time constant of retention.
+        min_half_life: shortest effective time constant (seconds).
+        max_half_life: longest effective time constant (seconds).
+        retention_threshold: memories whose retention falls below this stop appearing
+            in recall (they stay inspectable until :meth:`MemoryStore.prune`).
+    """
+
+    half_life_seconds: float = 30 * 86400.0
+    min_half_life: float = 86400.0
+    max_half_life: float = 365 * 86400.0
+    retention_threshold: float = 0.05
+
+    def __post_init__(self) -> None:
+        values = (self.half_life_seconds, self.min_half_life, self.max_half_life)
+        if not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in values):
+            raise InvalidInputError(
+                "forgetting half-lives must be finite and > 0", field="forgetting"
+            )
+        if not self.min_half_life <= self.half_life_seconds <= self.max_half_life:
+            raise InvalidInputError(
+                "need min_half_life <= half_life_seconds <= max_half_life", field="forgetting"
+            )
+        if not 0 <= self.retention_threshold < 1:
+            raise InvalidInputError("retention_threshold must be in [0, 1)", field="forgetting")
+
+
+@dataclass(frozen=True, slots=True)
+class UtilityState:
+    """The aggregates stored with a memory."""
+
+    eval_sum: float = 0.0
+    eval_weight: float = 0.0
+    manual: float | None = None
+    contexts: Mapping[str, tuple[float, float, int]] | None = None
+    last_reinforced_at: int | None = None
+
+
+def eval_mean(total: float, weight: float) -> float:
+    return max(-1.0, min(1.0, 2.0 * total / (weight + PRIOR_WEIGHT)))
+
+
+def utility(state: UtilityState, context: str | None = None) -> float:
+    """Blend of the eval mean (per context when one with enough weight matches) and the
+    manual value, in [-1, 1]; 0 when nothing is known."""
+    total, weight = state.eval_sum, state.eval_weight
+    if context is not None and state.contexts and context in state.contexts:
+        c_sum, c_weight, _ = state.contexts[context]
+        if c_weight >= MIN_CONTEXT_WEIGHT:
+            total, weight = c_sum, c_weight
+    evaluated = eval_mean(total, weight)
+    if state.manual is None:
+        return evaluated
+    return max(-1.0, min(1.0, MANUAL_SHARE * state.manual + (1 - MANUAL_SHARE) * evaluated))
+
+
+def retention(
+    state: UtilityState,
+    *,
+    importance: float,
+    created_at: int,
+    now_ms: int,
+    forgetting: Forgetting | None,
+) -> float:
+    """How well a memory is retained, 1 (fresh or protected) to 0; 1 without forgetting."""
+    if forgetting is None:
+        return 1.0
+    if state.manual is not None and state.manual > 0:
+        return 1.0
+    since = max(created_at, state.last_reinforced_at or 0)
+    age = max(0.0, (now_ms - since) / 1000.0)
+    stretch = (1.0 + importance) * 2.0 ** utility(state)
+    if state.manual is not None and state.manual < 0:
+        stretch *= 1.0 + state.manual  # -1 collapses to the minimum half-life
+    effective = min(
+        forgetting.max_half_life,
+        max(forgetting.min_half_life, forgetting.half_life_seconds * stretch),
+    )
+    return math.exp(-age / effective)
+
+
+def parse_contexts(raw: str | None) -> dict[str, tuple[float, float, int]]:
+    """The per-context aggregates JSON (``{digest: [sum, weight, updated_ms]}``)."""
+    if not raw:
+        return {}
+    try:
+        data: Any = json.loads(raw)
+    except ValueError:
+        return {}
+    out: dict[str, tuple[float, float, int]] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(value, list) and len(value) == 3:
+                try:
+                    out[str(key)] = (float(value[0]), float(value[1]), int(value[2]))
+                except (TypeError, ValueError):
+                    continue
+    return out

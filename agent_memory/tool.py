@@ -1,0 +1,209 @@
+"""``memory_tool``: let a model save memories, within bounds set by the application.
+
+The namespace, agent and session are bound when the tool is made: the model's
+arguments can only carry the text, durability, labels and importance, and any attempt
+to name a tenant, agent, thread or session is rejected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, overload
+
+from agent_memory.errors import InvalidInputError
+from agent_memory.store.memory_store import MemoryStore
+from agent_memory.store.sync_store import SyncMemoryStore
+from agent_memory.store.types import Scope
+
+_ALLOWED = frozenset({"text", "durability", "labels", "importance"})
+_AUTHORITY = frozenset(
+    {"namespace", "session", "session_id", "agent", "agent_id", "thread", "thread_id",
+     "scope", "tenant", "user", "user_id", "store", "name"}
+)  # fmt: skip
+_DESCRIPTION = (
+    "Save a fact, preference or decision worth remembering in long-term memory. "
+    "Use short, self-contained statements."
+)
+
+
+class _ToolCore:
+    """What the sync and async tools share: schema and argument validation."""
+
+    def __init__(
+        self,
+        store: MemoryStore | SyncMemoryStore,
+        *,
+        namespace: str | None,
+        agent_id: str | None,
+        session_id: str | None,
+        name: str,
+    ) -> None:
+        if not isinstance(name, str) or not name.replace("_", "").isalnum() or len(name) > 64:
+            raise InvalidInputError("tool name must be 1-64 letters, digits or '_'", field="name")
+        self.store = store
+        self.scope = Scope(namespace=namespace, agent_id=agent_id, session_id=session_id)
+        self.name = name
+        self.description = _DESCRIPTION
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON schema of the arguments a model may pass."""
+        durability = ["shared", "session"] if self.scope.session_id else ["shared"]
+        labels: dict[str, Any] = {
+            "type": "object",
+            "description": 'Optional labels, e.g. {"topic": ["deploys"]}.',
+            "additionalProperties": {"type": "array", "items": {"type": "string"}},
+        }
+        policy = self.store._ctx.label_policy
+        if policy is not None and policy.allowed_keys is not None:
+            labels["propertyNames"] = {"enum": sorted(policy.allowed_keys)}
+        return {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "minLength": 1, "description": "What to remember."},
+                "durability": {
+                    "type": "string", "enum": durability,
+                    "description": "'shared' memories outlive the session; 'session' ones do not.",
+                },
+                "labels": labels,
+                "importance": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+            "required": ["text"],
+            "additionalProperties": False,
+        }  # fmt: skip
+
+    def to_openai(self) -> dict[str, Any]:
+        """Definition for OpenAI function calling (``tools=[...]``)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name, "description": self.description,
+                "parameters": self.parameters,
+            },
+        }  # fmt: skip
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """Definition for Anthropic tool use (``tools=[...]``)."""
+        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
+
+    def prepare(self, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
+        """Validate a model's arguments into ``remember`` keyword arguments.
+
+        Raises:
+            InvalidInputError: unknown or authority-bearing arguments, bad types, a
+                session write without a bound session.
+        """
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError as exc:
+                raise InvalidInputError(
+                    f"tool arguments are not JSON: {exc}", field="arguments"
+                ) from exc
+        if not isinstance(arguments, Mapping):
+            raise InvalidInputError("tool arguments must be an object", field="arguments")
+        keys = {str(k) for k in arguments}
+        bound = sorted(keys & _AUTHORITY)
+        if bound:
+            raise InvalidInputError(
+                f"argument(s) {bound} are bound by the application and cannot be chosen "
+                "by the model",
+                field=bound[0],
+            )
+        unknown = sorted(keys - _ALLOWED)
+        if unknown:
+            raise InvalidInputError(f"unknown tool argument(s) {unknown}", field=unknown[0])
+        durability = arguments.get("durability", "shared")
+        if durability == "session" and self.scope.session_id is None:
+            raise InvalidInputError(
+                "this tool has no session bound; durability must be 'shared'", field="durability"
+            )
+        if durability not in ("shared", "session"):
+            raise InvalidInputError("durability must be 'shared' or 'session'", field="durability")
+        return {
+            "content": arguments.get("text"),
+            "importance": arguments.get("importance", 0.5),
+            "labels": arguments.get("labels"),
+            "durability": durability,
+            "scope": self.scope,
+            "source": "tool",
+        }
+
+
+class MemoryTool(_ToolCore):
+    """The memory tool of an async :class:`MemoryStore` (``await tool.run(args)``)."""
+
+    async def run(self, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
+        """Perform the validated write; returns ``{"id": ..., "stored": True}``.
+
+        Raises:
+            InvalidInputError: rejected arguments (nothing is written).
+        """
+        store = self.store
+        assert isinstance(store, MemoryStore)
+        memory_id = await store.remember(**self.prepare(arguments))
+        return {"id": memory_id, "stored": True}
+
+
+class SyncMemoryTool(_ToolCore):
+    """The memory tool of a :class:`SyncMemoryStore` (``tool.run(args)``)."""
+
+    def run(self, arguments: Mapping[str, Any] | str) -> dict[str, Any]:
+        """Perform the validated write; returns ``{"id": ..., "stored": True}``.
+
+        Raises:
+            InvalidInputError: rejected arguments (nothing is written).
+        """
+        store = self.store
+        assert isinstance(store, SyncMemoryStore)
+        memory_id = store.remember(**self.prepare(arguments))
+        return {"id": memory_id, "stored": True}
+
+
+@overload
+def memory_tool(
+    store: MemoryStore,
+    *,
+    session_id: str | None = None,
+    namespace: str | None = None,
+    agent_id: str | None = None,
+    name: str = "save_memory",
+) -> MemoryTool: ...
+@overload
+def memory_tool(
+    store: SyncMemoryStore,
+    *,
+    session_id: str | None = None,
+    namespace: str | None = None,
+    agent_id: str | None = None,
+    name: str = "save_memory",
+) -> SyncMemoryTool: ...
+def memory_tool(
+    store: MemoryStore | SyncMemoryStore,
+    *,
+    session_id: str | None = None,
+    namespace: str | None = None,
+    agent_id: str | None = None,
+    name: str = "save_memory",
+) -> MemoryTool | SyncMemoryTool:
+    """A tool definition that lets a model write memories into a bound scope.
+
+    Args:
+        store: the store to write to (async store -> async ``run``).
+        session_id: binds session writes (``durability="session"`` is offered only then).
+        namespace, agent_id: the tenant and agent every write lands in.
+        name: the function name the model sees.
+
+    Raises:
+        InvalidInputError: not a store, bad name or scope values.
+    """
+    if isinstance(store, MemoryStore):
+        return MemoryTool(
+            store, namespace=namespace, agent_id=agent_id, session_id=session_id, name=name
+        )
+    if isinstance(store, SyncMemoryStore):
+        return SyncMemoryTool(
+            store, namespace=namespace, agent_id=agent_id, session_id=session_id, name=name
+        )
+    raise InvalidInputError("memory_tool needs a MemoryStore or SyncMemoryStore", field="store")

@@ -1,0 +1,72 @@
+"""prune: deletes what the forgetting policy suppresses; explains when the library lacks it."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from agent_memory import MemoryInput, Scope, SyncMemoryStore
+from agent_memory.embedders import HashingEmbedder
+from tests.cli.conftest import Seeded, unique
+
+TEN_YEARS = 10 * 365 * 86400.0
+
+
+def _opts(url: str, name: str) -> list[str]:
+    return ["--url", url, "--name", name, "--embedder", "hashing"]
+
+
+def _remember(url: str, name: str, namespace: str, texts: list[str], age: float) -> list[str]:
+    clock = lambda: time.time() - age  # noqa: E731
+    with SyncMemoryStore.from_url(url, name=name, embed=HashingEmbedder(), clock=clock) as s:
+        s.ensure_index()
+        return s.remember_many([MemoryInput(content=t, scope=Scope(namespace)) for t in texts])
+
+
+def test_prune_deletes_forgotten_memories_only(cli: Any, search_url: str) -> None:
+    name, ns, other = unique("cli"), unique("ns"), unique("ns")
+    old = _remember(search_url, name, ns, ["an old note", "another old note"], TEN_YEARS)
+    old_elsewhere = _remember(search_url, name, other, ["old in another namespace"], TEN_YEARS)
+    fresh = _remember(search_url, name, ns, ["a fresh note"], 0)
+
+    run = cli(*_opts(search_url, name), "prune", "--namespace", ns)
+    assert run.code == 0, run.err
+    assert run.out.splitlines()[0] == f"pruned 2 forgotten memories of '{name}' (namespace '{ns}')"
+    assert "half-life            30 days" in run.out
+    listed = cli(*_opts(search_url, name), "--json", "list", "--namespace", ns).json()
+    assert [i["id"] for i in listed["items"]] == fresh
+
+    doc = cli(*_opts(search_url, name), "--json", "prune").json()  # every namespace
+    assert doc["deleted"] == old_elsewhere and doc["namespace"] is None
+    assert doc["policy"]["retention_threshold"] == 0.05
+    assert cli(*_opts(search_url, name), "--json", "stats").json()["items"] == 1
+    assert set(old).isdisjoint(doc["deleted"])
+
+
+def test_prune_policy_options(cli: Any, search_url: str) -> None:
+    name, ns = unique("cli"), unique("ns")
+    week_old = _remember(search_url, name, ns, ["a week old note"], 7 * 86400.0)
+    kept = cli(*_opts(search_url, name), "--json", "prune").json()
+    assert kept["deleted"] == []  # default policy: a week is nothing
+    fast = ["--half-life", "1", "--min-half-life", "0.5", "--max-half-life", "1"]
+    doc = cli(*_opts(search_url, name), "--json", "prune", *fast).json()
+    assert doc["deleted"] == week_old
+    assert doc["policy"]["half_life_seconds"] == 86400.0
+    for bad in (["--half-life", "0"], ["--retention-threshold", "1"], ["--half-life", "x"]):
+        assert cli(*_opts(search_url, name), "prune", *bad).code == 2
+    wrong = cli(*_opts(search_url, name), "prune", "--half-life", "400")  # above max 365
+    assert wrong.code == 1 and wrong.err.startswith("error: ")
+
+
+def test_prune_missing_is_a_clear_error(
+    cli: Any, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delattr(SyncMemoryStore, "prune", raising=False)
+    run = cli(*_opts(seeded.url, seeded.name), "prune")
+    assert run.code == 1 and "Traceback" not in run.err
+    assert run.err.strip() == (
+        "error: this version of agent-memory has no MemoryStore.prune(); "
+        "upgrade agent-memory to prune forgotten memories"
+    )

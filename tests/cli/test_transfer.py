@@ -1,0 +1,103 @@
+"""export -> import round trips (stdout/stdin and files), progress lines, bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.conftest import Seeded, seed, unique
+
+
+def _opts(url: str, name: str) -> list[str]:
+    return ["--url", url, "--name", name, "--embedder", "hashing"]
+
+
+def _listed(cli: Any, url: str, name: str, namespace: str) -> list[dict[str, Any]]:
+    doc = cli(*_opts(url, name), "--json", "list", "--namespace", namespace).json()
+    return sorted(doc["items"], key=lambda i: i["id"])
+
+
+def _recalled(cli: Any, url: str, name: str, namespace: str) -> list[tuple[str, float]]:
+    args = ["--json", "recall", "user prefers peanuts", "--namespace", namespace]
+    doc = cli(*_opts(url, name), *args).json()
+    return [(h["item"]["id"], round(h["distance"], 6)) for h in doc["hits"]]
+
+
+@pytest.mark.parametrize("kind", ["valkey-search", "valkey"])
+def test_export_file_import_into_another_name(
+    cli: Any, servers: Any, tmp_path: Path, kind: str
+) -> None:
+    url = servers.get(kind).url
+    name, copy, namespace = unique("src"), unique("dst"), unique("ns")
+    seed(url, name, namespace)
+    dump = tmp_path / "memories.jsonl"
+    run = cli(*_opts(url, name), "export", "--namespace", namespace, "--output", str(dump))
+    assert run.code == 0, run.err
+    assert run.out.strip() == f"exported 3 memories of '{name}' to {dump}"
+    assert run.err == ""  # stderr is no TTY here: no progress line
+    lines = dump.read_text().splitlines()
+    assert len(lines) == 3 and all("vector" in json.loads(line) for line in lines)
+    assert not list(tmp_path.glob(".*partial"))
+
+    imported = cli(*_opts(url, copy), "--json", "import", "--input", str(dump)).json()
+    assert imported == {"read": 3, "imported": 3, "skipped_expired": 0}
+    assert _listed(cli, url, copy, namespace) == _listed(cli, url, name, namespace)
+    assert _recalled(cli, url, copy, namespace) == _recalled(cli, url, name, namespace)
+    stats = cli(*_opts(url, copy), "--json", "stats").json()
+    assert stats["items"] == 3
+    assert stats["backend"] == ("ft" if kind == "valkey-search" else "portable")
+
+
+def test_stdout_stdin_without_vectors_reembeds_with_progress(
+    cli: Any, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = ["--namespace", seeded.namespace]
+    run = cli(*_opts(seeded.url, seeded.name), "export", *ns, "--no-vectors", "--progress")
+    assert run.code == 0, run.err
+    records = [json.loads(line) for line in run.out.splitlines()]
+    assert len(records) == 3 and not any("vector" in r for r in records)
+    assert run.err.startswith("\rexporting: 3 records") and run.err.endswith("\n")
+
+    copy = unique("dst")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(run.out + "\n"))  # blank lines are skipped
+    done = cli(*_opts(seeded.url, copy), "import", "--reembed", "--batch-size", "2", "--progress")
+    assert done.code == 0, done.err
+    assert done.out.strip() == f"imported 3 of 3 memories into '{copy}'"
+    assert "importing: 2/3 (66%)" in done.err and "importing: 3/3 (100%)" in done.err
+    assert _listed(cli, seeded.url, copy, seeded.namespace) == _listed(
+        cli, seeded.url, seeded.name, seeded.namespace
+    )
+    assert _recalled(cli, seeded.url, copy, seeded.namespace) == _recalled(
+        cli, seeded.url, seeded.name, seeded.namespace
+    )
+
+
+def test_bad_import_input_writes_nothing(cli: Any, seeded: Seeded, tmp_path: Path) -> None:
+    copy = unique("dst")
+    opts = _opts(seeded.url, copy)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "x"}\nnot json\n')
+    run = cli(*opts, "import", "--input", str(bad))
+    assert run.code == 1 and run.out == ""
+    assert run.err.startswith(f"error: {bad} line 2: not JSON")
+    bad.write_text("[1, 2]\n")
+    assert "line 1: expected a JSON object" in cli(*opts, "import", "-i", str(bad)).err
+    missing = cli(*opts, "import", "--input", str(tmp_path / "nope.jsonl"))
+    assert missing.code == 1 and "cannot read" in missing.err and "Traceback" not in missing.err
+    bad.write_text('{"id": "not an id!", "content": "x"}\n')
+    invalid = cli(*opts, "import", "-i", str(bad))
+    assert invalid.code == 1 and invalid.err.startswith("error: ")
+    assert cli(*opts, "--json", "stats").json()["items"] == 0
+
+
+def test_export_to_an_unwritable_place_fails_cleanly(
+    cli: Any, seeded: Seeded, tmp_path: Path
+) -> None:
+    target = tmp_path / "missing-dir" / "out.jsonl"
+    run = cli(*_opts(seeded.url, seeded.name), "export", "-o", str(target))
+    assert run.code == 1 and run.err.startswith(f"error: cannot write {target}")

@@ -1,0 +1,382 @@
+"""The LangGraph store, against the real ``langgraph`` package and real servers.
+
+Mirrors what LangGraph's own store tests expect of a ``BaseStore``: put / get /
+overwrite / delete, ``Item`` timestamps, search with query, filter, limit and offset,
+namespace listing with prefix / suffix / wildcards / max_depth / pagination, batches,
+TTL, and the async twins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timezone
+from typing import Any, TypedDict
+
+import pytest
+from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchItem, SearchOp
+
+from agent_memory import MemoryStore, Scope, SyncMemoryStore
+from agent_memory.backends.inprocess import InProcessClient, Keyspace
+from agent_memory.embedders import HashingEmbedder
+from agent_memory.errors import CapabilityError, InvalidInputError
+from agent_memory.integrations.langgraph import AgentMemoryStore, matches_filter
+from tests.conftest import _Servers
+
+pytestmark = pytest.mark.integration
+
+NAMESPACES = [
+    ("a", "b", "c"),
+    ("a", "b", "d", "e"),
+    ("a", "b", "d", "i"),
+    ("a", "b", "f"),
+    ("a", "c", "f"),
+    ("b", "a", "f"),
+    ("users", "123"),
+    ("users", "456", "settings"),
+    ("admin", "users", "789"),
+]
+
+
+@pytest.fixture(params=["valkey-search", "valkey"])
+def url(request: pytest.FixtureRequest, servers: _Servers) -> str:
+    return servers.get(request.param).url
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[AgentMemoryStore]:
+    lg = AgentMemoryStore.from_url(
+        url, name=f"lg_{uuid.uuid4().hex[:8]}", embed=HashingEmbedder(), index_fields=["text"]
+    )
+    yield lg
+    lg.close()
+
+
+@pytest.fixture
+async def astore(url: str) -> AsyncIterator[AgentMemoryStore]:
+    lg = AgentMemoryStore.from_url(
+        url, name=f"lg_{uuid.uuid4().hex[:8]}", embed=HashingEmbedder(), index_fields=["text"]
+    )
+    yield lg
+    await lg.aclose()
+
+
+def test_put_get_overwrite_delete(store: AgentMemoryStore) -> None:
+    ns = ("test", "users")
+    before = datetime.now(timezone.utc)
+    store.put(ns, "u1", {"text": "likes dark mode", "n": 1})
+    item = store.get(ns, "u1")
+    assert isinstance(item, Item)
+    assert (item.namespace, item.key, item.value) == (ns, "u1", {"text": "likes dark mode", "n": 1})
+    assert item.created_at.tzinfo is not None
+    assert before <= item.created_at == item.updated_at <= datetime.now(timezone.utc)
+
+    store.put(ns, "u1", {"text": "likes light mode"})
+    updated = store.get(ns, "u1")
+    assert updated is not None
+    assert updated.value == {"text": "likes light mode"}
+    assert updated.created_at == item.created_at
+    assert updated.updated_at > item.updated_at
+    assert len(store.search(ns)) == 1  # an overwrite is not a second item
+
+    assert store.get(ns, "missing") is None
+    assert store.get(("test",), "u1") is None  # keys live in one exact namespace
+    store.delete(ns, "u1")
+    assert store.get(ns, "u1") is None
+    store.delete(ns, "u1")  # deleting a missing item is harmless
+    assert store.search(ns) == []
+
+
+def test_any_characters_in_labels_and_keys(store: AgentMemoryStore) -> None:
+    weird = ("tag:{x}|y", "spaces and * and -", "日本語", "@#$%^&()[]")
+    store.put(weird, "key with spaces/and:colons", {"text": "unicode namespace"})
+    store.put(("tag:{x}|y",), "k", {"text": "parent"})
+    item = store.get(weird, "key with spaces/and:colons")
+    assert item is not None and item.namespace == weird
+    assert {i.key for i in store.search(("tag:{x}|y",))} == {"key with spaces/and:colons", "k"}
+    assert store.search(("tag:{x}",)) == []  # a label is never a string prefix
+    assert store.list_namespaces(prefix=("tag:{x}|y", "*")) == [weird]
+
+
+def test_list_namespaces(store: AgentMemoryStore) -> None:
+    for i, ns in enumerate(NAMESPACES):
+        store.put(ns, f"id_{i}", {"text": f"value {i:02d}"})
+    store.put(NAMESPACES[0], "second", {"text": "same namespace twice"})
+
+    assert store.list_namespaces() == sorted(NAMESPACES)
+    assert store.list_namespaces(prefix=("a", "b")) == [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+    ]
+    assert store.list_namespaces(suffix=("f",)) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    ]
+    assert store.list_namespaces(prefix=("a",), suffix=("f",)) == [("a", "b", "f"), ("a", "c", "f")]
+    assert store.list_namespaces(prefix=("a",), max_depth=2) == [("a", "b"), ("a", "c")]
+    assert store.list_namespaces(max_depth=1) == [("a",), ("admin",), ("b",), ("users",)]
+    assert store.list_namespaces(prefix=("a", "*", "f")) == [("a", "b", "f"), ("a", "c", "f")]
+    assert store.list_namespaces(prefix=("*", "*", "f")) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    ]
+    assert store.list_namespaces(suffix=("*", "f")) == [
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+    ]
+    assert store.list_namespaces(prefix=("a", "b"), suffix=("d", "i")) == [("a", "b", "d", "i")]
+    assert store.list_namespaces(prefix=("users",)) == [
+        ("users", "123"),
+        ("users", "456", "settings"),
+    ]
+    assert store.list_namespaces(prefix=("nonexistent",)) == []
+    everything = sorted(NAMESPACES)
+    assert store.list_namespaces(limit=3) == everything[:3]
+    assert store.list_namespaces(limit=3, offset=3) == everything[3:6]
+    assert store.list_namespaces(offset=8) == everything[8:]
+
+    store.delete(("admin", "users", "789"), "id_8")
+    assert ("admin", "users", "789") not in store.list_namespaces()
+
+
+def test_search_prefix_filter_and_pagination(store: AgentMemoryStore) -> None:
+    for i in range(12):
+        ns = ("docs", "even" if i % 2 == 0 else "odd")
+        store.put(ns, f"d{i}", {"text": f"document {i}", "n": i, "meta": {"kind": "doc"}})
+    store.put(("other",), "x", {"text": "not a doc", "n": 100})
+
+    assert len(store.search(("docs",), limit=100)) == 12
+    assert len(store.search((), limit=100)) == 13
+    assert {i.key for i in store.search(("docs", "even"), limit=100)} == {
+        f"d{i}" for i in range(0, 12, 2)
+    }
+    first, second = store.search(("docs",), limit=5), store.search(("docs",), limit=5, offset=5)
+    rest = store.search(("docs",), limit=5, offset=10)
+    keys = [i.key for i in [*first, *second, *rest]]
+    assert len(keys) == 12 and len(set(keys)) == 12
+    assert all(isinstance(i, SearchItem) and i.score is None for i in first)
+    # without a query, newest update first (the store orders at millisecond resolution)
+    stamps = [i.updated_at.timestamp() for i in [*first, *second, *rest]]
+    assert all(a >= b - 0.001 for a, b in itertools.pairwise(stamps))
+
+    assert {i.key for i in store.search(("docs",), filter={"n": 3})} == {"d3"}
+    assert {i.key for i in store.search(("docs",), filter={"n": {"$gte": 9}})} == {
+        "d9",
+        "d10",
+        "d11",
+    }
+    assert {i.key for i in store.search((), filter={"n": {"$gt": 10, "$lt": 100}})} == {"d11"}
+    assert {i.key for i in store.search(("docs",), filter={"n": {"$ne": 0}}, limit=100)} == {
+        f"d{i}" for i in range(1, 12)
+    }
+    assert len(store.search((), filter={"meta": {"kind": "doc"}}, limit=100)) == 12
+    assert store.search(("docs",), filter={"missing": 1}) == []
+    filtered = store.search(("docs",), filter={"meta": {"kind": "doc"}}, limit=4, offset=10)
+    assert len(filtered) == 2
+    with pytest.raises(InvalidInputError):
+        store.search(("docs",), filter={"n": {"$regex": "x"}})
+
+
+def test_semantic_search(store: AgentMemoryStore) -> None:
+    ns = ("memories", "u1")
+    store.put(ns, "theme", {"text": "the user prefers dark mode in the editor"})
+    store.put(ns, "food", {"text": "the user is allergic to peanuts", "kind": "health"})
+    store.put(ns, "deploy", {"text": "deploys happen on tuesday mornings"})
+    store.put(("memories", "u2"), "theme", {"text": "prefers light mode"})
+    store.put(ns, "raw", {"text": "dark mode dark mode"}, index=False)
+
+    hits = store.search(ns, query="dark mode editor", limit=3)
+    assert hits[0].key == "theme"
+    scores = [h.score for h in hits]
+    assert all(isinstance(s, float) for s in scores)
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    assert 0 < hits[0].score <= 1  # type: ignore[operator]
+
+    # limit / offset page through one ordering; unindexed items come last, unscored
+    everything = store.search(ns, query="dark mode editor", limit=10)
+    assert [h.key for h in everything][-1] == "raw" and everything[-1].score is None
+    assert len(everything) == 4
+    paged = [
+        h.key for o in range(4) for h in store.search(ns, query="dark mode", limit=1, offset=o)
+    ]
+    assert paged == [h.key for h in store.search(ns, query="dark mode", limit=4)]
+
+    assert [h.key for h in store.search(ns, query="peanuts", filter={"kind": "health"})] == ["food"]
+    assert [h.namespace for h in store.search(("memories",), query="light mode", limit=1)] == [
+        ("memories", "u2")
+    ]
+
+    # updating the text re-embeds it
+    store.put(ns, "deploy", {"text": "the editor theme is dark mode now"})
+    assert store.search(ns, query="editor theme", limit=1)[0].key == "deploy"
+
+
+def test_index_fields_per_put(store: AgentMemoryStore) -> None:
+    ns = ("paths",)
+    value = {"title": "cooking", "sections": [{"body": "peanut butter cookies"}, {"body": "x"}]}
+    store.put(ns, "by-path", value, index=["sections[*].body"])
+    store.put(ns, "by-title", {"title": "peanut butter cookies", "sections": []}, index=["title"])
+    store.put(ns, "no-text", {"other": 1})  # the store's index field "text" is absent
+    hits = store.search(ns, query="peanut butter cookies", limit=10)
+    assert {h.key for h in hits[:2]} == {"by-path", "by-title"}
+    assert hits[2].key == "no-text" and hits[2].score is None
+    whole = AgentMemoryStore(store.sync_store, memory_namespace="whole")  # default fields: "$"
+    whole.put(ns, "k", {"deep": {"nested": "valkey search"}})
+    assert whole.search(ns, query="valkey search")[0].score > 0.3  # type: ignore[operator]
+
+
+def test_batch_runs_in_order(store: AgentMemoryStore) -> None:
+    ns = ("batch",)
+    results = store.batch(
+        [
+            PutOp(ns, "a", {"text": "first"}),
+            PutOp(ns, "a", {"text": "second"}),  # last put of a key wins
+            PutOp(ns, "b", {"text": "other"}),
+            GetOp(ns, "a"),
+            PutOp(ns, "b", None),
+            GetOp(ns, "b"),
+            SearchOp(ns, limit=10),
+            ListNamespacesOp(),
+        ]
+    )
+    assert results[:3] == [None, None, None]
+    assert isinstance(results[3], Item) and results[3].value == {"text": "second"}
+    assert results[4] is None and results[5] is None
+    assert [i.key for i in results[6]] == ["a"]  # type: ignore[union-attr]
+    assert results[7] == [ns]
+
+
+def test_tenants_are_isolated(url: str) -> None:
+    name = f"lg_{uuid.uuid4().hex[:8]}"
+    sync = SyncMemoryStore.from_url(url, name=name, embed=HashingEmbedder())
+    with sync:
+        one = AgentMemoryStore(sync, memory_namespace="tenant-1")
+        two = AgentMemoryStore(sync, memory_namespace="tenant-2")
+        one.put(("ns",), "k", {"text": "one"})
+        assert two.get(("ns",), "k") is None
+        assert two.search(("ns",), query="one") == []
+        assert two.list_namespaces() == []
+        two.put(("ns",), "k", {"text": "two"})
+        assert one.get(("ns",), "k").value == {"text": "one"}  # type: ignore[union-attr]
+        # other memories of the namespace are not LangGraph items
+        sync.remember("a plain memory", scope=Scope(namespace="tenant-1"))
+        assert len(one.search((), limit=100)) == 1
+        assert one.list_namespaces() == [("ns",)]
+
+
+def test_ttl(servers: _Servers) -> None:
+    url = servers.get("valkey-search").url
+    lg = AgentMemoryStore.from_url(
+        url,
+        name=f"lg_{uuid.uuid4().hex[:8]}",
+        embed=HashingEmbedder(),
+        ttl={"default_ttl": None, "refresh_on_read": True},
+    )
+    assert lg.supports_ttl
+    second = 1 / 60  # minutes
+    try:
+        ns = ("ttl",)
+        lg.put(ns, "short", {"text": "expires"}, ttl=second)
+        lg.put(ns, "kept", {"text": "stays"})
+        lg.put(ns, "refreshed", {"text": "read often"}, ttl=second)
+        time.sleep(0.6)
+        assert lg.get(ns, "refreshed") is not None  # refresh_on_read restarts the TTL
+        assert lg.search(ns, filter={"text": "expires"}, refresh_ttl=False) != []
+        time.sleep(0.6)
+        assert lg.get(ns, "short") is None
+        assert lg.get(ns, "refreshed", refresh_ttl=False) is not None
+        assert {i.key for i in lg.search(ns)} == {"kept", "refreshed"}
+        time.sleep(1.1)
+        assert lg.get(ns, "refreshed") is None
+        assert lg.get(ns, "kept") is not None
+        assert lg.list_namespaces() == [ns]
+    finally:
+        lg.close()
+
+
+def test_default_ttl_from_config() -> None:
+    sync = SyncMemoryStore(InProcessClient(Keyspace()), "lg_ttl", HashingEmbedder())
+    lg = AgentMemoryStore(sync, ttl={"default_ttl": 5.0})
+    lg.put(("ns",), "k", {"text": "x"})
+    memory = sync.list().items[0]
+    assert memory.expires_at is not None
+    assert 290_000 <= memory.expires_at - memory.created_at <= 300_000
+    lg.put(("ns",), "forever", {"text": "y"}, ttl=None)
+    assert lg.get(("ns",), "forever") is not None
+
+
+async def test_async_methods(astore: AgentMemoryStore) -> None:
+    ns = ("async", "u1")
+    await astore.aput(ns, "k1", {"text": "async dark mode"})
+    await asyncio.gather(*(astore.aput(ns, f"k{i}", {"text": f"note {i}"}) for i in range(2, 6)))
+    item = await astore.aget(ns, "k1")
+    assert item is not None and item.value == {"text": "async dark mode"}
+    hits = await astore.asearch(ns, query="dark mode", limit=2)
+    assert hits[0].key == "k1"
+    assert len(await astore.asearch(("async",), limit=100)) == 5
+    assert await astore.alist_namespaces(prefix=("async",)) == [ns]
+    await astore.adelete(ns, "k1")
+    assert await astore.aget(ns, "k1") is None
+    # the sync methods see the same data
+    assert len(astore.search(ns, limit=100)) == 4
+
+
+async def test_sync_store_only_serves_async_in_a_thread() -> None:
+    sync = SyncMemoryStore(InProcessClient(Keyspace()), "lg_sync_only", HashingEmbedder())
+    lg = AgentMemoryStore(sync)
+    await lg.aput(("n",), "k", {"text": "hello"})
+    assert (await lg.aget(("n",), "k")).value == {"text": "hello"}  # type: ignore[union-attr]
+    from agent_memory.backends.inprocess import AsyncInProcessClient
+
+    async_only = AgentMemoryStore(
+        async_store=MemoryStore(AsyncInProcessClient(Keyspace()), "lg", HashingEmbedder())
+    )
+    with pytest.raises(CapabilityError, match="async"):
+        async_only.get(("n",), "k")
+    with pytest.raises(InvalidInputError):
+        AgentMemoryStore()
+
+
+def test_inside_a_langgraph_graph(store: AgentMemoryStore) -> None:
+    from langgraph.config import get_store
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        text: str
+        found: list[str]
+
+    def remember_and_recall(state: State) -> dict[str, Any]:
+        graph_store = get_store()
+        graph_store.put(("graph", "memories"), uuid.uuid4().hex, {"text": state["text"]})
+        hits = graph_store.search(("graph",), query=state["text"], limit=1)
+        return {"found": [h.value["text"] for h in hits]}
+
+    graph = (
+        StateGraph(State)
+        .add_node("remember_and_recall", remember_and_recall)
+        .add_edge(START, "remember_and_recall")
+        .add_edge("remember_and_recall", END)
+        .compile(store=store)
+    )
+    graph.invoke({"text": "the user likes tea", "found": []})
+    out = graph.invoke({"text": "the user likes valkey", "found": []})
+    assert out["found"] == ["the user likes valkey"]
+    assert store.list_namespaces() == [("graph", "memories")]
+
+
+def test_matches_filter() -> None:
+    value = {"a": 1, "b": {"c": [1, 2]}, "s": "x"}
+    assert matches_filter(value, None)
+    assert matches_filter(value, {"a": 1, "b": {"c": [1, 2]}})
+    assert not matches_filter(value, {"b": {"c": [1]}})
+    assert matches_filter(value, {"a": {"$gte": 1, "$lt": 2}})
+    assert not matches_filter(value, {"s": {"$gt": 0}})  # not a number: no match
+    assert matches_filter(value, {"s": {"$ne": "y"}, "a": {"$eq": 1}})

@@ -1,0 +1,193 @@
+"""The MCP server, driven by the official MCP client over stdio against a real server."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from agent_memory import MemoryStore, Scope
+from agent_memory.embedders import HashingEmbedder
+from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.integrations.mcp import AUTHORITY_ARGUMENTS, MemoryTools, check_arguments
+from tests.conftest import _Servers
+
+pytestmark = pytest.mark.integration
+
+
+def _params(url: str, name: str, *extra: str) -> StdioServerParameters:
+    args = ["-m", "agent_memory.cli.main", "--url", url, "--name", name, "mcp"]
+    return StdioServerParameters(
+        command=sys.executable, args=[*args, "--embedder", "hashing", *extra]
+    )
+
+
+async def _call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> Any:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def test_stdio_server_with_the_real_client(servers: _Servers) -> None:
+    url = servers.get("valkey-search").url
+    name = f"mcp_{uuid.uuid4().hex[:8]}"
+    # A memory of another tenant, written directly: the server must never reach it.
+    other = MemoryStore.from_url(url, name=name, embed=HashingEmbedder())
+    async with other:
+        foreign = await other.remember(
+            "the launch code of the other tenant", scope=Scope(namespace="tenant-b")
+        )
+        async with (
+            stdio_client(_params(url, name, "--namespace", "tenant-a")) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = await session.list_tools()
+            tools = {t.name: t for t in listed.tools}
+            assert set(tools) == {"remember", "recall", "forget", "list", "complete", "feedback"}
+            for tool in tools.values():
+                schema = tool.input_schema
+                assert schema["additionalProperties"] is False
+                assert not AUTHORITY_ARGUMENTS & set(schema["properties"]), tool.name
+            assert "durability" not in tools["remember"].input_schema["properties"]
+
+            first = await _call(
+                session,
+                "remember",
+                {"content": "The user prefers dark mode", "importance": 0.9, "tags": ["prefs"]},
+            )
+            await _call(session, "remember", {"content": "Deploys happen on Tuesdays"})
+
+            recalled = await _call(session, "recall", {"query": "dark mode", "k": 3})
+            assert recalled["selection_id"]
+            assert recalled["memories"][0]["id"] == first["id"]
+            assert recalled["memories"][0]["content"] == "The user prefers dark mode"
+            launch = await _call(session, "recall", {"query": "launch code of the other tenant"})
+            assert all(m["id"] != foreign for m in launch["memories"])
+
+            page = await _call(session, "list", {"limit": 10})
+            assert page["total"] == 2
+            assert {m["content"] for m in page["memories"]} == {
+                "The user prefers dark mode",
+                "Deploys happen on Tuesdays",
+            }
+            tagged = await _call(session, "list", {"tags": ["prefs"]})
+            assert [m["id"] for m in tagged["memories"]] == [first["id"]]
+
+            # The model tries to pick another tenant: rejected, nothing written.
+            attempt = await session.call_tool(
+                "remember", {"content": "planted", "namespace": "tenant-b"}
+            )
+            assert attempt.is_error
+            assert "namespace" in attempt.content[0].text  # type: ignore[union-attr]
+            for key in ("session_id", "scope"):
+                rejected = await session.call_tool("recall", {"query": "x", key: "tenant-b"})
+                assert rejected.is_error
+            assert (await session.call_tool("list", {"bogus": 1})).is_error
+            assert (await session.call_tool("recall", {"query": "x", "k": 0})).is_error
+
+            # A foreign id is "not found", and stays in its tenant.
+            stolen = await session.call_tool("forget", {"id": foreign})
+            assert stolen.is_error
+            assert "NotFoundError" in stolen.content[0].text  # type: ignore[union-attr]
+            assert await other.get(foreign) is not None
+
+            assert (await _call(session, "forget", {"id": first["id"]})) == {"forgotten": True}
+            assert (await _call(session, "list", {}))["total"] == 1
+
+            done = await _call(
+                session, "complete", {"selection_id": recalled["selection_id"], "score": 1.0}
+            )
+            assert done == {"applied": True}
+            again = await _call(
+                session, "complete", {"selection_id": recalled["selection_id"], "score": 0.0}
+            )
+            assert again == {"applied": False}
+            deploys = await _call(session, "list", {})
+            kept = deploys["memories"][0]["id"]
+            assert await _call(session, "feedback", {"id": kept, "value": 1}) == {"recorded": True}
+            assert await _call(session, "feedback", {"id": kept, "value": None}) == {
+                "recorded": True
+            }
+            assert (await session.call_tool("feedback", {"id": foreign, "value": -1})).is_error
+
+        planted = await other.list(Scope(namespace="tenant-b"))
+        assert [i.id for i in planted.items] == [foreign]
+        assert (await other.list(Scope(namespace="tenant-a"))).total == 1
+
+
+async def test_session_binding_with_the_real_client(servers: _Servers) -> None:
+    url = servers.get("valkey-search").url
+    name = f"mcp_{uuid.uuid4().hex[:8]}"
+    bound = ("--namespace", "tenant-a", "--session", "s1")
+    async with (
+        stdio_client(_params(url, name, *bound)) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert tools["remember"].input_schema["properties"]["durability"]["enum"] == [
+            "shared",
+            "session",
+        ]
+        await _call(session, "remember", {"content": "scratch note", "durability": "session"})
+        await _call(session, "remember", {"content": "durable note"})
+        hits = await _call(session, "recall", {"query": "note"})
+        assert {m["content"] for m in hits["memories"]} == {"scratch note", "durable note"}
+        mine = await _call(session, "list", {"durability": "session"})
+        assert [m["content"] for m in mine["memories"]] == ["scratch note"]
+        shared = await _call(session, "list", {})
+        assert [m["content"] for m in shared["memories"]] == ["durable note"]
+    store = MemoryStore.from_url(url, name=name, embed=HashingEmbedder())
+    async with store:
+        # Another session of the same namespace does not see the session memory.
+        other = await store.recall("note", scope=Scope(namespace="tenant-a", session_id="s2"))
+        assert [h.item.content for h in other] == ["durable note"]
+
+
+def test_check_arguments_rejects_authority_and_unknown_arguments() -> None:
+    from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
+
+    store = MemoryStore(AsyncInProcessClient(Keyspace()), "mcp_args", HashingEmbedder())
+    tools = MemoryTools(store, namespace="a")
+    spec = tools._specs["remember"]
+    assert check_arguments(spec, {"content": "x"}) == {"content": "x"}
+    for key in sorted(AUTHORITY_ARGUMENTS):
+        with pytest.raises(InvalidInputError, match="bound to its namespace"):
+            check_arguments(spec, {"content": "x", key: "b"})
+    for bad in (
+        [],
+        {},
+        {"content": ""},
+        {"content": "x", "importance": 2},
+        {"content": "x", "importance": True},
+        {"content": "x", "tags": "prefs"},
+        {"content": "x", "ttl_seconds": 0},
+        {"content": "x", "durability": "session"},
+    ):
+        with pytest.raises(InvalidInputError):
+            check_arguments(spec, bad)
+    assert check_arguments(tools._specs["feedback"], {"id": "m", "value": None})["value"] is None
+
+
+async def test_tools_in_process_ids_outside_the_scope_are_not_found() -> None:
+    from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
+
+    client = AsyncInProcessClient(Keyspace())
+    store = MemoryStore(client, "mcp_inproc", HashingEmbedder())
+    tools = MemoryTools(store, namespace="a", session_id="s1")
+    theirs = await store.remember(
+        "session of s2", scope=Scope(namespace="a", session_id="s2"), durability="session"
+    )
+    with pytest.raises(NotFoundError):
+        await tools.call("forget", {"id": theirs})
+    with pytest.raises(InvalidInputError, match="unknown tool"):
+        await tools.call("drop_everything", {})
+    mine = (await tools.call("remember", {"content": "mine", "durability": "session"}))["id"]
+    assert (await tools.call("forget", {"id": mine})) == {"forgotten": True}
+    assert await store.get(theirs) is not None

@@ -1,0 +1,226 @@
+"""Labels, labeler, selections and utility, reinforcement, forgetting, memory tool."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agent_memory import (
+    Forgetting,
+    InvalidInputError,
+    LabelPolicy,
+    NotFoundError,
+    Scope,
+    memory_tool,
+)
+from tests.store.conftest import StoreEnv
+from tests.store.test_ranking import Clock
+from tests.support import TableEmbedder, near, random_unit
+
+DAY = 86400.0
+
+
+def _raw_store(store: Any) -> Any:
+    return getattr(store, "wrapped", store)
+
+
+async def _fields(store: Any, memory_id: str, *names: str) -> list[Any]:
+    s = _raw_store(store)
+    result = s.client.execute_command("HMGET", s._ctx.keys.memory(memory_id), *names)
+    values = await result if hasattr(result, "__await__") else result
+    return [v.decode() if isinstance(v, bytes) else v for v in values]
+
+
+def _world(n: int = 3) -> tuple[TableEmbedder, list[float]]:
+    embed = TableEmbedder()
+    q = random_unit("q")
+    embed.set("query", q)
+    for i in range(n):
+        embed.set(f"m{i}", near(q, 0.10 + 0.01 * i, f"s{i}"))
+    return embed, q
+
+
+async def test_labels_are_normalised_policed_and_filter(env: StoreEnv) -> None:
+    embed, _ = _world()
+    policy = LabelPolicy(allowed_keys=frozenset({"topic", "kind"}), max_values_per_key=2)
+    store = env.make(embed, label_policy=policy)
+    a = await store.remember("m0", labels={" Topic ": ["Deploys", "deploys ", "CI"]})
+    b = await store.remember("m1", labels={"topic": ["deploys"], "kind": ["decision"]})
+    await store.remember("m2", labels={"kind": ["decision"]})
+    item = await store.get(a)
+    assert dict(item.labels) == {"topic": ("ci", "deploys")}
+    with pytest.raises(InvalidInputError):
+        await store.remember("m0", labels={"colour": ["red"]})
+    with pytest.raises(InvalidInputError):
+        await store.remember("m0", labels={"topic": ["a", "b", "c"]})
+    topic = await store.recall("query", labels={"topic": ["deploys", "nothing"]})
+    assert {h.item.id for h in topic} == {a, b}
+    both = await store.recall("query", labels={"topic": ["deploys"], "kind": ["Decision"]})
+    assert [h.item.id for h in both] == [b]
+
+
+async def test_labeler_labels_after_commit_and_its_failure_is_harmless(env: StoreEnv) -> None:
+    embed, _ = _world()
+    calls: list[str] = []
+
+    def labeler(text: str) -> dict[str, list[str]]:
+        calls.append(text)
+        if text == "m1":
+            raise RuntimeError("labeler down")
+        return {"topic": ["deploys"]} if text in ("m0", "query") else {}
+
+    store = env.make(embed, labeler=labeler)
+    a = await store.remember("m0")
+    b = await store.remember("m1")  # labeler fails: still stored, unlabelled
+    await store.remember("m2")
+    assert dict((await store.get(a)).labels) == {"topic": ("deploys",)}
+    assert dict((await store.get(b)).labels) == {}
+    stats = _raw_store(store)._ctx.counters
+    assert stats["labeler_failures"] == 1
+    hits = await store.recall("query", k=3)
+    # query labels only boost: every memory still comes back, the labelled one first
+    assert len(hits) == 3 and hits[0].item.id == a
+    assert "query" in calls
+
+
+async def test_complete_is_one_observation_applied_once(env: StoreEnv) -> None:
+    embed, _ = _world()
+    store = env.make(embed)
+    ids = [await store.remember(f"m{i}") for i in range(3)]
+    result = await store.recall("query", k=3)
+    assert len(result) == 3
+    outcomes = await asyncio.gather(*(store.complete(result.selection_id, 1.0) for _ in range(50)))
+    assert outcomes.count(True) == 1
+    assert await store.complete(result.selection_id, 1.0) is False
+    for memory_id in ids:
+        total, weight, exposures = await _fields(
+            store, memory_id, "eval_sum", "eval_weight", "exposures"
+        )
+        assert float(weight) == pytest.approx(1 / 3)
+        assert float(total) == pytest.approx(0.5 / 3)
+        assert int(exposures) == 1
+    assert (await store.get(ids[0])).utility > 0
+    with pytest.raises(InvalidInputError):
+        await store.complete(result.selection_id, 1.5)
+    with pytest.raises(InvalidInputError):
+        await store.complete("not-a-selection", 0.5)
+    assert await store.complete("0" * 32, 0.5) is False
+
+
+async def test_feedback_sets_replaces_and_clears(env: StoreEnv) -> None:
+    store = env.make()
+    mid = await store.remember("x")
+    await store.feedback(mid, 0.8)
+    assert (await store.get(mid)).feedback == 0.8
+    await store.feedback(mid, -0.5)
+    assert (await store.get(mid)).feedback == -0.5
+    await store.feedback(mid, None)
+    item = await store.get(mid)
+    assert item.feedback is None and item.utility == 0.0
+    with pytest.raises(NotFoundError):
+        await store.feedback("f" * 32, 1.0)
+    with pytest.raises(InvalidInputError):
+        await store.feedback(mid, 2.0)
+
+
+async def test_utility_reorders_but_similarity_stays_the_gate(env: StoreEnv) -> None:
+    embed, q = _world(2)
+    embed.set("unrelated", near(q, 0.9, "u"))
+    store = env.make(embed, reinforcement=True, default_threshold=0.3)
+    good, plain = await store.remember("m1"), await store.remember("m0")
+    unrelated = await store.remember("unrelated", importance=1.0)
+    await store.feedback(unrelated, 1.0)
+    before = await store.recall("query", reinforce=False)
+    assert [h.item.id for h in before] == [plain, good]  # m0 is closer
+    await store.feedback(good, 1.0)
+    after = await store.recall("query", reinforce=False)
+    assert [h.item.id for h in after] == [good, plain]
+    assert unrelated not in {h.item.id for h in after}
+    unrelated_only = await store.recall("query", k=8, threshold=0.3)
+    assert unrelated not in {h.item.id for h in unrelated_only}
+
+
+async def test_without_reinforcement_utility_does_not_rank(env: StoreEnv) -> None:
+    embed, _ = _world(2)
+    store = env.make(embed)
+    good, plain = await store.remember("m1"), await store.remember("m0")
+    await store.feedback(good, 1.0)
+    hits = await store.recall("query", reinforce=False)
+    assert [h.item.id for h in hits] == [plain, good]
+
+
+async def test_forgetting_suppresses_protects_and_prunes(env: StoreEnv) -> None:
+    clock = Clock()
+    embed, _ = _world(3)
+    forgetting = Forgetting(half_life_seconds=10 * DAY, min_half_life=DAY, max_half_life=100 * DAY,
+                            retention_threshold=0.1)  # fmt: skip
+    store = env.make(embed, clock=clock, forgetting=forgetting)
+    fading, protected, hastened = [await store.remember(f"m{i}", importance=0.0) for i in range(3)]
+    await store.feedback(protected, 1.0)
+    await store.feedback(hastened, -0.9)
+    clock.now += 3 * DAY
+    # -0.9 feedback: half-life clamps to 1 day, retention exp(-3) < 0.1
+    assert {h.item.id for h in await store.recall("query")} == {fading, protected}
+    clock.now += 30 * DAY  # exp(-33/10) < 0.1 for the unprotected one
+    assert {h.item.id for h in await store.recall("query")} == {protected}
+    assert (await store.get(fading)).retention < 0.1  # inspectable
+    assert (await store.list()).total == 1
+    assert (await store.list(include_suppressed=True)).total == 3
+    await store.feedback(fading, 0.5)  # suppressed memories still take feedback
+    assert {h.item.id for h in await store.recall("query")} == {fading, protected}
+    result = await store.prune()
+    assert result.deleted == (hastened,)
+    assert await store.get(hastened) is None
+    assert (await store.list(include_suppressed=True)).total == 2
+
+
+async def test_receipts_are_bounded(env: StoreEnv) -> None:
+    embed, _ = _world(1)
+    store = env.make(embed, max_receipts=3)
+    await store.remember("m0")
+    selections = [(await store.recall("query")).selection_id for _ in range(5)]
+    assert await store.complete(selections[0], 1.0) is False  # dropped as the oldest
+    assert await store.complete(selections[-1], 1.0) is True
+
+
+async def test_memory_tool_writes_only_into_its_bound_scope(env: StoreEnv) -> None:
+    store = env.make(label_policy=LabelPolicy(allowed_keys=frozenset({"topic"})))
+    tool = memory_tool(_raw_store(store), namespace="tenant-a", agent_id="bot", session_id="s1")
+
+    async def run(arguments: Any) -> Any:
+        result = tool.run(arguments)
+        return await result if hasattr(result, "__await__") else result
+
+    out = await run({"text": "User is on the Pro plan", "labels": {"topic": ["billing"]},
+                     "durability": "session", "importance": 0.7})  # fmt: skip
+    item = await store.get(out["id"])
+    assert item.scope == Scope(namespace="tenant-a", agent_id="bot", session_id="s1")
+    assert item.durability == "session" and item.source == "tool"
+    await run('{"text": "JSON arguments work too"}')
+    for hostile in (
+        {"text": "x", "namespace": "tenant-b"},
+        {"text": "x", "session_id": "s2"},
+        {"text": "x", "scope": {"namespace": "tenant-b"}},
+        {"text": "x", "agent_id": "other"},
+        {"text": "x", "extra": 1},
+        {"text": "x", "labels": {"colour": ["red"]}},
+        {"text": ""},
+        "not json",
+    ):
+        with pytest.raises(InvalidInputError):
+            await run(hostile)
+    assert (await store.list(scope=Scope(namespace="tenant-b"))).total == 0
+    assert (await store.list(scope=Scope(namespace="tenant-a", session_id="s1"))).total == 1
+    assert (await store.list(scope=Scope(namespace="tenant-a"))).total == 1
+    openai, anthropic = tool.to_openai(), tool.to_anthropic()
+    assert openai["function"]["name"] == anthropic["name"] == "save_memory"
+    schema = anthropic["input_schema"]
+    assert schema["additionalProperties"] is False and schema["required"] == ["text"]
+    assert "namespace" not in schema["properties"] and "session_id" not in schema["properties"]
+    assert schema["properties"]["labels"]["propertyNames"] == {"enum": ["topic"]}
+    unbound = memory_tool(_raw_store(store), namespace="tenant-a")
+    assert unbound.parameters["properties"]["durability"]["enum"] == ["shared"]
+    with pytest.raises(InvalidInputError):
+        unbound.prepare({"text": "x", "durability": "session"})
