@@ -1,11 +1,9 @@
-"""prune: deletes what the forgetting policy suppresses; explains when the library lacks it."""
+"""prune: deletes what the forgetting policy suppresses, and only with an explicit policy."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
-
-import pytest
 
 from agent_memory import MemoryInput, Scope, SyncMemoryStore
 from agent_memory.embedders import HashingEmbedder
@@ -31,14 +29,14 @@ def test_prune_deletes_forgotten_memories_only(cli: Any, search_url: str) -> Non
     old_elsewhere = _remember(search_url, name, other, ["old in another namespace"], TEN_YEARS)
     fresh = _remember(search_url, name, ns, ["a fresh note"], 0)
 
-    run = cli(*_opts(search_url, name), "prune", "--namespace", ns)
+    run = cli(*_opts(search_url, name), "prune", "--half-life", "30", "--namespace", ns)
     assert run.code == 0, run.err
     assert run.out.splitlines()[0] == f"pruned 2 forgotten memories of '{name}' (namespace '{ns}')"
     assert "half-life            30 days" in run.out
     listed = cli(*_opts(search_url, name), "--json", "list", "--namespace", ns).json()
     assert [i["id"] for i in listed["items"]] == fresh
 
-    doc = cli(*_opts(search_url, name), "--json", "prune").json()  # every namespace
+    doc = cli(*_opts(search_url, name), "--json", "prune", "--half-life", "30").json()
     assert doc["deleted"] == old_elsewhere and doc["namespace"] is None
     assert doc["policy"]["retention_threshold"] == 0.05
     assert cli(*_opts(search_url, name), "--json", "stats").json()["items"] == 1
@@ -48,7 +46,7 @@ def test_prune_deletes_forgotten_memories_only(cli: Any, search_url: str) -> Non
 def test_prune_policy_options(cli: Any, search_url: str) -> None:
     name, ns = unique("cli"), unique("ns")
     week_old = _remember(search_url, name, ns, ["a week old note"], 7 * 86400.0)
-    kept = cli(*_opts(search_url, name), "--json", "prune").json()
+    kept = cli(*_opts(search_url, name), "--json", "prune", "--half-life", "30").json()
     assert kept["deleted"] == []  # default policy: a week is nothing
     fast = ["--half-life", "1", "--min-half-life", "0.5", "--max-half-life", "1"]
     doc = cli(*_opts(search_url, name), "--json", "prune", *fast).json()
@@ -60,13 +58,6 @@ def test_prune_policy_options(cli: Any, search_url: str) -> None:
     assert wrong.code == 1 and wrong.err.startswith("error: ")
 
 
-def test_prune_missing_is_a_clear_error(
-    cli: Any, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delattr(SyncMemoryStore, "prune", raising=False)
+def test_prune_requires_an_explicit_policy(cli: Any, seeded: Seeded) -> None:
     run = cli(*_opts(seeded.url, seeded.name), "prune")
-    assert run.code == 1 and "Traceback" not in run.err
-    assert run.err.strip() == (
-        "error: this version of agent-memory has no MemoryStore.prune(); "
-        "upgrade agent-memory to prune forgotten memories"
-    )
+    assert run.code == 2 and "--half-life" in run.err

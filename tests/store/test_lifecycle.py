@@ -168,3 +168,20 @@ async def test_remember_many_round_trip(env: StoreEnv) -> None:
     assert (await store.list(tags=["t1"], limit=100)).total == 17
     stats = await store.stats()
     assert stats.items == 50 and stats.counters["remembers"] == 50
+
+
+class _NamedEmbedder(TableEmbedder):
+    def __init__(self, model: str) -> None:
+        super().__init__()
+        self.id = model
+
+
+async def test_another_embedder_of_the_same_width_is_refused(env: StoreEnv) -> None:
+    first = env.make(_NamedEmbedder("model-a"))
+    await first.remember("written with model a")
+    name = getattr(first, "wrapped", first).name
+    same = env.make(_NamedEmbedder("model-a"), name=name)
+    assert (await same.ensure_index()).dim == 16
+    other = env.make(_NamedEmbedder("model-b"), name=name)
+    with pytest.raises(IndexMismatchError, match="model-a"):
+        await other.recall("anything")

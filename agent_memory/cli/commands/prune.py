@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
 
-from agent_memory.cli.context import CliError, Invocation
+from agent_memory.cli.context import Invocation
 from agent_memory.cli.options import AddParser
 from agent_memory.cli.output import emit_json, out, render_pairs
+from agent_memory.store.utility import Forgetting
 
 DAY = 86400.0
 
@@ -38,14 +38,16 @@ def register(add_parser: AddParser) -> None:
         "prune",
         help="delete memories that forgetting suppresses (they no longer recall)",
         epilog="Pass the forgetting policy your application gives the store "
-        "(forgetting=Forgetting(...)); the defaults are the library's. Expired "
-        "memories' bookkeeping is cleaned up too.",
+        "(forgetting=Forgetting(...)): --half-life is required, so a store whose "
+        "application never enabled forgetting is not pruned by accident; the other "
+        "options default to the library's. Expired memories' bookkeeping is cleaned up too.",
     )
     parser.add_argument("--namespace", help="only this namespace (default: every namespace)")
     policy = parser.add_argument_group("forgetting policy")
     policy.add_argument(
-        "--half-life", type=_days, metavar="DAYS", help="base half-life (library default: 30)"
-    )
+        "--half-life", type=_days, metavar="DAYS", required=True,
+        help="base half-life in days (the library's default is 30)",
+    )  # fmt: skip
     policy.add_argument("--min-half-life", type=_days, metavar="DAYS", help="(default: 1)")
     policy.add_argument("--max-half-life", type=_days, metavar="DAYS", help="(default: 365)")
     policy.add_argument(
@@ -57,12 +59,7 @@ def register(add_parser: AddParser) -> None:
     parser.set_defaults(run=run)
 
 
-def _policy(args: argparse.Namespace) -> Any:
-    import agent_memory
-
-    forgetting = getattr(agent_memory, "Forgetting", None)
-    if forgetting is None:
-        return None
+def _policy(args: argparse.Namespace) -> Forgetting:
     options: dict[str, float] = {}
     for arg, field, scale in (
         ("half_life", "half_life_seconds", DAY),
@@ -73,24 +70,18 @@ def _policy(args: argparse.Namespace) -> Any:
         value = getattr(args, arg)
         if value is not None:
             options[field] = value * scale
-    return forgetting(**options)
+    return Forgetting(**options)
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     from agent_memory import Scope
 
     policy = _policy(args)
-    store = inv.store(**({"forgetting": policy} if policy is not None else {}))
-    prune = getattr(store, "prune", None)
-    if prune is None:
-        raise CliError(
-            "this version of agent-memory has no MemoryStore.prune(); "
-            "upgrade agent-memory to prune forgotten memories"
-        )
+    store = inv.store(forgetting=policy)
     scope = Scope(namespace=args.namespace) if args.namespace is not None else None
-    result = prune(scope)
-    deleted = list(getattr(result, "deleted", ()))
-    cleaned = getattr(result, "registry_entries", 0)
+    result = store.prune(scope)
+    deleted = list(result.deleted)
+    cleaned = result.registry_entries
     where = f"namespace '{args.namespace}'" if args.namespace is not None else "every namespace"
     if args.json:
         emit_json(
@@ -105,12 +96,11 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     out(f"pruned {len(deleted)} forgotten memories of '{args.name}' ({where})")
     if cleaned:
         out(f"cleaned up {cleaned} bookkeeping entries of expired memories")
-    if policy is not None:
-        pairs = [
-            ("half-life", f"{policy.half_life_seconds / DAY:g} days"),
-            ("between", f"{policy.min_half_life / DAY:g} and {policy.max_half_life / DAY:g} days"),
-            ("retention threshold", f"{policy.retention_threshold:g}"),
-        ]
-        out("policy:")
-        out(render_pairs(pairs, indent="  "))
+    pairs = [
+        ("half-life", f"{policy.half_life_seconds / DAY:g} days"),
+        ("between", f"{policy.min_half_life / DAY:g} and {policy.max_half_life / DAY:g} days"),
+        ("retention threshold", f"{policy.retention_threshold:g}"),
+    ]
+    out("policy:")
+    out(render_pairs(pairs, indent="  "))
     return 0

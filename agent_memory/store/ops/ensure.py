@@ -48,25 +48,43 @@ def _discover_dim(ctx: StoreContext) -> Operation[int]:
 
 
 def _check_identity(ctx: StoreContext, dim: int) -> Operation[bool]:
-    """Record (or verify) schema version and width in ``{name}:__mem_meta``."""
+    """Record (or verify) schema version, width and embedder in ``{name}:__mem_meta``.
+
+    The embedder is identified by its ``id`` attribute when it has one (the built-in
+    embedders do): two models of the same width would otherwise mix vector spaces
+    silently.
+    """
     meta_key = ctx.keys.meta
-    replies = yield from execute_batch(
-        [
-            command("HSETNX", meta_key, "dim", str(dim)),
-            command("HSETNX", meta_key, "schema_version", str(SCHEMA_VERSION)),
-            command("HSETNX", meta_key, "metric", "COSINE"),
-            command("HGETALL", meta_key),
-        ]
-    )
+    embedder_id = getattr(ctx.embed, "id", None)
+    commands = [
+        command("HSETNX", meta_key, "dim", str(dim)),
+        command("HSETNX", meta_key, "schema_version", str(SCHEMA_VERSION)),
+        command("HSETNX", meta_key, "metric", "COSINE"),
+    ]
+    if isinstance(embedder_id, str) and embedder_id:
+        commands.append(command("HSETNX", meta_key, "embedder", embedder_id))
+    replies = yield from execute_batch([*commands, command("HGETALL", meta_key)])
     for reply in replies:
         if isinstance(reply, AgentMemoryError):
             raise reply
-    meta = {k: text(v) for k, v in pairs(replies[3]).items()}
+    meta = {k: text(v) for k, v in pairs(replies[-1]).items()}
     stored_dim = integer(meta.get("dim", dim))
     if stored_dim != dim:
         raise IndexMismatchError(
             f"store {ctx.keys.name!r} holds {stored_dim}-dimensional vectors but the "
             f"embedder produces {dim}; mixing vector spaces would make recall meaningless"
+        )
+    stored_embedder = meta.get("embedder")
+    if (
+        isinstance(embedder_id, str)
+        and embedder_id
+        and stored_embedder is not None
+        and stored_embedder != embedder_id
+    ):
+        raise IndexMismatchError(
+            f"store {ctx.keys.name!r} was written with embedder {stored_embedder!r}, not "
+            f"{embedder_id!r}; its vectors live in another space (use the same embedder, or "
+            "export and import_records(..., reembed=True) into a new store)"
         )
     stored_version = integer(meta.get("schema_version", SCHEMA_VERSION))
     if stored_version > SCHEMA_VERSION:
