@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agent_memory.cache import scripts as cache_scripts
 from agent_memory.errors import ServerResponseError
 from agent_memory.store import scripts
 
@@ -381,6 +382,22 @@ def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
+    value = _get(ks, [keys[0]])
+    hits = int(_s(argv[0]))
+    fields = argv[1 : 1 + hits] if value is not None else argv[1 + hits :]
+    for field in fields:
+        _hincrby(ks, [keys[1], field, "1"])
+    if value is not None:
+        try:
+            entry = json.loads(_s(value))
+        except ValueError:
+            entry = None
+        if isinstance(entry, dict) and isinstance(entry.get("costMicros"), (int, float)):
+            _hincrby(ks, [keys[1], "cost_saved_micros", str(int(entry["costMicros"]))])
+    return value
+
+
 def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
@@ -397,6 +414,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.REINFORCE: _reinforce,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,
+    cache_scripts.COUNTED_GET: _counted_get,
     scripts.COMPLETE: _complete,
     scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
     scripts.FEEDBACK: _feedback,

@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache.keys import KeyLayout
-from agent_memory.cache.stats import CacheStats, StatsBuffer, flush_op, stats_op
-from agent_memory.core.clients import AsyncExecutor, SyncExecutor, is_async_client
-from agent_memory.core.effects import Operation, T
+from agent_memory.cache.scripts import COUNTED_GET
+from agent_memory.cache.stats import (
+    CacheStats,
+    StatsBuffer,
+    batch_with_stats,
+    flush_op,
+    raise_first_error,
+    stats_op,
+)
+from agent_memory.core.clients import (
+    AsyncExecutor,
+    SyncExecutor,
+    is_async_client,
+    is_cluster_client,
+)
+from agent_memory.core.effects import Command, Operation, T
 from agent_memory.core.runner import run_async, run_sync
 from agent_memory.errors import InvalidInputError
 from agent_memory.telemetry import OperationScope, Telemetry
@@ -22,6 +36,33 @@ class TierCore:
     def __init__(self, name: str) -> None:
         self.layout = KeyLayout(name)
         self.buffer = StatsBuffer()
+        # On a standalone server a lookup counts its own hit or miss in the same
+        # round trip (one script); on a cluster the entry and the stats hash live in
+        # different slots, so the outcome rides on the tier's next batch instead.
+        self.cluster = False
+
+    def counted_get(
+        self, key: str, hit: Sequence[str], miss: Sequence[str]
+    ) -> Operation[tuple[Any, bool]]:
+        """GET ``key`` and count the outcome: ``(value, counted)``.
+
+        ``counted`` is False on a cluster, where the caller must buffer the outcome.
+        """
+        if self.cluster:
+            (raw,) = yield from batch_with_stats(self.layout, self.buffer, [Command(("GET", key))])
+            raise_first_error([raw])
+            return raw, False
+        (raw,) = yield from batch_with_stats(
+            self.layout,
+            self.buffer,
+            [
+                Command(
+                    ("EVAL", COUNTED_GET, "2", key, self.layout.stats, str(len(hit)), *hit, *miss)
+                )
+            ],
+        )
+        raise_first_error([raw])
+        return raw, True
 
     def stats(self) -> Operation[CacheStats]:
         return stats_op(self.layout, self.buffer)
@@ -57,12 +98,13 @@ def _record(telemetry: Telemetry, tier: str, scope: OperationScope, result: Any)
 class AsyncTier:
     """Base of the asyncio facades (one span and latency observation per operation)."""
 
-    __slots__ = ("_executor", "_telemetry", "_tier", "client")
+    __slots__ = ("_cluster", "_executor", "_telemetry", "_tier", "client")
 
     def __init__(
         self, client: Any, name: str, tier: str, registry: CollectorRegistry | None
     ) -> None:
         _check_client(client, want_async=True, cls=type(self).__name__)
+        self._cluster = is_cluster_client(client)
         self.client = client
         self._executor = AsyncExecutor(client)
         self._tier = tier
@@ -78,12 +120,13 @@ class AsyncTier:
 class SyncTier:
     """Base of the blocking facades (one span and latency observation per operation)."""
 
-    __slots__ = ("_executor", "_telemetry", "_tier", "client")
+    __slots__ = ("_cluster", "_executor", "_telemetry", "_tier", "client")
 
     def __init__(
         self, client: Any, name: str, tier: str, registry: CollectorRegistry | None
     ) -> None:
         _check_client(client, want_async=False, cls=type(self).__name__)
+        self._cluster = is_cluster_client(client)
         self.client = client
         self._executor = SyncExecutor(client)
         self._tier = tier

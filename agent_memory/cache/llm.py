@@ -139,10 +139,7 @@ class LlmCore:
     def check(self, params: Mapping[str, Any]) -> Operation[LlmCacheResult]:
         model = model_of(params)
         key = self.tier.layout.llm(request_digest(params))
-        (raw,) = yield from batch_with_stats(
-            self.tier.layout, self.tier.buffer, [Command(("GET", key))]
-        )
-        raise_first_error([raw])
+        raw, counted = yield from self.tier.counted_get(key, ["llm:hits"], ["llm:misses"])
         entry: Any = None
         if raw is not None:
             try:
@@ -150,14 +147,22 @@ class LlmCore:
             except (ValueError, AgentMemoryError):
                 entry = None
         if not isinstance(entry, dict) or "response" not in entry:
-            self.tier.buffer.add({"llm:misses": 1})
+            if not counted:
+                self.tier.buffer.add({"llm:misses": 1})
             return LlmCacheResult(False, None, key, model)
         try:
             tokens = TokenUsage.parse(entry.get("tokens"))
         except InvalidInputError:
             tokens = None
-        saved = self._cost(str(entry.get("model") or model), tokens, entry.get("cost"))
-        self.tier.buffer.add({"llm:hits": 1, "cost_saved_micros": saved})
+        stored_micros = entry.get("costMicros")
+        if isinstance(stored_micros, int) and not isinstance(stored_micros, bool):
+            saved = max(0, stored_micros)  # priced when stored: what the server counted
+        else:
+            saved = self._cost(str(entry.get("model") or model), tokens, entry.get("cost"))
+            if counted and saved:
+                self.tier.buffer.add({"cost_saved_micros": saved})
+        if not counted:
+            self.tier.buffer.add({"llm:hits": 1, "cost_saved_micros": saved})
         stored = entry.get("storedAt")
         stored_at = stored / 1000 if isinstance(stored, (int, float)) else None
         return LlmCacheResult(True, entry["response"], key, model, tokens, saved, stored_at)
@@ -182,7 +187,9 @@ class LlmCore:
             entry["tokens"] = {"input": usage.input, "output": usage.output}
             price = self.prices.lookup(model)
             if price is not None:
-                entry["cost"] = price.cost_micros(usage.input, usage.output) / 1_000_000
+                micros = price.cost_micros(usage.input, usage.output)
+                entry["cost"] = micros / 1_000_000
+                entry["costMicros"] = micros
         value = json.dumps(entry, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         args: tuple[Any, ...] = ("SET", key, value)
         if expiry is not None:
@@ -268,6 +275,7 @@ class LlmCache(AsyncTier):
     ) -> None:
         super().__init__(client, name, "llm", registry)
         self._core = LlmCore(name, ttl, prices, clock)
+        self._core.tier.cluster = self._cluster
 
     async def check(self, params: Mapping[str, Any]) -> LlmCacheResult:
         """Look ``params`` up. Raises InvalidInputError (no model, non-JSON values),
@@ -352,6 +360,7 @@ class SyncLlmCache(SyncTier):
     ) -> None:
         super().__init__(client, name, "llm", registry)
         self._core = LlmCore(name, ttl, prices, clock)
+        self._core.tier.cluster = self._cluster
 
     def check(self, params: Mapping[str, Any]) -> LlmCacheResult:
         """See :meth:`LlmCache.check`."""

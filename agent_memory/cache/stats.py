@@ -5,12 +5,13 @@ Fields: ``llm:hits``, ``llm:misses``, ``tool:hits``, ``tool:misses``,
 ``session:reads``, ``session:writes``, ``embedding:hits`` (= embedding calls saved),
 ``embedding:misses`` and ``cost_saved_micros`` (USD x 1e6).
 
-Counters travel in the same pipeline as the operation they count, never in a round trip
-of their own. Counts known before the reply (session reads and writes) ride on the
-operation's own batch. A hit or a miss is only known once the reply arrives, so it is
-buffered in the tier and rides on that tier's next batch; ``stats()`` and
-``flush_stats()`` send what is buffered. Another reader of the hash may therefore see a
-tier's most recent lookup one operation late.
+Counters travel in the same round trip as the operation they count. Counts known before
+the reply (session reads and writes) ride on the operation's own batch. A lookup's hit
+or miss (and an LLM entry's cost, priced when it was stored) is counted by the lookup's
+own server-side script on a standalone server. On a cluster the entry and the stats hash
+live in different slots, so the outcome is buffered in the tier and rides on that tier's
+next batch (``stats()`` and ``flush_stats()`` send what is buffered): another reader of
+the hash may see a tier's most recent lookup one operation late there.
 
 Errors of a counter command (for example ``WRONGTYPE`` when the key holds something
 else) are logged and do not fail the operation they ride on.

@@ -47,6 +47,7 @@ class ToolCache(AsyncTier):
     ) -> None:
         super().__init__(client, name, "tool", registry)
         self._core = ToolCore(name, ttl, policy_refresh, clock)
+        self._core.tier.cluster = self._cluster
 
     async def check(self, tool: str, args: Any) -> ToolCacheResult:
         """Look up the result of ``tool(args)`` (args: any JSON value, key order ignored).
@@ -113,6 +114,7 @@ class SyncToolCache(SyncTier):
     ) -> None:
         super().__init__(client, name, "tool", registry)
         self._core = ToolCore(name, ttl, policy_refresh, clock)
+        self._core.tier.cluster = self._cluster
 
     def check(self, tool: str, args: Any) -> ToolCacheResult:
         """See :meth:`ToolCache.check`."""

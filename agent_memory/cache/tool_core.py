@@ -167,21 +167,19 @@ class ToolCore:
 
     def check(self, tool: str, args: Any) -> Operation[ToolCacheResult]:
         key = self._key(tool, args)
-        commands = [Command(("GET", key))]
-        if self._stale():
-            commands.append(Command(("HGETALL", self.tier.layout.tool_policies)))
-        got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, commands)
-        raise_first_error(got[:1])
-        if len(got) > 1:
-            self._loaded(got[1])
+        yield from self._refresh_policies()
+        raw, counted = yield from self.tier.counted_get(
+            key, ["tool:hits", f"tool:{tool}:hits"], ["tool:misses", f"tool:{tool}:misses"]
+        )
         entry: Any = None
-        if got[0] is not None:
+        if raw is not None:
             try:
-                entry = json.loads(replies.text(got[0]))
+                entry = json.loads(replies.text(raw))
             except (ValueError, AgentMemoryError):
                 entry = None
         outcome = "hits" if isinstance(entry, dict) and "response" in entry else "misses"
-        self.tier.buffer.add({f"tool:{outcome}": 1, f"tool:{tool}:{outcome}": 1})
+        if not counted:
+            self.tier.buffer.add({f"tool:{outcome}": 1, f"tool:{tool}:{outcome}": 1})
         if outcome == "misses":
             return ToolCacheResult(False, None, key, tool)
         return ToolCacheResult(True, entry["response"], key, tool)

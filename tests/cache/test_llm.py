@@ -134,15 +134,15 @@ async def test_no_prices_records_no_cost(env: Env) -> None:
     assert (await cache.check(PARAMS)).cost_saved_micros == 0
 
 
-async def test_counters_ride_on_the_next_batch(env: Env) -> None:
+async def test_lookups_are_counted_in_their_own_round_trip(env: Env) -> None:
     cache = llm(env)
-    await cache.check(PARAMS)  # miss, buffered
-    assert env.raw.hgetall(f"{env.name}:__stats") == {}
-    await cache.store(PARAMS, "x")  # carries the miss
+    await cache.check(PARAMS)  # miss, counted by the lookup's own script
     assert env.raw.hgetall(f"{env.name}:__stats") == {"llm:misses": "1"}
-    await cache.check(PARAMS)  # hit, buffered
-    await cache.flush_stats()
-    assert env.raw.hget(f"{env.name}:__stats", "llm:hits") == "1"
+    await cache.store(PARAMS, "x", tokens={"input": 1000, "output": 1000})
+    hit = await cache.check(PARAMS)
+    stats = env.raw.hgetall(f"{env.name}:__stats")
+    assert stats["llm:hits"] == "1"
+    assert int(stats["cost_saved_micros"]) == hit.cost_saved_micros > 0
     await cache.flush_stats()  # nothing buffered: no change
     assert env.raw.hget(f"{env.name}:__stats", "llm:hits") == "1"
 

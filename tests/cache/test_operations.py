@@ -42,8 +42,18 @@ def names(batch: Batch) -> list[tuple[Any, ...]]:
     ]
 
 
-def test_check_buffers_the_outcome_and_the_next_batch_carries_it() -> None:
+def test_standalone_check_counts_its_outcome_in_its_own_script() -> None:
     core = LlmCore("n", None, None, lambda: 0.0)
+    miss, (batch,) = drive(core.check(PARAMS), [[None]])
+    (command,) = batch.commands
+    assert not miss.hit and command.args[0] == "EVAL"
+    assert command.args[2:] == ("2", miss.key, "n:__stats", "1", "llm:hits", "llm:misses")
+    assert core.tier.buffer.pending() == {}
+
+
+def test_cluster_check_buffers_the_outcome_and_the_next_batch_carries_it() -> None:
+    core = LlmCore("n", None, None, lambda: 0.0)
+    core.tier.cluster = True  # entry and stats hash in different slots
     miss, (batch,) = drive(core.check(PARAMS), [[None]])
     assert not miss.hit and [c.args[0] for c in batch.commands] == ["GET"]
     assert not batch.atomic
@@ -62,6 +72,7 @@ def test_check_buffers_the_outcome_and_the_next_batch_carries_it() -> None:
 
 def test_a_failed_round_trip_keeps_the_buffered_counters() -> None:
     core = LlmCore("n", None, None, lambda: 0.0)
+    core.tier.cluster = True
     drive(core.check(PARAMS), [[None]])
     with pytest.raises(ServerUnavailableError):
         drive(core.check(PARAMS), [ServerUnavailableError("down")])
