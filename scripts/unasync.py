@@ -32,6 +32,7 @@ FILES: list[tuple[str, str, dict[str, str]]] = [
             "LlmCache": "SyncLlmCache",
             "ToolCache": "SyncToolCache",
             "SessionStore": "SyncSessionStore",
+            "EmbeddingCache": "SyncEmbeddingCache",
             "AsyncHeartbeat": "SyncHeartbeat",
             "agent_memory.store.memory_store": "agent_memory.store.sync_store",
         },

@@ -135,3 +135,20 @@ def test_embedded_agent_persists_and_stops(tmp_path: Path) -> None:
     with SyncAgentMemory.embedded(str(tmp_path), name="emb", embed=embed) as again:
         hits = again.memory.recall("query")
         assert [h.item.content for h in hits] == ["persisted fact"]
+
+
+async def test_embedding_cache_saves_repeated_embedding_calls(server: ServerInfo) -> None:
+    embed = TableEmbedder()
+    embed.id = "table-v1"  # type: ignore[attr-defined]
+    agent = AgentMemory.from_url(server.url, name=_name(), embed=embed, embedding_cache=True)
+    try:
+        await agent.initialize()
+        await agent.memory.remember("the same fact")
+        await agent.memory.remember("the same fact", scope=Scope(agent_id="other"))
+        await agent.memory.recall("the same fact")
+        assert embed.calls == 1  # dim came from the embedder; one text embedded once
+        assert agent.embeddings is not None
+        stats = await agent.embeddings.stats()
+        assert stats.embedding_hits == 2 and stats.embedding_misses == 1
+    finally:
+        await agent.close()

@@ -12,7 +12,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from agent_memory.cache import CacheStats, LlmCache, SessionStore, ToolCache
+from agent_memory.cache import CacheStats, EmbeddingCache, LlmCache, SessionStore, ToolCache
 from agent_memory.core.clients import AsyncExecutor, client_from_url, close_async_client
 from agent_memory.core.runner import run_async
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
@@ -51,6 +51,10 @@ class AgentMemory:
             "session": {...}}``.
         registry: Prometheus registry for every tier's metrics (``None``: no metrics).
         discovery: write the Monitor discovery markers and heartbeats.
+        embedding_cache: cache embeddings in ``.embeddings`` (keyed by the embedder's
+            ``id`` and the text, for ``embedding_cache_ttl`` seconds) so re-remembering or
+            re-querying a text costs no embedding call; calls saved are counted in
+            ``{name}:__stats`` (``embedding:hits``).
         heartbeat_interval: seconds between heartbeats (expiry is 60 s).
 
     Raises:
@@ -68,6 +72,8 @@ class AgentMemory:
         registry: CollectorRegistry | None = None,
         discovery: bool = True,
         heartbeat_interval: float = protocol.HEARTBEAT_INTERVAL_SECONDS,
+        embedding_cache: bool = False,
+        embedding_cache_ttl: float = 7 * 86400.0,
     ) -> None:
         cache = dict(cache or {})
         unknown = set(cache) - {"llm", "tool", "session"}
@@ -75,7 +81,14 @@ class AgentMemory:
             raise InvalidInputError(f"unknown cache tiers {sorted(unknown)}", field="cache")
         if not heartbeat_interval > 0:
             raise InvalidInputError("heartbeat_interval must be > 0", field="heartbeat_interval")
-        self.memory = MemoryStore(client, name, embed, registry=registry, **dict(memory or {}))
+        memory_options = dict(memory or {})
+        self.embeddings: EmbeddingCache | None = None
+        if embedding_cache:
+            self.embeddings = EmbeddingCache(
+                client, name, ttl=embedding_cache_ttl, registry=registry
+            )
+            embed, memory_options = _cached_embedder(self.embeddings, embed, memory_options)
+        self.memory = MemoryStore(client, name, embed, registry=registry, **memory_options)
         self.llm = LlmCache(client, name, registry=registry, **dict(cache.get("llm", {})))
         self.tool = ToolCache(client, name, registry=registry, **dict(cache.get("tool", {})))
         self.session = SessionStore(
@@ -237,3 +250,23 @@ class AgentMemory:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r})"
+
+
+def _cached_embedder(
+    cache: EmbeddingCache, embed: Callable[[str], Any], options: dict[str, Any]
+) -> tuple[Callable[[str], Any], dict[str, Any]]:
+    """Route the store's embedder (and its batch twin) through the embedding cache."""
+    embedder_id = getattr(embed, "id", None)
+    if not isinstance(embedder_id, str) or not embedder_id:
+        embedder_id = (
+            f"{type(embed).__module__}.{getattr(embed, '__qualname__', type(embed).__qualname__)}"
+        )
+    cached = cache.wrap(embed, embedder_id=embedder_id)
+    for attribute in ("dim", "recommended_threshold"):
+        if hasattr(embed, attribute):
+            setattr(cached, attribute, getattr(embed, attribute))
+    cached.id = embedder_id  # type: ignore[attr-defined]
+    many = options.get("embed_many") or getattr(embed, "embed_many", None)
+    if callable(many):
+        options = {**options, "embed_many": cache.wrap(many, embedder_id=embedder_id, batched=True)}
+    return cached, options
