@@ -24,6 +24,17 @@ FILES: list[tuple[str, str, dict[str, str]]] = [
         {"MemoryStore": "SyncMemoryStore"},
     ),
     (
+        "agent_memory/cache/tiers.py",
+        "agent_memory/cache/sync_tiers.py",
+        {
+            "LlmCache": "SyncLlmCache",
+            "ToolCache": "SyncToolCache",
+            "SessionStore": "SyncSessionStore",
+            "EmbeddingCache": "SyncEmbeddingCache",
+            "AsyncTier": "SyncTier",
+        },
+    ),
+    (
         "agent_memory/facade/agent.py",
         "agent_memory/facade/sync_agent.py",
         {
@@ -45,6 +56,7 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\basync with\b", "with"),
     (r"\basync for\b", "for"),
     (r"\bAsyncIterator\b", "Iterator"),
+    (r"Callable\[\.\.\., Awaitable\[Any\]\]", "Callable[..., Any]"),
     (r"\b__aenter__\b", "__enter__"),
     (r"\b__aexit__\b", "__exit__"),
     (r"\bAsyncExecutor\b", "SyncExecutor"),
@@ -80,7 +92,7 @@ def _formatted(text: str, path: str) -> str:
     """Run the generated code through ``ruff format`` so it matches the checked style."""
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     sorted_imports = subprocess.run(
-        [ruff, "check", "--select", "I", "--fix", "--quiet", "--stdin-filename", path, "-"],
+        [ruff, "check", "--select", "I,F401", "--fix", "--quiet", "--stdin-filename", path, "-"],
         input=text, capture_output=True, text=True, check=False, cwd=ROOT,
     )  # fmt: skip
     result = subprocess.run(

@@ -6,13 +6,17 @@ same operations. Counters go to ``{name}:__stats`` (see :mod:`agent_memory.cache
 the key layout is described in :mod:`agent_memory.cache.keys`.
 """
 
-from agent_memory.cache.embeddings import EmbeddingCache, SyncEmbeddingCache
-from agent_memory.cache.llm import LlmCache, LlmCacheResult, SyncLlmCache, TokenUsage
+from agent_memory.cache.llm import LlmCacheResult, TokenUsage
 from agent_memory.cache.llm_params import EXCLUDED_PARAMS
 from agent_memory.cache.prices import ModelPrice, PriceTable
-from agent_memory.cache.session import SessionStore, SyncSessionStore
 from agent_memory.cache.stats import CacheStats, ToolStats
-from agent_memory.cache.tool import SyncToolCache, ToolCache
+from agent_memory.cache.sync_tiers import (
+    SyncEmbeddingCache,
+    SyncLlmCache,
+    SyncSessionStore,
+    SyncToolCache,
+)
+from agent_memory.cache.tiers import EmbeddingCache, LlmCache, SessionStore, ToolCache
 from agent_memory.cache.tool_core import ToolCacheResult, ToolEffectiveness, ToolPolicy
 
 __all__ = [

@@ -18,18 +18,15 @@ returning the wrong number of vectors (nothing is written then).
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._bulk import scan_and_unlink
-from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
+from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_text, digest, glob_escape, ttl_ms
-from agent_memory.cache.stats import CacheStats, batch_with_stats, raise_first_error
+from agent_memory.cache.stats import batch_with_stats, raise_first_error
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, call
 from agent_memory.errors import InvalidInputError
@@ -147,153 +144,3 @@ class EmbeddingCore:
         pattern = f"{glob_escape(self.tier.layout.name)}:emb:" + "?" * 64
         removed = yield from scan_and_unlink(pattern)
         return removed
-
-
-class EmbeddingCache(AsyncTier):
-    """Asyncio embedding cache (standalone or cluster). No I/O in the constructor.
-
-    Args:
-        client: a ``valkey.asyncio`` / ``redis.asyncio`` client.
-        name: the cache name (key prefix).
-        ttl: entry lifetime in seconds (default 7 days; ``None``: never expires).
-
-    Raises:
-        InvalidInputError: a blocking client, a bad name or TTL.
-    """
-
-    __slots__ = ("_core",)
-
-    def __init__(
-        self,
-        client: Any,
-        name: str,
-        *,
-        ttl: float | None = DEFAULT_EMBEDDING_TTL,
-        registry: CollectorRegistry | None = None,
-    ) -> None:
-        super().__init__(client, name, "embedding", registry)
-        self._core = EmbeddingCore(name, ttl)
-
-    async def get_many(self, embedder_id: str, texts: Sequence[str]) -> list[Vector | None]:
-        """The cached vector of each text (``None`` for a miss), in one round trip."""
-        return await self._run(self._core.get_many(embedder_id, texts))
-
-    async def put_many(
-        self,
-        embedder_id: str,
-        texts: Sequence[str],
-        vectors: Sequence[Any],
-        *,
-        ttl: float | None = None,
-    ) -> None:
-        """Cache one vector per text (stored as float32), in one round trip."""
-        await self._run(self._core.put_many(embedder_id, texts, vectors, ttl))
-
-    async def embed_many(
-        self, embedder_id: str, texts: Sequence[str], embed: Callable[..., Any]
-    ) -> list[Vector]:
-        """Vectors of ``texts``, calling ``embed(list_of_texts)`` (sync or async) once with
-        only the distinct texts that were not cached; caches what it returns."""
-        return await self._run(self._core.embed_many(embedder_id, texts, embed, True))
-
-    def wrap(
-        self, embed: Callable[..., Any], *, embedder_id: str, batched: bool = False
-    ) -> Callable[..., Awaitable[Any]]:
-        """Wrap ``embed`` (sync or async) so only cache misses reach it. ``batched=False``:
-        ``embed(text) -> vector`` and the wrapper takes one text; ``batched=True``:
-        ``embed(texts) -> vectors`` and the wrapper takes a list. Raises
-        InvalidInputError for an empty ``embedder_id``."""
-        check_text(embedder_id, field="embedder_id")
-
-        @functools.wraps(embed)
-        async def wrapper(texts: Any) -> Any:
-            if batched:
-                return await self._run(self._core.embed_many(embedder_id, texts, embed, True))
-            (vector,) = await self._run(self._core.embed_many(embedder_id, [texts], embed, False))
-            return vector
-
-        return wrapper
-
-    async def clear(self) -> int:
-        """Delete every embedding of this name (scans every primary); returns the count."""
-        return await self._run(self._core.clear())
-
-    async def stats(self) -> CacheStats:
-        """Flush buffered counters and read ``{name}:__stats``."""
-        return await self._run(self._core.tier.stats())
-
-    async def flush_stats(self) -> None:
-        """Send buffered counters now."""
-        await self._run(self._core.tier.flush_stats())
-
-
-class SyncEmbeddingCache(SyncTier):
-    """Blocking twin of :class:`EmbeddingCache` (``valkey`` / ``redis`` clients). Same
-    arguments and errors; raises InvalidInputError for an asyncio client or, in
-    :meth:`wrap`, an async embed function."""
-
-    __slots__ = ("_core",)
-
-    def __init__(
-        self,
-        client: Any,
-        name: str,
-        *,
-        ttl: float | None = DEFAULT_EMBEDDING_TTL,
-        registry: CollectorRegistry | None = None,
-    ) -> None:
-        super().__init__(client, name, "embedding", registry)
-        self._core = EmbeddingCore(name, ttl)
-
-    def get_many(self, embedder_id: str, texts: Sequence[str]) -> list[Vector | None]:
-        """See :meth:`EmbeddingCache.get_many`."""
-        return self._run(self._core.get_many(embedder_id, texts))
-
-    def put_many(
-        self,
-        embedder_id: str,
-        texts: Sequence[str],
-        vectors: Sequence[Any],
-        *,
-        ttl: float | None = None,
-    ) -> None:
-        """See :meth:`EmbeddingCache.put_many`."""
-        self._run(self._core.put_many(embedder_id, texts, vectors, ttl))
-
-    def embed_many(
-        self, embedder_id: str, texts: Sequence[str], embed: Callable[..., Any]
-    ) -> list[Vector]:
-        """See :meth:`EmbeddingCache.embed_many`."""
-        return self._run(self._core.embed_many(embedder_id, texts, embed, True))
-
-    def wrap(
-        self, embed: Callable[..., Any], *, embedder_id: str, batched: bool = False
-    ) -> Callable[..., Any]:
-        """See :meth:`EmbeddingCache.wrap`; ``embed`` must be sync."""
-        check_text(embedder_id, field="embedder_id")
-        if inspect.iscoroutinefunction(embed):
-            raise InvalidInputError(
-                "SyncEmbeddingCache.wrap needs a sync function; use EmbeddingCache",
-                field="embed",
-            )
-
-        @functools.wraps(embed)
-        def wrapper(texts: Any) -> Any:
-            if batched:
-                return self._run(self._core.embed_many(embedder_id, texts, embed, True))
-            (vector,) = self._run(self._core.embed_many(embedder_id, [texts], embed, False))
-            return vector
-
-        return wrapper
-
-    def clear(self) -> int:
-        """See :meth:`EmbeddingCache.clear`."""
-        return self._run(self._core.clear())
-
-    def stats(self) -> CacheStats:
-        """See :meth:`EmbeddingCache.stats`."""
-        return self._run(self._core.tier.stats())
-
-    def flush_stats(self) -> None:
-        """See :meth:`EmbeddingCache.flush_stats`."""
-        self._run(self._core.tier.flush_stats())

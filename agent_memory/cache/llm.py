@@ -9,22 +9,17 @@ when the hit happens) to ``cost_saved_micros``.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
 from agent_memory.cache._bulk import get_values, scan_and_unlink, unlink_keys
-from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
+from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import plain, ttl_ms
 from agent_memory.cache.llm_params import model_of, request_digest
 from agent_memory.cache.prices import ModelPrice, PriceTable, resolve_prices
-from agent_memory.cache.stats import CacheStats, batch_with_stats, raise_first_error
+from agent_memory.cache.stats import batch_with_stats, raise_first_error
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, call, scan_keys
 from agent_memory.errors import AgentMemoryError, InvalidInputError
@@ -243,174 +238,3 @@ def _check_args(args: tuple[Any, ...]) -> None:
             "a cached completion function takes keyword arguments only (model=..., messages=...)",
             field="args",
         )
-
-
-class LlmCache(AsyncTier):
-    """Asyncio LLM response cache over ``valkey.asyncio``/``redis.asyncio`` clients
-    (standalone or cluster). The constructor does no I/O.
-
-    Args:
-        client: an asyncio client.
-        name: the cache name (key prefix).
-        ttl: default entry lifetime in seconds; ``None`` keeps entries until evicted.
-        prices: overrides merged over the default price table, or a full
-            :class:`PriceTable`.
-        clock: time source in seconds.
-
-    Raises:
-        InvalidInputError: a blocking client, a bad name, TTL or price.
-    """
-
-    __slots__ = ("_core",)
-
-    def __init__(
-        self,
-        client: Any,
-        name: str,
-        *,
-        ttl: float | None = None,
-        prices: PriceTable | Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
-        clock: Callable[[], float] = time.time,
-        registry: CollectorRegistry | None = None,
-    ) -> None:
-        super().__init__(client, name, "llm", registry)
-        self._core = LlmCore(name, ttl, prices, clock)
-        self._core.tier.cluster = self._cluster
-
-    async def check(self, params: Mapping[str, Any]) -> LlmCacheResult:
-        """Look ``params`` up. Raises InvalidInputError (no model, non-JSON values),
-        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
-        return await self._run(self._core.check(params))
-
-    async def store(
-        self,
-        params: Mapping[str, Any],
-        response: Any,
-        *,
-        tokens: TokenUsage | Mapping[str, Any] | None = None,
-        ttl: float | None = None,
-    ) -> str:
-        """Store a JSON-serialisable ``response`` for ``params``; returns the key. Raises
-        InvalidInputError (no model, non-JSON values, bad tokens or TTL),
-        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
-        return await self._run(self._core.store(params, response, tokens, ttl))
-
-    async def invalidate_by_model(self, model: str) -> int:
-        """Delete every entry of ``model`` (scans every primary); returns the count.
-        Raises InvalidInputError, ServerUnavailableError, OperationTimeoutError,
-        ServerResponseError."""
-        return await self._run(self._core.invalidate_by_model(model))
-
-    async def clear(self) -> int:
-        """Delete every LLM entry of this name; returns the count. Raises
-        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
-        return await self._run(self._core.clear())
-
-    async def stats(self) -> CacheStats:
-        """Flush buffered counters and read ``{name}:__stats``. Raises
-        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
-        return await self._run(self._core.tier.stats())
-
-    async def flush_stats(self) -> None:
-        """Send buffered hit/miss counters now. Raises ServerUnavailableError,
-        OperationTimeoutError."""
-        await self._run(self._core.tier.flush_stats())
-
-    def wrap(
-        self,
-        fn: Callable[..., Any],
-        *,
-        ttl: float | None = None,
-        usage: Callable[[Any], TokenUsage | Mapping[str, Any] | None] | None = None,
-    ) -> Callable[..., Awaitable[Any]]:
-        """Cache a completion function (sync or async) called with keyword arguments.
-
-        The wrapper returns the cached response on a hit and otherwise calls ``fn``,
-        stores its (JSON-serialisable) response with the token usage found by ``usage``
-        (default: the ``usage`` mapping of a dict response) and returns it. Calls with
-        ``stream=True`` bypass the cache. The wrapper raises what :meth:`check` and
-        :meth:`store` raise, InvalidInputError for positional arguments, and whatever
-        ``fn`` raises.
-        """
-
-        @functools.wraps(fn)
-        async def wrapper(*args: Any, **params: Any) -> Any:
-            _check_args(args)
-            return await self._run(self._core.cached_call(fn, params, ttl, usage))
-
-        return wrapper
-
-
-class SyncLlmCache(SyncTier):
-    """Blocking twin of :class:`LlmCache` over ``valkey``/``redis`` clients (standalone or
-    cluster). Same arguments and errors; raises InvalidInputError for an asyncio client.
-    """
-
-    __slots__ = ("_core",)
-
-    def __init__(
-        self,
-        client: Any,
-        name: str,
-        *,
-        ttl: float | None = None,
-        prices: PriceTable | Mapping[str, ModelPrice | Mapping[str, Any]] | None = None,
-        clock: Callable[[], float] = time.time,
-        registry: CollectorRegistry | None = None,
-    ) -> None:
-        super().__init__(client, name, "llm", registry)
-        self._core = LlmCore(name, ttl, prices, clock)
-        self._core.tier.cluster = self._cluster
-
-    def check(self, params: Mapping[str, Any]) -> LlmCacheResult:
-        """See :meth:`LlmCache.check`."""
-        return self._run(self._core.check(params))
-
-    def store(
-        self,
-        params: Mapping[str, Any],
-        response: Any,
-        *,
-        tokens: TokenUsage | Mapping[str, Any] | None = None,
-        ttl: float | None = None,
-    ) -> str:
-        """See :meth:`LlmCache.store`."""
-        return self._run(self._core.store(params, response, tokens, ttl))
-
-    def invalidate_by_model(self, model: str) -> int:
-        """See :meth:`LlmCache.invalidate_by_model`."""
-        return self._run(self._core.invalidate_by_model(model))
-
-    def clear(self) -> int:
-        """See :meth:`LlmCache.clear`."""
-        return self._run(self._core.clear())
-
-    def stats(self) -> CacheStats:
-        """See :meth:`LlmCache.stats`."""
-        return self._run(self._core.tier.stats())
-
-    def flush_stats(self) -> None:
-        """See :meth:`LlmCache.flush_stats`."""
-        self._run(self._core.tier.flush_stats())
-
-    def wrap(
-        self,
-        fn: Callable[..., Any],
-        *,
-        ttl: float | None = None,
-        usage: Callable[[Any], TokenUsage | Mapping[str, Any] | None] | None = None,
-    ) -> Callable[..., Any]:
-        """See :meth:`LlmCache.wrap`; ``fn`` must be a sync function (InvalidInputError
-        for a coroutine function)."""
-        if inspect.iscoroutinefunction(fn):
-            raise InvalidInputError(
-                "SyncLlmCache.wrap needs a sync function; use LlmCache for async ones",
-                field="fn",
-            )
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **params: Any) -> Any:
-            _check_args(args)
-            return self._run(self._core.cached_call(fn, params, ttl, usage))
-
-        return wrapper

@@ -23,11 +23,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
-from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
+from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_text, plain, ttl_ms
-from agent_memory.cache.stats import CacheStats, batch_with_stats, raise_first_error
+from agent_memory.cache.stats import batch_with_stats, raise_first_error
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
 
@@ -103,113 +101,3 @@ class SessionCore:
         got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [command])
         raise_first_error(got)
         return replies.integer(got[0]) > 0
-
-
-class SessionStore(AsyncTier):
-    """Asyncio per-thread state store (standalone or cluster). No I/O in the constructor.
-
-    Args:
-        client: a ``valkey.asyncio`` / ``redis.asyncio`` client.
-        name: the cache name (key prefix).
-        ttl: sliding lifetime of a thread in seconds, refreshed by every access
-            (default one day; ``None``: no expiry).
-
-    Raises:
-        InvalidInputError: a blocking client, a bad name or TTL.
-    """
-
-    __slots__ = ("_core",)
-
-    def __init__(
-        self,
-        client: Any,
-        name: str,
-        *,
-        ttl: float | None = DEFAULT_SESSION_TTL,
-        registry: CollectorRegistry | None = None,
-    ) -> None:
-        super().__init__(client, name, "session", registry)
-        self._core = SessionCore(name, ttl)
-
-    async def get(self, thread_id: str, key: str) -> Any:
-        """The value of ``key`` in the thread (``None`` when absent); refreshes the TTL."""
-        return await self._run(self._core.get(thread_id, key))
-
-    async def set(self, thread_id: str, key: str, value: Any) -> None:
-        """Set ``key`` to a JSON-serialisable ``value``; refreshes the TTL. Raises
-        InvalidInputError for a non-JSON value."""
-        await self._run(self._core.set(thread_id, key, value))
-
-    async def get_all(self, thread_id: str) -> dict[str, Any]:
-        """Every key of the thread in one round trip (``{}`` when absent); refreshes the TTL."""
-        return await self._run(self._core.get_all(thread_id))
-
-    async def delete(self, thread_id: str, key: str) -> bool:
-        """Remove ``key``; True if it existed. Refreshes the TTL."""
-        return await self._run(self._core.delete(thread_id, key))
-
-    async def destroy_thread(self, thread_id: str) -> int:
-        """Delete the whole thread in one round trip; returns how many keys it had."""
-        return await self._run(self._core.destroy_thread(thread_id))
-
-    async def touch(self, thread_id: str) -> bool:
-        """Refresh the thread's TTL; True if the thread exists."""
-        return await self._run(self._core.touch(thread_id))
-
-    async def stats(self) -> CacheStats:
-        """Flush buffered counters and read ``{name}:__stats``."""
-        return await self._run(self._core.tier.stats())
-
-    async def flush_stats(self) -> None:
-        """Send buffered counters now."""
-        await self._run(self._core.tier.flush_stats())
-
-
-class SyncSessionStore(SyncTier):
-    """Blocking twin of :class:`SessionStore` (``valkey`` / ``redis`` clients). Same
-    arguments and errors; raises InvalidInputError for an asyncio client."""
-
-    __slots__ = ("_core",)
-
-    def __init__(
-        self,
-        client: Any,
-        name: str,
-        *,
-        ttl: float | None = DEFAULT_SESSION_TTL,
-        registry: CollectorRegistry | None = None,
-    ) -> None:
-        super().__init__(client, name, "session", registry)
-        self._core = SessionCore(name, ttl)
-
-    def get(self, thread_id: str, key: str) -> Any:
-        """See :meth:`SessionStore.get`."""
-        return self._run(self._core.get(thread_id, key))
-
-    def set(self, thread_id: str, key: str, value: Any) -> None:
-        """See :meth:`SessionStore.set`."""
-        self._run(self._core.set(thread_id, key, value))
-
-    def get_all(self, thread_id: str) -> dict[str, Any]:
-        """See :meth:`SessionStore.get_all`."""
-        return self._run(self._core.get_all(thread_id))
-
-    def delete(self, thread_id: str, key: str) -> bool:
-        """See :meth:`SessionStore.delete`."""
-        return self._run(self._core.delete(thread_id, key))
-
-    def destroy_thread(self, thread_id: str) -> int:
-        """See :meth:`SessionStore.destroy_thread`."""
-        return self._run(self._core.destroy_thread(thread_id))
-
-    def touch(self, thread_id: str) -> bool:
-        """See :meth:`SessionStore.touch`."""
-        return self._run(self._core.touch(thread_id))
-
-    def stats(self) -> CacheStats:
-        """See :meth:`SessionStore.stats`."""
-        return self._run(self._core.tier.stats())
-
-    def flush_stats(self) -> None:
-        """See :meth:`SessionStore.flush_stats`."""
-        self._run(self._core.tier.flush_stats())
