@@ -1,4 +1,10 @@
-"""The backend protocol: filtered KNN over the stored memories."""
+"""The backend protocol: filtered KNN over the stored memories.
+
+A query searches either the embeddings (cosine distance) or, with ``lexical=True``, the
+hashed term vectors of the contents (field ``lex``, inner product: the match distance is
+``1 - ip``). :meth:`Backend.search` also carries extra commands (the recall's term
+statistics) in the same round trip as the searches.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from agent_memory.core.effects import Operation
+from agent_memory.core.effects import Command, Operation
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
 
@@ -21,6 +27,7 @@ class KnnQuery:
     filter: MemoryFilter
     k: int
     vector: NDArray[np.float32]
+    lexical: bool = False  # search ``lex`` by inner product instead of the embedding
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +37,15 @@ class KnnMatch:
     id: str
     distance: float
     fields: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    """Matches of each query (best first) and the replies of the extra commands (an
+    :class:`~agent_memory.errors.AgentMemoryError` instance for a failed one)."""
+
+    matches: list[list[KnnMatch]]
+    extra: list[Any]
 
 
 class Backend(Protocol):
@@ -45,6 +61,13 @@ class Backend(Protocol):
         self, ctx: StoreContext, queries: Sequence[KnnQuery]
     ) -> Operation[list[list[KnnMatch]]]:
         """Run the queries (in one round trip where possible), nearest first each."""
+        ...
+
+    def search(
+        self, ctx: StoreContext, queries: Sequence[KnnQuery], extra: Sequence[Command]
+    ) -> Operation[SearchOutcome]:
+        """Run the queries and ``extra`` commands, sent with the searches' round trip
+        (the FT backend: one round trip; the portable one: with its field fetch)."""
         ...
 
     def drop(self, ctx: StoreContext) -> Operation[None]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from agent_memory.cache import scripts as cache_scripts
 from agent_memory.errors import ServerResponseError
-from agent_memory.store import scripts
+from agent_memory.store import lexical, scripts
 
 Value = Any
 
@@ -409,7 +409,26 @@ def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _adjust_stats(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    for i in range(0, len(argv) - 1, 2):
+        field = _s(argv[i])
+        if _hincrby(ks, [keys[0], field, argv[i + 1]]) <= 0:
+            _hdel(ks, [keys[0], field])
+    return 1
+
+
+def _delete_returning_content(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
+    h = ks.get(keys[0], dict)
+    if h is None:
+        return None
+    content = _decode(h.get("content"))
+    ks.delete(keys[0])
+    return content if content is not None else ""
+
+
 _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
+    lexical.ADJUST_STATS: _adjust_stats,
+    lexical.DELETE_RETURNING_CONTENT: _delete_returning_content,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.REINFORCE: _reinforce,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,

@@ -8,6 +8,10 @@ and the namespace's epoch counter (one round trip), fetches only ids it has not 
 numpy, and reads the returned fields of the nearest candidates (one round trip). Writes
 that change a stored vector or filter field bump the epoch, which drops the mirror of
 that namespace. Results and ranking rules are those of the FT backend.
+
+The mirror also holds each memory's hashed term vector (``lex``; zeros for a memory
+without one): a lexical query ranks the namespace by exact inner product, keeps positive
+scores and breaks ties by id, as the FT backend's ``FLAT`` ``IP`` field does.
 """
 
 from __future__ import annotations
@@ -20,24 +24,28 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from agent_memory.backends.base import KnnMatch, KnnQuery
+from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
+from agent_memory.backends.upgrade import ensure_lexical
 from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import integer, optional_text, raw_bytes, text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
+from agent_memory.store.lexical import LEX_DIM
 from agent_memory.store.records import blob_vector
 from agent_memory.store.scoring import cosine_distances
 
-_MIRROR_FIELDS = (L.F_VECTOR, *L.FILTER_FIELDS)
+_MIRROR_FIELDS = (L.F_VECTOR, L.F_LEX, *L.FILTER_FIELDS)
 _FETCH_CHUNK = 2000
+_NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
 
 
 @dataclass(slots=True)
 class _Entry:
     vector: NDArray[np.float32]
     tokens: dict[str, str | None]
+    lex: NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +57,7 @@ class _Snapshot:
     matrix: NDArray[np.float32]
     columns: dict[str, NDArray[Any]]
     tokens: tuple[dict[str, str | None], ...]
+    lex: NDArray[np.float32]
 
     @classmethod
     def build(
@@ -60,12 +69,14 @@ class _Snapshot:
             name: np.array([r.tokens.get(name) for r in rows], dtype=object)
             for name in (L.F_SESSION, L.F_AGENT, L.F_THREAD)
         }
+        lex = np.stack([r.lex for r in rows]) if rows else np.zeros((0, LEX_DIM), np.float32)
         return cls(
             ids,
             np.asarray(expires, dtype=np.float64),
             matrix,
             columns,
             tuple(r.tokens for r in rows),
+            lex,
         )
 
     def mask(self, flt: MemoryFilter, now_ms: int) -> NDArray[np.bool_]:
@@ -104,8 +115,10 @@ class PortableBackend:
         self._mirrors: dict[str, _NamespaceMirror] = {}
 
     def prepare(self, ctx: StoreContext) -> Operation[bool]:
+        """No index to create; records the analyzer (backfilling ``lex`` and the term
+        statistics of a store written before hybrid recall)."""
+        yield from ensure_lexical(ctx)
         return False
-        yield  # an operation without server work
 
     def drop(self, ctx: StoreContext) -> Operation[None]:
         self._mirrors.clear()
@@ -192,6 +205,12 @@ class PortableBackend:
     def knn(
         self, ctx: StoreContext, queries: Sequence[KnnQuery]
     ) -> Operation[list[list[KnnMatch]]]:
+        outcome = yield from self.search(ctx, queries, ())
+        return outcome.matches
+
+    def search(
+        self, ctx: StoreContext, queries: Sequence[KnnQuery], extra: Sequence[Command]
+    ) -> Operation[SearchOutcome]:
         namespaces = sorted({q.filter.namespace for q in queries})
         snapshots = yield from self._sync(ctx, namespaces)
         now = ctx.now_ms()
@@ -201,22 +220,16 @@ class PortableBackend:
             rows = np.nonzero(snap.mask(q.filter, now))[0]
             if rows.size == 0:
                 picked.append([])
-                continue
-            distances = cosine_distances(snap.matrix[rows], q.vector)
-            take = min(q.k, rows.size)
-            best = (
-                np.argpartition(distances, take - 1)[:take]
-                if take < rows.size
-                else np.arange(rows.size)
-            )
-            best = best[np.lexsort((best, distances[best]))]
-            picked.append([(snap.ids[rows[b]], float(distances[b])) for b in best])
+            elif q.lexical:
+                picked.append(_lexical_top(snap, rows, q))
+            else:
+                picked.append(_nearest(snap, rows, q))
         wanted = sorted({memory_id for chosen in picked for memory_id, _ in chosen})
         fetched = yield from execute_batch(
-            [Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in wanted]
+            [Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in wanted] + list(extra)
         )
         fields_by_id: dict[str, dict[str, Any]] = {}
-        for memory_id, values in zip(wanted, fetched, strict=True):
+        for memory_id, values in zip(wanted, fetched, strict=False):
             if isinstance(values, AgentMemoryError):
                 raise values
             fields = {
@@ -226,10 +239,29 @@ class PortableBackend:
             }
             if L.F_CONTENT in fields:
                 fields_by_id[memory_id] = fields
-        return [
+        matches = [
             [KnnMatch(m, d, fields_by_id[m]) for m, d in chosen if m in fields_by_id]
             for chosen in picked
         ]
+        return SearchOutcome(matches, list(fetched[len(wanted) :]))
+
+
+def _nearest(snap: _Snapshot, rows: NDArray[np.intp], q: KnnQuery) -> list[tuple[str, float]]:
+    """The ``q.k`` nearest rows by cosine distance (ties: registry order)."""
+    distances = cosine_distances(snap.matrix[rows], q.vector)
+    take = min(q.k, rows.size)
+    best = np.argpartition(distances, take - 1)[:take] if take < rows.size else np.arange(rows.size)
+    best = best[np.lexsort((best, distances[best]))]
+    return [(snap.ids[rows[b]], float(distances[b])) for b in best]
+
+
+def _lexical_top(snap: _Snapshot, rows: NDArray[np.intp], q: KnnQuery) -> list[tuple[str, float]]:
+    """The ``q.k`` rows of highest positive inner product with the hashed query, ties by
+    id (distance ``1 - ip``, the FT ``IP`` metric)."""
+    scores = snap.lex[rows].astype(np.float64) @ q.vector.astype(np.float64)
+    positive = np.nonzero(scores > 0)[0]
+    order = sorted(positive.tolist(), key=lambda b: (-float(scores[b]), snap.ids[rows[b]]))
+    return [(snap.ids[rows[b]], 1.0 - float(scores[b])) for b in order[: q.k]]
 
 
 def _scored(reply: Any) -> list[tuple[str, float]]:
@@ -257,5 +289,11 @@ def _entry(values: Any, dim: int | None) -> _Entry | None:
         vector = blob_vector(raw_bytes(values[0]), dim)
     except ReplyParseError:
         return None  # a vector of another width is not searchable, as on FT servers
-    tokens = {name: optional_text(v) for name, v in zip(L.FILTER_FIELDS, values[1:], strict=True)}
-    return _Entry(vector, tokens)
+    lex = _NO_LEX
+    if values[1] is not None:
+        try:
+            lex = blob_vector(raw_bytes(values[1]), LEX_DIM)
+        except ReplyParseError:
+            lex = _NO_LEX  # unreadable: found by the semantic channel only, as on FT
+    tokens = {name: optional_text(v) for name, v in zip(L.FILTER_FIELDS, values[2:], strict=True)}
+    return _Entry(vector, tokens, lex)

@@ -23,6 +23,7 @@ from agent_memory.store.layout import (
     F_EXPIRES,
     F_IMPORTANCE,
     F_LABELS,
+    F_LEX,
     F_NAMESPACE,
     F_SESSION,
     F_SOURCE,
@@ -33,6 +34,8 @@ from agent_memory.store.layout import (
 )
 
 VECTOR_PARAM = "vec"
+LEX_PARAM = "lexq"
+LEX_DISTANCE_ALIAS = "__ldist"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +48,16 @@ class VectorIndexSpec:
     m: int = 16
     ef_construction: int = 200
     ef_runtime: int = 10
+    lexical_dim: int = 256  # the ``lex`` field: FLAT (exact), inner product
 
 
 def create_index_args(index: str, prefix: str, spec: VectorIndexSpec) -> list[str]:
-    """Arguments of ``FT.CREATE`` for the memory index (after the command name)."""
+    """Arguments of ``FT.CREATE`` for the memory index (after the command name).
+
+    Two VECTOR fields: ``vector`` (the embedding, cosine) and ``lex`` (hashed term
+    vector of the content, ``FLAT`` so the lexical search is exact and identical to the
+    portable backend's, ``IP``). Both are valid on valkey-search 1.0.2.
+    """
     vector_params = ["TYPE", "FLOAT32", "DIM", str(spec.dim), "DISTANCE_METRIC", spec.metric]
     if spec.algorithm == "HNSW":
         vector_params += [
@@ -60,6 +69,8 @@ def create_index_args(index: str, prefix: str, spec: VectorIndexSpec) -> list[st
     return [
         index, "ON", "HASH", "PREFIX", "1", prefix, "SCHEMA",
         F_VECTOR, "VECTOR", spec.algorithm, str(len(vector_params)), *vector_params,
+        F_LEX, "VECTOR", "FLAT", "6",
+        "TYPE", "FLOAT32", "DIM", str(spec.lexical_dim), "DISTANCE_METRIC", "IP",
         F_NAMESPACE, *tag,
         F_SESSION, *tag,
         F_AGENT, *tag,
@@ -119,15 +130,26 @@ def knn_search_args(
     k: int,
     vector_blob: bytes,
     return_fields: Sequence[str],
+    *,
+    lexical: bool = False,
 ) -> list[str | bytes]:
-    """Arguments of ``FT.SEARCH`` for a filtered KNN query returning ``return_fields``."""
+    """Arguments of ``FT.SEARCH`` for a filtered KNN query returning ``return_fields``.
+
+    With ``lexical`` the KNN runs over the ``lex`` field (inner product with a hashed
+    query, distance alias ``__ldist``) instead of the embedding.
+    """
     if k < 1:
         raise ValueError("k must be >= 1")
-    query = f"{filter_expression(flt)}=>[KNN {k} @{F_VECTOR} ${VECTOR_PARAM} AS {DISTANCE_ALIAS}]"
-    fields = [*return_fields, DISTANCE_ALIAS]
+    field, param, alias = (
+        (F_LEX, LEX_PARAM, LEX_DISTANCE_ALIAS)
+        if lexical
+        else (F_VECTOR, VECTOR_PARAM, DISTANCE_ALIAS)
+    )
+    query = f"{filter_expression(flt)}=>[KNN {k} @{field} ${param} AS {alias}]"
+    fields = [*return_fields, alias]
     return [
         index, query,
-        "PARAMS", "2", VECTOR_PARAM, vector_blob,
+        "PARAMS", "2", param, vector_blob,
         "RETURN", str(len(fields)), *fields,
         "LIMIT", "0", str(k),
         "DIALECT", "2",

@@ -62,6 +62,7 @@ def apply_config(
         "importance": initial.weights.importance,
         "utility": initial.weights.utility,
         "labels": initial.weights.labels,
+        "lexical": initial.weights.lexical,
     }
     weight_error = False
     for name, attr in _WEIGHT_FIELDS.items():

@@ -11,6 +11,8 @@ Bookkeeping keys live outside the index prefix so the index never sees them:
 ``{name}:__mem_reg:{ns}`` (ids of a namespace, scored by expiry),
 ``{name}:__mem_scope:{digest}`` (ids of one exact scope, for capacity),
 ``{name}:__mem_epoch:{ns}`` (bumped when stored vectors or filters change),
+``{name}:__mem_df:{ns}`` (term statistics of the lexical channel: ``n``, ``len``,
+``t:<term>``),
 ``{name}:__mem_meta`` (store identity), ``{name}:__mem_stats``, ``{name}:__mem_config``.
 """
 
@@ -47,10 +49,14 @@ F_EVAL_WEIGHT = "eval_weight"
 F_MANUAL = "manual_utility"
 F_CONTEXTS = "utility_ctx"
 F_REINFORCED = "last_reinforced_at"
+F_LEX = "lex"  # hashed term vector of the content (agent_memory.store.lexical)
 
 TAG_SEPARATOR = ","
-SCHEMA_VERSION = 1
+# 2: the ``lex`` field, its FLAT IP index field and the ``__mem_df`` term statistics.
+# Stores of version 1 are upgraded in place by ``ensure_index`` (the backend's prepare).
+SCHEMA_VERSION = 2
 DISTANCE_ALIAS = "__dist"
+META_LEXICAL = "lexical"  # ``{name}:__mem_meta`` field naming the analyzer of ``lex``
 
 # Fields a recall reads back (never the vector blob).
 ITEM_FIELDS: tuple[str, ...] = (
@@ -129,6 +135,10 @@ class Keys:
 
     def epoch(self, namespace_token: str) -> str:
         return f"{self.name}:__mem_epoch:{namespace_token}"
+
+    def term_stats(self, namespace_token: str) -> str:
+        """Term statistics of a namespace's lexical channel (one key: cluster-safe)."""
+        return f"{self.name}:__mem_df:{namespace_token}"
 
     def receipt(self, selection_id: str) -> str:
         return f"{self.name}:__mem_receipt:{selection_id}"

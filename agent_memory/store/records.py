@@ -16,6 +16,7 @@ from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.search.encoding import encode_value, namespace_token, session_token
 from agent_memory.store import layout as L
 from agent_memory.store.labels import Labels, label_tokens
+from agent_memory.store.lexical import lex_blob
 from agent_memory.store.types import Durability, MemoryItem, Scope
 from agent_memory.store.utility import (
     Forgetting,
@@ -98,6 +99,7 @@ def record_fields(memory: NewMemory) -> list[str | bytes]:
         L.F_ID, memory.id,
         L.F_CONTENT, memory.content,
         L.F_VECTOR, vector_blob(memory.vector),
+        L.F_LEX, lex_blob(memory.content),
         L.F_IMPORTANCE, repr(memory.importance),
         L.F_CREATED, created,
         L.F_ACCESSED, str(memory.last_accessed_at if memory.last_accessed_at is not None else created),

@@ -1,9 +1,12 @@
 """Ranking of recall candidates and eviction order (pure functions).
 
-``score = w_sim * (1 - d/2) + w_rec * 2^(-age/half_life) + w_imp * importance`` with
-``age = now - max(created_at, last_accessed_at)``, the formula of the BetterDB TypeScript
-library. Only candidates with cosine distance ``d <= threshold`` are eligible: the
-threshold is a gate, the score only orders what passed it.
+``score = w_sim * rel + w_rec * 2^(-age/half_life) + w_imp * importance`` with
+``age = now - max(created_at, last_accessed_at)``. ``rel`` is the hybrid relevance
+(:mod:`agent_memory.store.fusion`) or, with hybrid recall off, ``1 - d/2`` (the formula
+of the BetterDB TypeScript library). The threshold is a gate, the score only orders what
+passed it: a candidate is eligible when its cosine distance ``d <= threshold`` or, in
+hybrid recall, when it matched lexically (BM25 > 0: it shares an analysed term with the
+query).
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ def composite_score(
     now_ms: int,
     weights: RecallWeights,
     half_life_seconds: float,
+    relevance: float | None = None,
 ) -> float:
-    """The ranking score of one candidate."""
+    """The ranking score of one candidate (``relevance`` None: ``1 - distance/2``)."""
+    rel = relevance if relevance is not None else 1.0 - distance / 2.0
     return (
-        weights.similarity * (1.0 - distance / 2.0)
+        weights.similarity * rel
         + weights.recency * recency(now_ms - last_touched_ms, half_life_seconds)
         + weights.importance * importance
     )
@@ -50,6 +55,10 @@ class Candidate:
     last_touched_ms: int
     payload: object = None
     bonus: float = 0.0  # learned utility and label matches (already weighted)
+    relevance: float | None = None  # hybrid relevance in [0, 1]; None: 1 - distance/2
+    lexical_match: bool = False  # shares an analysed term with the query (BM25 > 0)
+    lexical_score: float = 0.0  # BM25 of the candidate's text
+    matched: frozenset[str] = frozenset({"semantic"})  # channels that found it
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,18 +85,26 @@ def rank(
     half_life_seconds: float,
     now_ms: int,
 ) -> Ranking:
-    """Gate by ``threshold``, score, sort (score desc, then distance, then id), cut to ``k``.
+    """Gate, score, sort (score desc, then distance, then id), cut to ``k``.
 
-    The gate only looks at the distance: a candidate's ``bonus`` (utility, labels) can
-    reorder what passed, never admit what did not.
+    The gate admits a candidate whose distance is ``<= threshold`` or that matched
+    lexically (``lexical_match``); a candidate's ``bonus`` (utility, labels) can reorder
+    what passed, never admit what did not. ``nearest_distance`` and the near-miss
+    report look at distances only.
     """
-    nearest = min((c.distance for c in candidates), default=None)
-    passed = [c for c in candidates if c.distance <= threshold]
+    nearest = min((c.distance for c in candidates if "semantic" in c.matched), default=None)
+    passed = [c for c in candidates if c.distance <= threshold or c.lexical_match]
     scored = [
         Ranked(
             c,
             composite_score(
-                c.distance, c.importance, c.last_touched_ms, now_ms, weights, half_life_seconds
+                c.distance,
+                c.importance,
+                c.last_touched_ms,
+                now_ms,
+                weights,
+                half_life_seconds,
+                c.relevance,
             )
             + c.bonus,
         )

@@ -104,13 +104,22 @@ class MemoryHit:
         item: the memory.
         score: the composite ranking score (higher is better).
         distance: cosine distance between query and memory, 0 (same direction) to 2.
+            For a memory found only by the lexical channel (``matched ==
+            {"lexical"}``) it is a lower bound: the largest distance among the semantic
+            candidates of the same recall (the memory was not among them).
         similarity: cosine similarity, ``1 - distance`` (-1 to 1).
+        matched: the channels that found the memory: ``"semantic"`` (among the nearest
+            vectors) and/or ``"lexical"`` (shares analysed terms with the query).
+        lexical_score: BM25 of the memory's text for the query (0 without shared terms,
+            and always 0 when hybrid recall is off).
     """
 
     item: MemoryItem
     score: float
     distance: float
     similarity: float
+    matched: frozenset[str] = frozenset({"semantic"})
+    lexical_score: float = 0.0
 
 
 class RecallResult(Sequence[MemoryHit]):
@@ -184,16 +193,29 @@ class RecallWeights:
     """Weights of the composite score; each must be finite and >= 0, and the first
     three must not all be 0.
 
+    ``score = similarity * rel + recency * 2^(-age/half_life) + importance * importance``
+    where ``rel`` is the hybrid relevance in [0, 1]: ``(1 - lexical) * mm(1 - d) +
+    lexical * mm(bm25)`` over the candidate pool (min-max normalised channels, see
+    :mod:`agent_memory.store.fusion`). ``lexical`` (0..1) is the lexical channel's share;
+    ``lexical=0`` turns hybrid recall off: then ``rel = 1 - d/2`` and no lexical search
+    is sent (the BetterDB formula; pass ``RecallWeights(0.6, 0.25, 0.15, lexical=0)``
+    for BetterDB's exact ranking).
+
+    The defaults 0.75 / 0.10 / 0.15 (half-life 7 days) were chosen on LoCoMo
+    (``benchmarks/quality/RESULTS.md``): recency 0.10 costs at most 0.001 of
+    recall@10 on a months-long history, 0.25 costs 0.044.
+
     ``utility`` weighs learned usefulness (only with ``reinforcement=True``) and
     ``labels`` the share of the query's labeler labels a memory carries; both only
-    reorder memories that passed the similarity threshold.
+    reorder memories that passed the gate.
     """
 
-    similarity: float = 0.6
-    recency: float = 0.25
+    similarity: float = 0.75
+    recency: float = 0.10
     importance: float = 0.15
     utility: float = 0.2
     labels: float = 0.1
+    lexical: float = 0.5
 
     def __post_init__(self) -> None:
         values = (self.similarity, self.recency, self.importance)
@@ -208,6 +230,13 @@ class RecallWeights:
                 )
         if sum(values) <= 0:
             raise InvalidInputError("at least one weight must be > 0", field="weights")
+        lexical = self.lexical
+        if isinstance(lexical, bool) or not isinstance(lexical, (int, float)):
+            raise InvalidInputError("weight lexical must be a number", field="weights")
+        if not 0.0 <= lexical <= 1.0:
+            raise InvalidInputError(
+                f"weight lexical must be within [0, 1], got {lexical}", field="weights"
+            )
 
 
 @dataclass(frozen=True, slots=True)

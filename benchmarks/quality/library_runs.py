@@ -31,11 +31,15 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("cosine", "(a) plain cosine top-k (sim=1, rec=0, imp=0; threshold 2.0)",
-             RecallWeights(1.0, 0.0, 0.0), 2.0),
-    Scenario("default", "(b) default ranking (0.6/0.25/0.15, 7 d half-life, default threshold)",
-             None, None),
-    Scenario("default_nogate", "(b') default ranking, threshold 2.0 (no gate)", None, 2.0),
+    Scenario("cosine", "(a) cosine only (lexical=0; sim=1, rec=0, imp=0; threshold 2.0)",
+             RecallWeights(1.0, 0.0, 0.0, lexical=0.0), 2.0),
+    Scenario("lexical", "(l) lexical only (library BM25 over the hybrid pool: lexical=1; "
+             "sim=1, rec=0, imp=0; threshold 2.0)", RecallWeights(1.0, 0.0, 0.0, lexical=1.0), 2.0),
+    Scenario("default", "(b) DEFAULT: hybrid, 0.75/0.10/0.15, 7 d half-life, default threshold "
+             "(lexical matches pass the gate)", None, None),
+    Scenario("default_nogate", "(b') default, threshold 2.0 (no gate)", None, 2.0),
+    Scenario("betterdb", "(c) previous default: BetterDB formula (0.6/0.25/0.15, lexical=0, "
+             "default threshold)", RecallWeights(0.6, 0.25, 0.15, lexical=0.0), None),
 )  # fmt: skip
 
 

@@ -85,7 +85,7 @@ async def test_live_config_applies_and_rejects_invalid_values(env: StoreEnv) -> 
     )  # fmt: skip
     config = await store.refresh_config()
     assert config.threshold == 0.5
-    assert config.weights.recency == 0.5 and config.weights.similarity == 0.6
+    assert config.weights.recency == 0.5 and config.weights.similarity == 0.75
     assert config.half_life_seconds == 604800.0
     assert config.max_items_per_scope is None
     await _raw(store, "HSET", f"{name}:__mem_config", "recall.threshold", "7")

@@ -42,8 +42,10 @@ async def test_recency_and_importance_reorder_within_the_gate(env: StoreEnv) -> 
     embed.set("query", q)
     embed.set("old but closer", near(q, 0.05, "a"))
     embed.set("fresh", near(q, 0.15, "b"))
+    embed.set("unrelated", near(q, 0.9, "c"))  # in the pool, beyond the gate
     store = env.make(embed, clock=clock, half_life_seconds=3600)
     await store.remember("old but closer", importance=0.1)
+    await store.remember("unrelated", importance=0.1)
     clock.now += 10 * 3600  # ten half-lives later
     await store.remember("fresh", importance=0.9)
     hits = await store.recall("query", reinforce=False)
@@ -52,7 +54,9 @@ async def test_recency_and_importance_reorder_within_the_gate(env: StoreEnv) -> 
         "query", weights=RecallWeights(similarity=1, recency=0, importance=0), reinforce=False
     )
     assert [h.item.content for h in sim_only] == ["old but closer", "fresh"]
-    expected = 0.6 * (1 - sim_only[0].distance / 2) + 0.25 * 2**-10 + 0.15 * 0.1
+    # Hybrid relevance: no memory shares a term with the query, so the relevance is the
+    # pool's min-max normalised similarity (1 for the nearest).
+    expected = 0.75 * 1.0 + 0.10 * 2**-10 + 0.15 * 0.1
     old_hit = next(h for h in hits if h.item.content == "old but closer")
     assert old_hit.score == pytest.approx(expected, abs=1e-4)
 

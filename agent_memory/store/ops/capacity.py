@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import integer, number, text
+from agent_memory.core.replies import integer, number, optional_text, text
 from agent_memory.errors import AgentMemoryError
 from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
+from agent_memory.store.lexical import adjust_args, delete_args, stats_delta
 from agent_memory.store.scoring import eviction_order
 
 
@@ -70,17 +71,21 @@ def evict_over_capacity(
         command("ZREM", bucket_key, *cleanup),
         command("ZREM", ctx.keys.registry(namespace_token), *cleanup),
         command("INCR", ctx.keys.registry_version(namespace_token)),
-        *(command("DEL", ctx.keys.memory(v)) for v in victims),
+        *(Command(delete_args(ctx.keys.memory(v))) for v in victims),
     ]
     replies = yield from execute_batch(commands)
     _raise_errors(replies)
     # Concurrent writers may pick the same victims: count only the deletions that
-    # happened here, so ``evictions`` stays exact across processes.
-    evicted = sum(integer(r) for r in replies[3:])
+    # happened here (the delete script returns the content only to the caller that
+    # deleted), so ``evictions`` and the term statistics stay exact across processes.
+    contents = [optional_text(r) or "" for r in replies[3:] if r is not None]
+    evicted = len(contents)
     if evicted:
-        counted = yield from execute_batch(
-            [command("HINCRBY", ctx.keys.stats, "evictions", str(evicted))]
-        )
+        followups = [command("HINCRBY", ctx.keys.stats, "evictions", str(evicted))]
+        adjust = adjust_args(ctx.keys.term_stats(namespace_token), stats_delta(contents, -1))
+        if adjust is not None:
+            followups.append(Command(adjust))
+        counted = yield from execute_batch(followups)
         _raise_errors(counted)
     ctx.count("evictions", evicted)
     return evicted

@@ -1,5 +1,15 @@
 """``recall`` / ``recall_by_vector``: filtered KNN, gate, rank, merge, side effects.
 
+Hybrid recall (``RecallWeights.lexical > 0``, the default, for text queries): each pool
+(shared, and the session's) is searched twice in ONE pipelined round trip, by embedding
+(cosine, the ``candidate_count(k)`` nearest) and by hashed term vector (inner product,
+as many), together with an HMGET of the namespace's term statistics. The union of both
+result lists is rescored client-side: exact BM25 of each candidate's text, then
+``rel = (1 - w) * mm(1 - d) + w * mm(bm25)`` (:mod:`agent_memory.store.fusion`) over the
+union of all pools, the composite score on top. A candidate found only lexically gets
+the largest semantic distance of its pool as its (lower-bound) distance and is dropped
+when it shares no analysed term with the query (a hash collision).
+
 Side effects of a recall travel in one pipelined round trip: exposure counters (and,
 with ``reinforce``, recency and access count) of the returned memories, the store's
 recall counters, and the selection receipt that ``complete()`` consumes.
@@ -22,9 +32,10 @@ from agent_memory.backends.base import KnnMatch, KnnQuery
 from agent_memory.core.effects import Command, Operation, call, command, execute_batch
 from agent_memory.core.replies import integer, optional_text
 from agent_memory.errors import AgentMemoryError, InvalidInputError
-from agent_memory.store import scripts
+from agent_memory.store import lexical, scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import scope_filter
+from agent_memory.store.fusion import fuse
 from agent_memory.store.labels import Labels, check_labels, context_digest, filter_groups, overlap
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
@@ -97,17 +108,40 @@ def _merge(shared: list[Ranked], session: list[Ranked], k: int) -> list[Ranked]:
     return chosen[:k]
 
 
-def _candidates(
+@dataclass(frozen=True, slots=True)
+class _Visible:
+    """A candidate that survived expiry and forgetting, before fusion."""
+
+    pool: int
+    item: MemoryItem
+    distance: float
+    bonus: float
+    matched: frozenset[str]
+
+
+def _visible(
     ctx: StoreContext,
-    matches: list[KnnMatch],
+    pool: int,
+    semantic: list[KnnMatch],
+    lexical_matches: list[KnnMatch],
     weights: RecallWeights,
     query_labels: Labels,
     now: int,
-) -> list[Candidate]:
+) -> list[_Visible]:
+    """Union of a pool's semantic and lexical matches, minus expired and suppressed."""
     context = context_digest(query_labels)
     forgetting = ctx.forgetting
+    bound = max((m.distance for m in semantic), default=2.0)
+    lexical_ids = {m.id for m in lexical_matches}
+    semantic_ids = {m.id for m in semantic}
+    merged = [(m, m.distance) for m in semantic]
+    merged += [(m, bound) for m in lexical_matches if m.id not in semantic_ids]
+    seen: set[str] = set()
     out = []
-    for match in matches:
+    for match, distance in merged:
+        if match.id in seen:
+            continue
+        seen.add(match.id)
         item = item_or_none(ctx, match.id, dict(match.fields))
         if item is None:
             continue
@@ -126,9 +160,55 @@ def _candidates(
                 bonus += weights.utility * utility(state, context)
         if query_labels:
             bonus += weights.labels * overlap(query_labels, dict(item.labels))
-        touched = max(item.created_at, item.last_accessed_at)
-        out.append(Candidate(item.id, match.distance, item.importance, touched, item, bonus))
+        matched = frozenset(
+            name
+            for name, found in (("semantic", match.id in semantic_ids),
+                                ("lexical", match.id in lexical_ids))
+            if found
+        )  # fmt: skip
+        out.append(_Visible(pool, item, distance, bonus, matched))
     return out
+
+
+def _fused(
+    visible: list[_Visible],
+    terms: list[str] | None,
+    stats: lexical.TermStats,
+    weights: RecallWeights,
+) -> list[Candidate]:
+    """Candidates with their hybrid relevance (``terms`` None: hybrid off, 1 - d/2)."""
+    if terms is None:
+        return [
+            Candidate(
+                v.item.id,
+                v.distance,
+                v.item.importance,
+                max(v.item.created_at, v.item.last_accessed_at),
+                v.item,
+                v.bonus,
+            )
+            for v in visible
+        ]
+    scores = [lexical.bm25(terms, lexical.document_terms(v.item.content), stats) for v in visible]
+    kept = [
+        (v, s) for v, s in zip(visible, scores, strict=True) if s > 0 or "semantic" in v.matched
+    ]
+    relevance = fuse([1.0 - v.distance for v, _ in kept], [s for _, s in kept], weights.lexical)
+    return [
+        Candidate(
+            v.item.id,
+            v.distance,
+            v.item.importance,
+            max(v.item.created_at, v.item.last_accessed_at),
+            v.item,
+            v.bonus,
+            relevance=rel,
+            lexical_match=s > 0,
+            lexical_score=s,
+            matched=v.matched | {"lexical"} if s > 0 else v.matched - {"lexical"},
+        )
+        for (v, s), rel in zip(kept, relevance, strict=True)
+    ]
 
 
 def recall_vector(
@@ -136,39 +216,60 @@ def recall_vector(
     request: RecallRequest,
     vector: NDArray[np.float32],
     query_labels: Labels | None = None,
+    query_text: str | None = None,
 ) -> Operation[RecallResult]:
-    """Recall with an already-validated unit query vector."""
+    """Recall with an already-validated unit query vector (hybrid when ``query_text``
+    is given and ``RecallWeights.lexical > 0``)."""
     scope = request.scope or Scope()
     threshold = request.threshold if request.threshold is not None else ctx.config.threshold
     weights = request.weights or ctx.config.weights
     context_labels = {**(query_labels or {}), **request.labels}
     groups = filter_groups(request.labels)
     candidates_k = candidate_count(request.k)
-    queries = [
-        KnnQuery(
-            scope_filter(scope, request.tags, session=None, label_groups=groups),
-            candidates_k,
-            vector,
-        )
-    ]
+    filters = [scope_filter(scope, request.tags, session=None, label_groups=groups)]
     if scope.session_id is not None:
-        session_flt = scope_filter(
-            scope, request.tags, session=scope.session_id, label_groups=groups
+        filters.append(
+            scope_filter(scope, request.tags, session=scope.session_id, label_groups=groups)
         )
-        queries.append(KnnQuery(session_flt, candidates_k, vector))
+    terms: list[str] | None = None
+    lexical_vector = None
+    if query_text is not None and weights.lexical > 0:
+        terms = sorted(set(lexical.analyze(query_text)))
+        lexical_vector = lexical.query_vector(terms)
+    queries = [KnnQuery(flt, candidates_k, vector) for flt in filters]
+    extra: list[Command] = []
+    if lexical_vector is not None and terms:
+        queries += [KnnQuery(flt, candidates_k, lexical_vector, lexical=True) for flt in filters]
+        stats_key = ctx.keys.term_stats(filters[0].namespace)
+        extra.append(command("HMGET", stats_key, *lexical.stats_fields(terms)))
     assert ctx.backend is not None
-    results = yield from ctx.backend.knn(ctx, queries)
+    outcome = yield from ctx.backend.search(ctx, queries, extra)
+    stats = lexical.TermStats()
+    if extra:
+        reply = outcome.extra[0]
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+        stats = lexical.parse_stats(terms or [], reply)
     now = ctx.now_ms()
+    pools = len(filters)
+    visible: list[_Visible] = []
+    for i in range(pools):
+        lexical_matches = outcome.matches[pools + i] if len(outcome.matches) > pools else []
+        visible += _visible(
+            ctx, i, outcome.matches[i], lexical_matches, weights, context_labels, now
+        )
+    candidates = _fused(visible, terms, stats, weights)
+    pool_of = {v.item.id: v.pool for v in visible}
     rankings = [
         rank(
-            _candidates(ctx, matches, weights, context_labels, now),
+            [c for c in candidates if pool_of[c.id] == i],
             k=request.k,
             threshold=threshold,
             weights=weights,
             half_life_seconds=ctx.config.half_life_seconds,
             now_ms=now,
         )
-        for matches in results
+        for i in range(pools)
     ]
     if len(rankings) == 2:
         hits = _merge(list(rankings[0].hits), list(rankings[1].hits), request.k)
@@ -177,7 +278,7 @@ def recall_vector(
     distances = [r.nearest_distance for r in rankings if r.nearest_distance is not None]
     nearest = min(distances) if distances else None
     near_miss = not hits and any(r.near_miss for r in rankings)
-    total_candidates = sum(len(m) for m in results)
+    total_candidates = len(candidates)
     if near_miss:
         _report_near_miss(ctx, nearest, threshold)
     selection_id = uuid.uuid4().hex
@@ -197,8 +298,16 @@ def recall_vector(
 def _hit(ranked: Ranked) -> MemoryHit:
     item = ranked.candidate.payload
     assert isinstance(item, MemoryItem)
-    distance = ranked.candidate.distance
-    return MemoryHit(item=item, score=ranked.score, distance=distance, similarity=1.0 - distance)
+    candidate = ranked.candidate
+    distance = candidate.distance
+    return MemoryHit(
+        item=item,
+        score=ranked.score,
+        distance=distance,
+        similarity=1.0 - distance,
+        matched=candidate.matched,
+        lexical_score=candidate.lexical_score,
+    )
 
 
 def _report_near_miss(ctx: StoreContext, nearest: float | None, threshold: float) -> None:
@@ -295,7 +404,7 @@ def recall_text(ctx: StoreContext, request: RecallRequest, query: str) -> Operat
     yield from ensure_ready(ctx)
     vector = yield from embed_one(ctx, query)
     labels = yield from query_labels(ctx, query)
-    result = yield from recall_vector(ctx, request, vector, labels)
+    result = yield from recall_vector(ctx, request, vector, labels, query)
     return result
 
 

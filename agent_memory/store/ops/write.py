@@ -18,6 +18,7 @@ from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.labels import LabelPolicy, Labels, check_labels
+from agent_memory.store.lexical import adjust_args, lex_blob, stats_delta
 from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
 from agent_memory.store.ops.embedding import embed_one, embed_texts
@@ -219,6 +220,13 @@ def write_memories(
         chunk = memories[start : start + _WRITE_CHUNK]
         commands = [c for memory, ttl in chunk for c in _write_commands(ctx, memory, ttl)]
         commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(chunk))))
+        # Term statistics of the lexical channel ride in the same round trip (not atomic
+        # with the writes: slightly stale statistics do not change rankings measurably).
+        for ns in sorted({memory.namespace_token for memory, _ in chunk}):
+            delta = stats_delta([m.content for m, _ in chunk if m.namespace_token == ns], 1)
+            adjust = adjust_args(ctx.keys.term_stats(ns), delta)
+            if adjust is not None:
+                commands.append(Command(adjust))
         commands += [
             command("INCR", ctx.keys.registry_version(ns))
             for ns in sorted({memory.namespace_token for memory, _ in chunk})
@@ -271,9 +279,11 @@ def update(
         raise NotFoundError(f"no memory with id {memory_id!r}")
     item = parse_item(memory_id, fields)
     changes: list[str | bytes] = []
-    if new_content is not None and new_content != item.content:
+    content_changed = new_content is not None and new_content != item.content
+    if new_content is not None and content_changed:
         vector = yield from embed_one(ctx, new_content)
         changes += [L.F_CONTENT, new_content, L.F_VECTOR, vector_blob(vector)]
+        changes += [L.F_LEX, lex_blob(new_content)]
     if new_importance is not None:
         changes += [L.F_IMPORTANCE, repr(new_importance)]
     if new_tags is not None:
@@ -290,6 +300,13 @@ def update(
         commands.append(command("INCR", ctx.keys.registry_version(ns_token)))
     if new_tags is not None or new_content is not None:
         commands.append(command("INCR", ctx.keys.epoch(ns_token)))
+    if new_content is not None and content_changed:
+        delta = stats_delta([new_content], 1)
+        for name, amount in stats_delta([item.content], -1).items():
+            delta[name] = delta.get(name, 0) + amount
+        adjust = adjust_args(ctx.keys.term_stats(ns_token), {k: v for k, v in delta.items() if v})
+        if adjust is not None:
+            commands.append(Command(adjust))
     replies = yield from execute_batch(commands)
     for reply in replies:
         if isinstance(reply, AgentMemoryError):

@@ -1,0 +1,233 @@
+"""The lexical channel of hybrid recall (pure: no I/O).
+
+* :func:`analyze` turns text into terms: lowercase, apostrophes dropped, Unicode word
+  tokens (``[^\\W_]+``), a fixed English stopword list removed, a tiny suffix stemmer
+  applied, terms cut to 64 characters.
+* :func:`document_vector` hashes a memory's terms into a ``LEX_DIM``-wide float32 vector
+  (signed feature hashing, weight ``1 + ln tf``), stored in the hash field ``lex`` and
+  searched by inner product (a second VECTOR field on FT servers, numpy on the portable
+  backend). It carries no corpus statistics, so it never goes stale.
+* :func:`query_vector` hashes a query's distinct terms (weight 1, unit length).
+* :class:`TermStats` are the per-namespace statistics (``{name}:__mem_df:{ns}``: fields
+  ``n``, ``len`` and ``t:<term>``) and :func:`bm25` the exact Okapi BM25 (k1 1.2,
+  b 0.75) of a candidate's text computed from them.
+
+The analyzer is versioned by :data:`ANALYZER_ID`; changing anything here that changes
+terms or buckets must change it (stored vectors would no longer match queries).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from agent_memory.core.replies import integer
+from agent_memory.errors import ReplyParseError
+
+LEX_DIM = 256
+ANALYZER_ID = f"lex-v1:d={LEX_DIM}"
+MAX_TERM_CHARS = 64
+K1 = 1.2
+B = 0.75
+
+STATS_DOCS = "n"
+STATS_LENGTH = "len"
+TERM_PREFIX = "t:"
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+_STOPWORDS_TEXT = """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves im ive id youre dont didnt doesnt isnt wasnt thats its s t also get got really
+    yeah oh wow hey hi thanks thank much many lot like"""
+#: Function words, pronouns, auxiliaries, question words and chat fillers (English).
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+_SUFFIXES = (("sses", "ss"), ("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("ly", ""))
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A tiny suffix stripper: plural/-ing/-ed/-ly, undouble, drop a final ``e``.
+
+    Crude on purpose (no dependency, one suffix per word): ``painted``/``painting`` ->
+    ``paint``, ``paintings`` -> ``painting``, ``loved``/``loves`` -> ``lov``, ``running`` ->
+    ``run``, ``stories`` -> ``story``. Words of three letters or fewer and words with digits
+    are kept as they are. The measured prototype (``benchmarks/quality/lexical.py``).
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    for suffix, repl in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + repl
+            break
+    else:
+        if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+            word = word[:-1]
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def analyze(text: str) -> list[str]:
+    """The terms of ``text``, in order, with repetitions."""
+    words = _TOKEN.findall(text.lower().replace("'", "").replace("\u2019", ""))
+    return [stem(w)[:MAX_TERM_CHARS] for w in words if w not in STOPWORDS]
+
+
+@lru_cache(maxsize=8192)
+def document_terms(text: str) -> tuple[str, ...]:
+    """:func:`analyze` of a stored text, memoised: the same memories come back as
+    candidates recall after recall, and rescoring analyses every candidate."""
+    return tuple(analyze(text))
+
+
+@lru_cache(maxsize=262144)
+def bucket(term: str) -> tuple[int, float]:
+    """Signed feature hashing: blake2b-64 of the UTF-8 term -> (index, +1 or -1)."""
+    digest = hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    h = int.from_bytes(digest, "little")
+    return (h >> 1) % LEX_DIM, (1.0 if h & 1 else -1.0)
+
+
+def document_vector(terms: Sequence[str]) -> NDArray[np.float32]:
+    """The stored ``lex`` vector: ``sum sign(t) * (1 + ln tf(t))`` per bucket, not normalised
+    (a text without terms is all zeros and is never found by the lexical channel)."""
+    out = np.zeros(LEX_DIM, dtype=np.float64)
+    for term, tf in Counter(terms).items():
+        j, sign = bucket(term)
+        out[j] += sign * (1.0 + math.log(tf))
+    return out.astype(np.float32)
+
+
+def query_vector(terms: Iterable[str]) -> NDArray[np.float32] | None:
+    """The lexical query: each distinct term once, unit length; ``None`` without terms
+    (or when every term's bucket cancelled out)."""
+    out = np.zeros(LEX_DIM, dtype=np.float64)
+    for term in set(terms):
+        j, sign = bucket(term)
+        out[j] += sign
+    norm = float(np.linalg.norm(out))
+    if norm == 0.0:
+        return None
+    return (out / norm).astype(np.float32)
+
+
+def lex_blob(content: str) -> bytes:
+    """FLOAT32 little-endian bytes of :func:`document_vector` of ``content``."""
+    return np.asarray(document_vector(analyze(content)), dtype="<f4").tobytes()
+
+
+@dataclass(frozen=True, slots=True)
+class TermStats:
+    """Corpus statistics of one namespace (possibly a little stale: harmless)."""
+
+    docs: int = 0
+    length: int = 0
+    df: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def avgdl(self) -> float:
+        return self.length / self.docs if self.docs > 0 and self.length > 0 else 1.0
+
+    def idf(self, term: str) -> float:
+        """``ln(1 + (n - df + 0.5) / (df + 0.5))`` with ``df`` clamped to ``[0, n]``."""
+        n = max(self.docs, 0)
+        df = min(max(self.df.get(term, 0), 0), n)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def stats_fields(query_terms: Sequence[str]) -> list[str]:
+    """Fields to HMGET from the statistics hash for a query (order of :func:`parse_stats`)."""
+    return [STATS_DOCS, STATS_LENGTH, *(TERM_PREFIX + t for t in query_terms)]
+
+
+def parse_stats(query_terms: Sequence[str], reply: Any) -> TermStats:
+    """:class:`TermStats` from the HMGET reply of :func:`stats_fields` (missing: 0)."""
+    values = list(reply or [])
+    values += [None] * (2 + len(query_terms) - len(values))
+
+    def count(value: Any) -> int:
+        try:
+            return max(integer(value), 0) if value is not None else 0
+        except (ReplyParseError, ValueError, TypeError, ArithmeticError):
+            return 0
+
+    df = {t: count(v) for t, v in zip(query_terms, values[2:], strict=False)}
+    return TermStats(count(values[0]), count(values[1]), df)
+
+
+def bm25(query_terms: Iterable[str], doc_terms: Sequence[str], stats: TermStats) -> float:
+    """Okapi BM25 of one document for the distinct query terms (0 without overlap)."""
+    if not doc_terms:
+        return 0.0
+    tf = Counter(doc_terms)
+    norm = K1 * (1.0 - B + B * len(doc_terms) / stats.avgdl)
+    score = 0.0
+    for term in set(query_terms):
+        count = tf.get(term, 0)
+        if count:
+            score += stats.idf(term) * count * (K1 + 1.0) / (count + norm)
+    return score
+
+
+def stats_delta(contents: Iterable[str], sign: int) -> dict[str, int]:
+    """HINCRBY amounts that add (``sign=1``) or remove (``-1``) texts from the statistics."""
+    delta: Counter[str] = Counter()
+    for content in contents:
+        terms = analyze(content)
+        delta[STATS_DOCS] += sign
+        delta[STATS_LENGTH] += sign * len(terms)
+        for term in set(terms):
+            delta[TERM_PREFIX + term] += sign
+    return {k: v for k, v in delta.items() if v}
+
+
+ADJUST_STATS = """
+for i = 1, #ARGV, 2 do
+  local v = redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
+  if v <= 0 then redis.call('HDEL', KEYS[1], ARGV[i]) end
+end
+return 1
+"""
+"""ARGV = [field, delta, ...]: add each delta; a count reaching 0 (or below: statistics
+drift after unseen expiries) removes its field, so the hash holds only live terms."""
+
+
+def adjust_args(key: str, delta: Mapping[str, int]) -> tuple[str, ...] | None:
+    """``EVAL`` arguments applying ``delta`` to the statistics hash ``key`` (``None``: no-op)."""
+    if not delta:
+        return None
+    flat = [x for name in sorted(delta) for x in (name, str(delta[name]))]
+    return ("EVAL", ADJUST_STATS, "1", key, *flat)
+
+
+DELETE_RETURNING_CONTENT = """
+local content = redis.call('HGET', KEYS[1], 'content')
+if redis.call('DEL', KEYS[1]) == 0 then return false end
+return content or ''
+"""
+"""Delete a memory and return the content it had (nil when it did not exist), so the
+term statistics lose exactly the texts this caller deleted, even under concurrency."""
+
+
+def delete_args(key: str) -> tuple[str, ...]:
+    """``EVAL`` arguments deleting the memory at ``key`` and returning its content."""
+    return ("EVAL", DELETE_RETURNING_CONTENT, "1", key)

@@ -1,0 +1,218 @@
+"""Hybrid lexical + semantic recall on every server/client (and the in-process client)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+
+from agent_memory import MemoryInput, MemoryStore, RecallWeights, Scope
+from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
+from agent_memory.search.encoding import namespace_token
+from agent_memory.store import lexical
+from tests.store.conftest import StoreEnv
+from tests.support import TableEmbedder, near, random_unit
+
+
+class Clock:
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _raw(store: Any, *args: Any) -> Any:
+    client = getattr(store, "wrapped", store).client
+    result = client.execute_command(*args)
+    return await result if hasattr(result, "__await__") else result
+
+
+def _name(store: Any) -> str:
+    return str(getattr(store, "wrapped", store).name)
+
+
+async def _stats(store: Any, namespace: str | None = None) -> dict[str, int]:
+    key = f"{_name(store)}:__mem_df:{namespace_token(namespace)}"
+    raw = await _raw(store, "HGETALL", key)
+    if isinstance(raw, list):  # RESP2 without a parser callback
+        raw = dict(zip(raw[::2], raw[1::2], strict=True))
+    out = {}
+    for k, v in (raw or {}).items():
+        name = k.decode() if isinstance(k, bytes) else str(k)
+        out[name] = int(v)
+    return out
+
+
+def _expected(contents: list[str]) -> dict[str, int]:
+    return lexical.stats_delta(contents, 1)
+
+
+CORPUS = [
+    "Caroline went to the LGBTQ support group on Tuesday",
+    "Melanie painted a sunrise over the lake last year",
+    "Caroline is researching adoption agencies",
+    "Melanie ran a charity race for mental health",
+    "The kids loved the dinosaur exhibit at the museum",
+    "Caroline gave a speech at a school about her transition",
+    "Melanie took the kids camping in the mountains",
+    "Caroline wants to move back to her home country",
+    "Melanie is reading a book about pottery",
+    "The weather was nice yesterday",
+]
+
+
+async def test_lexical_match_is_found_when_the_embedding_misses_it(env: StoreEnv) -> None:
+    embed = TableEmbedder()
+    q = random_unit("q")
+    query = "what is the purple elephant launch code?"
+    embed.set(query, q)
+    embed.set("The launch code is PURPLE-ELEPHANT", near(q, 1.0, "code"))
+    # More memories near the query than the semantic pool holds (max(4k, 50)).
+    for i in range(60):
+        embed.set(f"close memory number {i}", near(q, 0.1 + 0.005 * i, f"c{i}"))
+    store = env.make(embed, default_threshold=0.33)
+    await store.remember("The launch code is PURPLE-ELEPHANT")
+    await store.remember_many([MemoryInput(f"close memory number {i}") for i in range(60)])
+    hits = await store.recall(query, k=3, reinforce=False)
+    found = {h.item.content: h for h in hits}
+    hit = found["The launch code is PURPLE-ELEPHANT"]  # beyond the gate, yet recalled
+    assert hit.matched == frozenset({"lexical"}) and hit.lexical_score > 0
+    assert hit.distance >= max(h.distance for h in hits)  # a lower bound
+    assert sum(h.matched == frozenset({"semantic"}) for h in hits) == 2
+    # Hybrid off: the embedding alone misses it (and the gate keeps it out).
+    plain = await store.recall(
+        query, k=3, reinforce=False, weights=RecallWeights(0.6, 0.25, 0.15, lexical=0)
+    )
+    assert "The launch code is PURPLE-ELEPHANT" not in [h.item.content for h in plain]
+    # A vector recall has no text: semantic only.
+    by_vector = await store.recall_by_vector(q, k=3, reinforce=False)
+    assert all(h.matched == frozenset({"semantic"}) for h in by_vector)
+
+
+async def test_hybrid_respects_filters_and_tenants(env: StoreEnv) -> None:
+    embed = TableEmbedder()
+    store = env.make(embed)
+    await store.remember("purple elephant in namespace a", scope=Scope(namespace="a"))
+    await store.remember("purple elephant for agent x", scope=Scope(agent_id="x"))
+    await store.remember("purple elephant tagged", tags=["t"])
+    hits = await store.recall("purple elephant", scope=Scope(namespace="a"), reinforce=False)
+    assert [h.item.content for h in hits] == ["purple elephant in namespace a"]
+    hits = await store.recall("purple elephant", scope=Scope(agent_id="x"), reinforce=False)
+    assert [h.item.content for h in hits] == ["purple elephant for agent x"]
+    hits = await store.recall("purple elephant", tags=["t"], reinforce=False)
+    assert [h.item.content for h in hits] == ["purple elephant tagged"]
+
+
+async def test_session_recall_is_hybrid_in_both_pools(env: StoreEnv) -> None:
+    embed = TableEmbedder()
+    store = env.make(embed)
+    scope = Scope(session_id="s1")
+    await store.remember("the orange giraffe is shared")
+    await store.remember("the orange giraffe is private", scope=scope, durability="session")
+    await store.remember("the orange giraffe of another session",
+                         scope=Scope(session_id="s2"), durability="session")  # fmt: skip
+    hits = await store.recall("orange giraffe", scope=scope, k=4, reinforce=False)
+    assert sorted(h.item.content for h in hits) == [
+        "the orange giraffe is private",
+        "the orange giraffe is shared",
+    ]
+    assert all("lexical" in h.matched for h in hits)
+
+
+async def _reference(clock: Clock, embed: TableEmbedder, name: str) -> list[tuple[str, float]]:
+    client = AsyncInProcessClient(Keyspace(clock))
+    store = MemoryStore(client, name, embed, clock=clock, default_threshold=2.0)
+    await _fill(store, clock)
+    hits = await store.recall("When did Caroline go to the support group?", k=10, reinforce=False)
+    await store.close()
+    return [(h.item.content, h.score) for h in hits]
+
+
+async def _fill(store: Any, clock: Clock) -> None:
+    for i, text in enumerate(CORPUS):
+        await store.remember(text, importance=0.3 + 0.05 * i)
+        clock.now += 3600
+
+
+async def test_all_backends_rank_identically(env: StoreEnv) -> None:
+    start = 1_700_000_000.0
+    embed = TableEmbedder()
+    embed.set("When did Caroline go to the support group?", random_unit("support"))
+    clock = Clock(start)
+    store = env.make(embed, clock=clock, default_threshold=2.0)
+    await _fill(store, clock)
+    hits = await store.recall("When did Caroline go to the support group?", k=10, reinforce=False)
+    got = [(h.item.content, h.score) for h in hits]
+    expected = await _reference(Clock(start), embed, "reference")
+    assert [c for c, _ in got] == [c for c, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-6)
+    assert got[0][0] == "Caroline went to the LGBTQ support group on Tuesday"
+
+
+async def test_term_statistics_follow_writes_updates_and_forgets(env: StoreEnv) -> None:
+    store = env.make(TableEmbedder())
+    ids = await store.remember_many([MemoryInput(t) for t in CORPUS[:4]])
+    assert await _stats(store) == _expected(CORPUS[:4])
+    await store.forget(ids[0])
+    assert await _stats(store) == _expected(CORPUS[1:4])
+    await store.update(ids[1], content="Melanie painted the lake again")
+    assert await _stats(store) == _expected(["Melanie painted the lake again", *CORPUS[2:4]])
+    assert not await store.forget(ids[0])  # already gone: no double decrement
+    assert await _stats(store) == _expected(["Melanie painted the lake again", *CORPUS[2:4]])
+    await store.remember("namespaced text", scope=Scope(namespace="other"))
+    assert await _stats(store, "other") == _expected(["namespaced text"])
+    await store.forget_by_scope(Scope())
+    assert await _stats(store) == {}
+    assert await _stats(store, "other") == _expected(["namespaced text"])
+
+
+async def test_term_statistics_follow_capacity_evictions(env: StoreEnv) -> None:
+    clock = Clock()
+    store = env.make(TableEmbedder(), clock=clock, max_items_per_scope=2)
+    for i, text in enumerate(CORPUS[:4]):
+        await store.remember(text, importance=0.1 * (i + 1))
+        clock.now += 60
+    remaining = sorted(i.content for i in (await store.list()).items)
+    assert len(remaining) == 2
+    assert await _stats(store) == _expected(remaining)
+
+
+async def test_store_written_before_hybrid_recall_is_upgraded(env: StoreEnv) -> None:
+    embed = TableEmbedder()
+    q = random_unit("q-upgrade")
+    embed.set("where is the silver trumpet?", q)
+    embed.set("the silver trumpet is in the attic", near(q, 1.0, "far"))
+    name = f"up{uuid.uuid4().hex[:12]}"
+    old = env.make(embed, name=name, default_threshold=0.33)
+    await old.remember("the silver trumpet is in the attic")
+    await old.remember("something else entirely")
+    # Make it look like a schema-1 store: no lex fields, no statistics, no marker, and
+    # on FT servers an index without the lex field.
+    ids = [i.id for i in (await old.list()).items]
+    for memory_id in ids:
+        await _raw(old, "HDEL", f"{name}:mem:{memory_id}", "lex")
+    await _raw(old, "DEL", f"{name}:__mem_df:{namespace_token(None)}")
+    await _raw(old, "HDEL", f"{name}:__mem_meta", "lexical")
+    if env.expected_backend == "ft":
+        await _raw(old, "FT.DROPINDEX", f"{name}:mem:idx")
+        await _raw(
+            old, "FT.CREATE", f"{name}:mem:idx", "ON", "HASH", "PREFIX", "1", f"{name}:mem:",
+            "SCHEMA", "vector", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM",
+            str(embed.dim), "DISTANCE_METRIC", "COSINE", "namespace", "TAG", "CASESENSITIVE",
+        )  # fmt: skip
+    fresh = env.make(embed, name=name, default_threshold=0.33)
+    status = await fresh.ensure_index()
+    assert status.backend == env.expected_backend
+    assert await _stats(fresh) == _expected(
+        ["the silver trumpet is in the attic", "something else entirely"]
+    )
+    for _ in range(100):  # FT.CREATE re-indexes the existing hashes asynchronously
+        hits = await fresh.recall("where is the silver trumpet?", reinforce=False)
+        if hits:
+            break
+        await asyncio.sleep(0.02)
+    assert [h.item.content for h in hits] == ["the silver trumpet is in the attic"]
+    assert "lexical" in hits[0].matched and hits[0].distance > 0.33
