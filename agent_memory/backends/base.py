@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from agent_memory.core.effects import Command, Operation
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
+from agent_memory.store.layout import ITEM_FIELDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,7 @@ class KnnQuery:
     k: int
     vector: NDArray[np.float32]
     lexical: bool = False  # search ``lex`` by inner product instead of the embedding
+    fields: tuple[str, ...] = ITEM_FIELDS  # hash fields returned with each match
 
 
 @dataclass(frozen=True, slots=True)

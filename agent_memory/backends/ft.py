@@ -18,7 +18,7 @@ from agent_memory.search.query import (
     knn_search_args,
 )
 from agent_memory.store.context import StoreContext
-from agent_memory.store.layout import DISTANCE_ALIAS, F_LEX, ITEM_FIELDS
+from agent_memory.store.layout import DISTANCE_ALIAS, F_LEX
 from agent_memory.store.records import vector_blob
 
 
@@ -130,7 +130,7 @@ class FtBackend:
                         q.filter,
                         q.k,
                         vector_blob(q.vector),
-                        ITEM_FIELDS,
+                        q.fields,
                         lexical=q.lexical,
                     ),
                 )

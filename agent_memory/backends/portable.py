@@ -225,8 +225,11 @@ class PortableBackend:
             else:
                 picked.append(_nearest(snap, rows, q))
         wanted = sorted({memory_id for chosen in picked for memory_id, _ in chosen})
+        names = tuple(dict.fromkeys(name for q in queries for name in q.fields))
+        if L.F_CONTENT not in names:
+            names = (*names, L.F_CONTENT)
         fetched = yield from execute_batch(
-            [Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in wanted] + list(extra)
+            [Command(("HMGET", ctx.keys.memory(m), *names)) for m in wanted] + list(extra)
         )
         fields_by_id: dict[str, dict[str, Any]] = {}
         for memory_id, values in zip(wanted, fetched, strict=False):
@@ -234,7 +237,7 @@ class PortableBackend:
                 raise values
             fields = {
                 name: value
-                for name, value in zip(L.ITEM_FIELDS, values or [], strict=False)
+                for name, value in zip(names, values or [], strict=False)
                 if value is not None
             }
             if L.F_CONTENT in fields:

@@ -24,14 +24,16 @@ import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnMatch, KnnQuery
 from agent_memory.core.effects import Command, Operation, call, command, execute_batch
-from agent_memory.core.replies import integer, optional_text
-from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.core.replies import integer, number, optional_text, text
+from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
+from agent_memory.store import layout as L
 from agent_memory.store import lexical, scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import scope_filter
@@ -39,10 +41,10 @@ from agent_memory.store.fusion import fuse
 from agent_memory.store.labels import Labels, check_labels, context_digest, filter_groups, overlap
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.read import item_or_none
-from agent_memory.store.records import utility_state
+from agent_memory.store.ops.read import fields_of, is_expired
+from agent_memory.store.records import parse_item, utility_state
 from agent_memory.store.scoring import Candidate, Ranked, rank
-from agent_memory.store.types import MemoryHit, MemoryItem, RecallResult, RecallWeights, Scope
+from agent_memory.store.types import MemoryHit, RecallResult, RecallWeights, Scope
 from agent_memory.store.utility import retention, utility
 from agent_memory.store.validation import check_k, check_tags, check_threshold, unit_vector
 
@@ -109,14 +111,56 @@ def _merge(shared: list[Ranked], session: list[Ranked], k: int) -> list[Ranked]:
 
 
 @dataclass(frozen=True, slots=True)
+class _Light:
+    """What ranking needs of a candidate, read without parsing the whole record (the
+    full :class:`MemoryItem` is built only for the hits that are returned)."""
+
+    id: str
+    content: str
+    importance: float
+    created_at: int
+    last_accessed_at: int
+    fields: dict[str, Any]
+
+    @property
+    def touched(self) -> int:
+        return max(self.created_at, self.last_accessed_at)
+
+
+def _light(ctx: StoreContext, match: KnnMatch, now: int) -> _Light | None:
+    """The ranking fields of a match; None when it is gone, expired or unreadable."""
+    fields = dict(match.fields)
+    if L.F_CONTENT not in fields:
+        return None
+    try:
+        if is_expired(fields, now):
+            return None
+        created = integer(fields.get(L.F_CREATED, 0))
+        accessed = fields.get(L.F_ACCESSED)
+        return _Light(
+            match.id,
+            text(fields[L.F_CONTENT]),
+            number(fields.get(L.F_IMPORTANCE, 0.5)),
+            created,
+            integer(accessed) if accessed is not None else created,
+            fields,
+        )
+    except ReplyParseError as exc:
+        logger.warning("memory %s of store %s is unreadable: %s", match.id, ctx.keys.name, exc)
+        ctx.count("corrupt_records")
+        return None
+
+
+@dataclass(frozen=True, slots=True)
 class _Visible:
     """A candidate that survived expiry and forgetting, before fusion."""
 
     pool: int
-    item: MemoryItem
+    item: _Light
     distance: float
     bonus: float
     matched: frozenset[str]
+    retention: float = 1.0
 
 
 def _visible(
@@ -142,12 +186,17 @@ def _visible(
         if match.id in seen:
             continue
         seen.add(match.id)
-        item = item_or_none(ctx, match.id, dict(match.fields))
+        item = _light(ctx, match, now)
         if item is None:
             continue
         bonus = 0.0
+        kept = 1.0
         if ctx.reinforcement or forgetting is not None:
-            state = utility_state(match.fields)
+            try:
+                state = utility_state(item.fields)
+            except ReplyParseError:
+                ctx.count("corrupt_records")
+                continue
             if forgetting is not None:
                 kept = retention(
                     state, importance=item.importance, created_at=item.created_at,
@@ -155,19 +204,31 @@ def _visible(
                 )  # fmt: skip
                 if kept < forgetting.retention_threshold:
                     continue  # suppressed: stays inspectable, never recalled
-                item = replace(item, retention=kept)
             if ctx.reinforcement:
                 bonus += weights.utility * utility(state, context)
         if query_labels:
-            bonus += weights.labels * overlap(query_labels, dict(item.labels))
+            bonus += weights.labels * overlap(query_labels, _labels_of(item.fields))
         matched = frozenset(
             name
             for name, found in (("semantic", match.id in semantic_ids),
                                 ("lexical", match.id in lexical_ids))
             if found
         )  # fmt: skip
-        out.append(_Visible(pool, item, distance, bonus, matched))
+        out.append(_Visible(pool, item, distance, bonus, matched, kept))
     return out
+
+
+def _labels_of(fields: dict[str, Any]) -> Labels:
+    raw = fields.get(L.F_LABELS_RAW)
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(text(raw))
+    except (ValueError, ReplyParseError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): tuple(str(v) for v in vs) for k, vs in data.items() if isinstance(vs, list)}
 
 
 def _fused(
@@ -179,14 +240,7 @@ def _fused(
     """Candidates with their hybrid relevance (``terms`` None: hybrid off, 1 - d/2)."""
     if terms is None:
         return [
-            Candidate(
-                v.item.id,
-                v.distance,
-                v.item.importance,
-                max(v.item.created_at, v.item.last_accessed_at),
-                v.item,
-                v.bonus,
-            )
+            Candidate(v.item.id, v.distance, v.item.importance, v.item.touched, v, v.bonus)
             for v in visible
         ]
     scores = [lexical.bm25(terms, lexical.document_terms(v.item.content), stats) for v in visible]
@@ -199,8 +253,8 @@ def _fused(
             v.item.id,
             v.distance,
             v.item.importance,
-            max(v.item.created_at, v.item.last_accessed_at),
-            v.item,
+            v.item.touched,
+            v,
             v.bonus,
             relevance=rel,
             lexical_match=s > 0,
@@ -236,10 +290,14 @@ def recall_vector(
     if query_text is not None and weights.lexical > 0:
         terms = sorted(set(lexical.analyze(query_text)))
         lexical_vector = lexical.query_vector(terms)
-    queries = [KnnQuery(flt, candidates_k, vector) for flt in filters]
+    wanted = rank_fields(ctx, bool(context_labels))
+    queries = [KnnQuery(flt, candidates_k, vector, fields=wanted) for flt in filters]
     extra: list[Command] = []
     if lexical_vector is not None and terms:
-        queries += [KnnQuery(flt, candidates_k, lexical_vector, lexical=True) for flt in filters]
+        queries += [
+            KnnQuery(flt, candidates_k, lexical_vector, lexical=True, fields=wanted)
+            for flt in filters
+        ]
         stats_key = ctx.keys.term_stats(filters[0].namespace)
         extra.append(command("HMGET", stats_key, *lexical.stats_fields(terms)))
     assert ctx.backend is not None
@@ -272,21 +330,22 @@ def recall_vector(
         for i in range(pools)
     ]
     if len(rankings) == 2:
-        hits = _merge(list(rankings[0].hits), list(rankings[1].hits), request.k)
+        ranked = _merge(list(rankings[0].hits), list(rankings[1].hits), request.k)
     else:
-        hits = list(rankings[0].hits)
+        ranked = list(rankings[0].hits)
     distances = [r.nearest_distance for r in rankings if r.nearest_distance is not None]
     nearest = min(distances) if distances else None
-    near_miss = not hits and any(r.near_miss for r in rankings)
+    near_miss = not ranked and any(r.near_miss for r in rankings)
     total_candidates = len(candidates)
     if near_miss:
         _report_near_miss(ctx, nearest, threshold)
     selection_id = uuid.uuid4().hex
-    yield from _side_effects(
-        ctx, hits, now, request.reinforce, selection_id, context_digest(context_labels)
+    records = yield from _side_effects(
+        ctx, ranked, now, request.reinforce, selection_id, context_digest(context_labels)
     )
+    hits = [_hit(ctx, r, fields) for r, fields in zip(ranked, records, strict=True)]
     return RecallResult(
-        [_hit(r) for r in hits],
+        [hit for hit in hits if hit is not None],
         selection_id=selection_id,
         candidates=total_candidates,
         nearest_distance=nearest,
@@ -295,9 +354,33 @@ def recall_vector(
     )
 
 
-def _hit(ranked: Ranked) -> MemoryHit:
-    item = ranked.candidate.payload
-    assert isinstance(item, MemoryItem)
+def rank_fields(ctx: StoreContext, with_labels: bool) -> tuple[str, ...]:
+    """The fields a recall candidate needs for ranking (the full record is fetched for
+    the returned hits only, with the side effects)."""
+    names = [L.F_ID, L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES]
+    if with_labels:
+        names.append(L.F_LABELS_RAW)
+    if ctx.reinforcement or ctx.forgetting is not None:
+        names += [n for n in L.RETENTION_FIELDS if n not in names]
+        names.append(L.F_CONTEXTS)
+    return tuple(names)
+
+
+def _hit(ctx: StoreContext, ranked: Ranked, fields: dict[str, Any] | None) -> MemoryHit | None:
+    visible = ranked.candidate.payload
+    assert isinstance(visible, _Visible)
+    if fields is None or L.F_CONTENT not in fields:
+        return None  # forgotten between the search and the fetch
+    try:
+        item = parse_item(visible.item.id, fields)
+    except ReplyParseError as exc:
+        logger.warning(
+            "memory %s of store %s is unreadable: %s", visible.item.id, ctx.keys.name, exc
+        )
+        ctx.count("corrupt_records")
+        return None
+    if ctx.forgetting is not None:
+        item = replace(item, retention=visible.retention)
     candidate = ranked.candidate
     distance = candidate.distance
     return MemoryHit(
@@ -331,10 +414,13 @@ def _side_effects(
     reinforce: bool,
     selection_id: str,
     context: str | None,
-) -> Operation[None]:
-    """Exposures, reinforcement, counters and the selection receipt in one round trip."""
+) -> Operation[list[dict[str, Any] | None]]:
+    """The hits' full records, then exposures, reinforcement, counters and the selection
+    receipt, in one round trip. Returns each hit's fields (read before reinforcement)."""
     stats = ctx.keys.stats
+    fetches = [Command(("HMGET", ctx.keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits]
     commands: list[Command] = [
+        *fetches,
         command("HINCRBY", stats, "recalls", "1"),
         command("HINCRBY", stats, "recall_hits" if hits else "recall_empty", "1"),
     ]
@@ -352,7 +438,12 @@ def _side_effects(
             command("ZCARD", ctx.keys.receipts),
         ]
     replies = yield from execute_batch(commands)
-    for reply in replies:
+    records: list[dict[str, Any] | None] = []
+    for reply in replies[: len(fetches)]:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+        records.append(fields_of(reply))
+    for reply in replies[len(fetches) :]:
         if isinstance(reply, AgentMemoryError):
             # The recall itself succeeded; a failed side effect must not lose it.
             logger.warning("recall side effect failed on %s: %s", ctx.keys.name, reply)
@@ -366,6 +457,7 @@ def _side_effects(
         and integer(card) > ctx.max_receipts
     ):
         yield from _trim_receipts(ctx, integer(card))
+    return records
 
 
 def _trim_receipts(ctx: StoreContext, count: int) -> Operation[None]:
