@@ -155,10 +155,14 @@ async def test_retry_policy_is_configurable(
     if package == "valkey":
         from valkey.asyncio.retry import Retry
         from valkey.backoff import ConstantBackoff, NoBackoff
+        from valkey.exceptions import BusyLoadingError
         from valkey.exceptions import ConnectionError as ClientConnectionError
     else:
         from redis.asyncio.retry import Retry  # type: ignore[assignment]
         from redis.backoff import ConstantBackoff, NoBackoff  # type: ignore[assignment]
+        from redis.exceptions import (  # type: ignore[assignment]
+            BusyLoadingError,
+        )
         from redis.exceptions import (  # type: ignore[assignment]
             ConnectionError as ClientConnectionError,
         )
@@ -170,7 +174,13 @@ async def test_retry_policy_is_configurable(
         url,
         name="retry",
         embed=TableEmbedder(),
-        client_retry=Retry(ConstantBackoff(0.2), 50, (ClientConnectionError, OSError)),
+        # A restarting server first answers "loading the dataset": retry that too.
+        client_retry=Retry(
+            ConstantBackoff(0.2), 50, (ClientConnectionError, BusyLoadingError, OSError)
+        ),
+        # Commands are retried only on the errors listed here (the connect step on any
+        # error of the Retry above).
+        client_retry_on_error=[ClientConnectionError, BusyLoadingError],
         **FAST_CLIENT,
     )
     impatient = MemoryStore.from_url(
