@@ -19,7 +19,7 @@ from agent_memory import LlmCache, MemoryInput, MemoryStore, Scope, SyncMemorySt
 from agent_memory.search.encoding import encode_value, namespace_token, session_token
 from agent_memory.search.query import decimal, knn_search_args
 from agent_memory.store import layout as L
-from agent_memory.store import scripts
+from agent_memory.store import lexical, scripts
 from agent_memory.store.filters import scope_filter
 from agent_memory.store.ops.recall import candidate_count
 from agent_memory.store.records import NewMemory, record_fields
@@ -30,6 +30,10 @@ THRESHOLD = 1.0
 SESSION = "s1"
 AsyncOp = Callable[[], Awaitable[Any]]
 SyncOp = Callable[[], Any]
+
+
+# The fields a recall candidate returns (agent_memory.store.ops.recall.rank_fields).
+_RANK_FIELDS = (L.F_ID, L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES)
 
 
 class Bench:
@@ -137,11 +141,32 @@ class Bench:
     # -- floor -----------------------------------------------------------------
 
     def _search_args(self, q: int, scope: Scope | None, session: str | None) -> list[Any]:
+        """The semantic search of a recall, as the library sends it."""
         flt = scope_filter(scope, (), session=session)
         blob = self.data.queries[q].astype("<f4").tobytes()
         return [
             "FT.SEARCH",
-            *knn_search_args(self.keys.index, flt, candidate_count(K), blob, L.ITEM_FIELDS),
+            *knn_search_args(self.keys.index, flt, candidate_count(K), blob, _RANK_FIELDS),
+        ]
+
+    def _retrieval(self, q: int, scope: Scope | None, session: str | None) -> list[list[Any]]:
+        """A text recall's retrieval round trip as the library sends it: the semantic and
+        lexical searches and the read of the term statistics."""
+        flt = scope_filter(scope, (), session=session)
+        terms = sorted(set(lexical.analyze(query_text(q))))
+        vector = lexical.query_vector(terms)
+        if vector is None or not terms:
+            return [self._search_args(q, scope, None if session is None else session)]
+        lex = vector.astype("<f4").tobytes()
+        return [
+            self._search_args(q, scope, session),
+            [
+                "FT.SEARCH",
+                *knn_search_args(
+                    self.keys.index, flt, candidate_count(K), lex, _RANK_FIELDS, lexical=True
+                ),
+            ],
+            ["HMGET", self.keys.term_stats(flt.namespace), *lexical.stats_fields(terms)],
         ]
 
     def _write_commands(self, keys: L.Keys, m: int) -> list[tuple[Any, ...]]:
@@ -168,16 +193,23 @@ class Bench:
             "sync_recall",
         ):
             scope = Scope(agent_id=agent_of(q)) if scenario == "recall_scoped" else None
-            args = self._search_args(q, scope, None)
+            if scenario == "recall_by_vector":
+                args = self._search_args(q, scope, None)
+                return lambda: client.execute_command(*args)
+            retrieval = self._retrieval(q, scope, None)
             if scenario == "sync_recall":
-                return lambda: self.sync_client.execute_command(*args)
+                return lambda: _sync_pipeline(self.sync_client, retrieval)
             if scenario == "recall_reinforce":
-                return lambda: self._search_and_reinforce(args)
-            return lambda: client.execute_command(*args)
+                return lambda: self._search_and_reinforce(retrieval)
+            return lambda: _pipeline(client, retrieval)
         if scenario == "recall_session":
             both = [
-                self._search_args(q, None, None),
-                self._search_args(q, Scope(session_id=SESSION), encode_value(SESSION)),
+                *self._retrieval(q, None, None),
+                *(
+                    c
+                    for c in self._retrieval(q, Scope(session_id=SESSION), encode_value(SESSION))
+                    if c[0] == "FT.SEARCH"
+                ),
             ]
             return lambda: _pipeline(client, both)
         if scenario in ("remember", "sync_remember"):
@@ -204,9 +236,9 @@ class Bench:
             return lambda: client.execute_command("SET", key, value)
         raise KeyError(scenario)
 
-    async def _search_and_reinforce(self, args: list[Any]) -> None:
-        reply = await self.client.execute_command(*args)
-        keys = reply[1::2][:K]
+    async def _search_and_reinforce(self, retrieval: list[list[Any]]) -> None:
+        replies = await _pipeline(self.client, retrieval)
+        keys = replies[0][1::2][:K]
         now = "1700000000000"
         commands: list[tuple[Any, ...]] = [("HINCRBY", self.keys.stats, "recalls", "1")]
         commands += [("EVAL", scripts.REINFORCE, "1", key, now) for key in keys]

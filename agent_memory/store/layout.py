@@ -126,6 +126,25 @@ class Keys:
     def registry(self, namespace_token: str) -> str:
         return f"{self.name}:__mem_reg:{namespace_token}"
 
+    def agent_index(self, namespace_token: str, agent_token: str) -> str:
+        """Ids of one agent in a namespace, scored by expiry like the registry."""
+        return f"{self.name}:__mem_agent:{namespace_token}:{agent_token}"
+
+    def thread_index(self, namespace_token: str, thread_token: str) -> str:
+        """Ids of one thread in a namespace, scored by expiry like the registry."""
+        return f"{self.name}:__mem_thread:{namespace_token}:{thread_token}"
+
+    def member_indexes(
+        self, namespace_token: str, agent_token: str | None, thread_token: str | None
+    ) -> list[str]:
+        """The agent and thread index keys a memory belongs to (besides the registry)."""
+        keys = []
+        if agent_token:
+            keys.append(self.agent_index(namespace_token, agent_token))
+        if thread_token:
+            keys.append(self.thread_index(namespace_token, thread_token))
+        return keys
+
     def registry_version(self, namespace_token: str) -> str:
         """Bumped whenever the namespace's membership changes (portable mirror)."""
         return f"{self.name}:__mem_regver:{namespace_token}"

@@ -59,6 +59,14 @@ class NewMemory:
         return session_token(self.scope.session_id if self.durability == "session" else None)
 
     @property
+    def agent_token(self) -> str | None:
+        return encode_value(self.scope.agent_id) if self.scope.agent_id is not None else None
+
+    @property
+    def thread_token(self) -> str | None:
+        return encode_value(self.scope.thread_id) if self.scope.thread_id is not None else None
+
+    @property
     def bucket(self) -> str:
         """The exact-scope bucket this memory counts against for capacity."""
         return L.bucket_digest(

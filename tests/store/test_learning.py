@@ -178,9 +178,13 @@ async def test_forgetting_suppresses_protects_and_prunes(env: StoreEnv) -> None:
 
 async def test_receipts_are_bounded(env: StoreEnv) -> None:
     embed, _ = _world(1)
-    store = env.make(embed, max_receipts=3)
+    clock = Clock()
+    store = env.make(embed, max_receipts=3, clock=clock)
     await store.remember("m0")
-    selections = [(await store.recall("query")).selection_id for _ in range(5)]
+    selections = []
+    for _ in range(5):
+        clock.now += 1  # receipts age by the store's clock
+        selections.append((await store.recall("query")).selection_id)
     assert await store.complete(selections[0], 1.0) is False  # dropped as the oldest
     assert await store.complete(selections[-1], 1.0) is True
 

@@ -185,3 +185,24 @@ async def test_another_embedder_of_the_same_width_is_refused(env: StoreEnv) -> N
     other = env.make(_NamedEmbedder("model-b"), name=name)
     with pytest.raises(IndexMismatchError, match="model-a"):
         await other.recall("anything")
+
+
+async def test_agent_and_thread_indexes_are_built_for_older_stores(env: StoreEnv) -> None:
+    store = env.make()
+    a = await store.remember("of agent a", scope=Scope(agent_id="a", thread_id="t"))
+    await store.remember("of agent b", scope=Scope(agent_id="b", thread_id="t"))
+    name = getattr(store, "wrapped", store).name
+    # An older store: no member indexes, no marker.
+    for key in (
+        f"{name}:__mem_agent:_d:a",
+        f"{name}:__mem_agent:_d:b",
+        f"{name}:__mem_thread:_d:t",
+    ):
+        await _raw(store, "DEL", key)
+    await _raw(store, "HDEL", f"{name}:__mem_meta", "member_indexes")
+    reopened = env.make(name=name)
+    await reopened.ensure_index()
+    assert [i.id for i in (await reopened.list(scope=Scope(agent_id="a"))).items] == [a]
+    assert (await reopened.list(scope=Scope(thread_id="t"))).total == 2
+    assert await reopened.forget_by_scope(Scope(agent_id="b")) == 1
+    assert (await reopened.list(scope=Scope(thread_id="t"))).total == 1

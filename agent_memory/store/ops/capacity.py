@@ -20,7 +20,11 @@ def _raise_errors(replies: Sequence[object]) -> None:
 
 
 def evict_over_capacity(
-    ctx: StoreContext, namespace_token: str, bucket: str, cap: int
+    ctx: StoreContext,
+    namespace_token: str,
+    bucket: str,
+    cap: int,
+    indexes: Sequence[str] = (),
 ) -> Operation[int]:
     """Evict from one scope bucket until at most ``cap`` live memories remain.
 
@@ -67,18 +71,19 @@ def evict_over_capacity(
     cleanup = [*gone, *victims]
     if not cleanup:
         return 0
-    commands = [
+    bookkeeping = [
         command("ZREM", bucket_key, *cleanup),
         command("ZREM", ctx.keys.registry(namespace_token), *cleanup),
+        *(command("ZREM", index, *cleanup) for index in indexes),
         command("INCR", ctx.keys.registry_version(namespace_token)),
-        *(Command(delete_args(ctx.keys.memory(v))) for v in victims),
     ]
+    commands = [*bookkeeping, *(Command(delete_args(ctx.keys.memory(v))) for v in victims)]
     replies = yield from execute_batch(commands)
     _raise_errors(replies)
     # Concurrent writers may pick the same victims: count only the deletions that
     # happened here (the delete script returns the content only to the caller that
     # deleted), so ``evictions`` and the term statistics stay exact across processes.
-    contents = [optional_text(r) or "" for r in replies[3:] if r is not None]
+    contents = [optional_text(r) or "" for r in replies[len(bookkeeping) :] if r is not None]
     evicted = len(contents)
     if evicted:
         followups = [command("HINCRBY", ctx.keys.stats, "evictions", str(evicted))]

@@ -12,6 +12,7 @@ from agent_memory.errors import AgentMemoryError, CapabilityError, IndexMismatch
 from agent_memory.search.dialect import Dialect, detect_dialect
 from agent_memory.store.context import StoreContext
 from agent_memory.store.layout import SCHEMA_VERSION
+from agent_memory.store.ops.membership import ensure_member_indexes
 from agent_memory.store.validation import unit_vector
 
 _PROBE_TEXT = "agent-memory dimension probe"
@@ -109,6 +110,7 @@ def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
             "server has none; use backend='auto' or 'portable'"
         )
     created = yield from _check_identity(ctx, dim)
+    yield from ensure_member_indexes(ctx, fresh=created)
     if ctx.in_process:
         choice = "inprocess"
     backend = ctx.backend

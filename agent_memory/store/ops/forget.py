@@ -50,7 +50,12 @@ def delete_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[int]:
             owners.append(where[0] if where is not None else None)
             if where is not None:
                 ns, bucket = where
+                _, agent, thread, _ = (optional_text(v) for v in values or [None] * 4)
                 commands.append(command("ZREM", ctx.keys.registry(ns), memory_id))
+                commands += [
+                    command("ZREM", index, memory_id)
+                    for index in ctx.keys.member_indexes(ns, agent, thread)
+                ]
                 commands.append(command("ZREM", ctx.keys.scope_bucket(bucket), memory_id))
                 namespaces.add(ns)
         commands += [command("INCR", ctx.keys.registry_version(ns)) for ns in sorted(namespaces)]

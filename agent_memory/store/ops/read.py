@@ -66,14 +66,20 @@ def matching_ids(
 ) -> Operation[list[tuple[str, int]]]:
     """``(id, created_at)`` of every memory of the filter's namespace that matches it.
 
-    Walks the namespace registry (exact, whatever its size) and reads only the filter
-    tokens of each memory (and its retention fields when forgetting may suppress it),
-    in pipelined chunks.
+    Walks the smallest exact id set that covers the filter — the agent's or the thread's
+    index when the filter names one, else the namespace registry — and reads only the
+    filter tokens of each memory (and its retention fields when forgetting may suppress
+    it), in pipelined chunks. The cost grows with that set, not with the namespace.
     """
     forgetting = None if include_suppressed else ctx.forgetting
     names = _SCAN_FIELDS + (L.RETENTION_FIELDS if forgetting is not None else ())
     now = ctx.now_ms()
-    registry = ctx.keys.registry(flt.namespace)
+    if flt.agent is not None:
+        registry = ctx.keys.agent_index(flt.namespace, flt.agent)
+    elif flt.thread is not None:
+        registry = ctx.keys.thread_index(flt.namespace, flt.thread)
+    else:
+        registry = ctx.keys.registry(flt.namespace)
     low = "-inf" if include_expired else f"({ctx.now_ms()}"
     reply = yield from execute("ZRANGEBYSCORE", registry, low, "+inf")
     ids = [text(x) for x in reply or []]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory.core.effects import Command, Operation, call, command, execute, execute_batch
-from agent_memory.core.replies import integer, text
+from agent_memory.core.replies import integer, optional_text, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
 from agent_memory.search.encoding import encode_value
 from agent_memory.store import layout as L
@@ -117,9 +117,13 @@ def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> 
         ttl_ms = max(1, math.ceil(ttl * 1000))
         write = Command(("EVAL", scripts.WRITE_WITH_TTL, "1", key, str(ttl_ms), *fields))
     expiry = str(memory.expires_at) if memory.expires_at is not None else "+inf"
+    indexes = ctx.keys.member_indexes(
+        memory.namespace_token, memory.agent_token, memory.thread_token
+    )
     return [
         write,
         command("ZADD", ctx.keys.registry(memory.namespace_token), expiry, memory.id),
+        *(command("ZADD", index, expiry, memory.id) for index in indexes),
         command("ZADD", ctx.keys.scope_bucket(memory.bucket), str(memory.created_at), memory.id),
     ]
 
@@ -215,7 +219,7 @@ def write_memories(
     ctx: StoreContext, memories: Sequence[tuple[NewMemory, float | None]]
 ) -> Operation[None]:
     cap = ctx.config.max_items_per_scope
-    buckets: dict[str, str] = {}
+    buckets: dict[str, tuple[str, list[str]]] = {}
     for start in range(0, len(memories), _WRITE_CHUNK):
         chunk = memories[start : start + _WRITE_CHUNK]
         commands = [c for memory, ttl in chunk for c in _write_commands(ctx, memory, ttl)]
@@ -241,10 +245,15 @@ def write_memories(
             if isinstance(reply, AgentMemoryError):
                 raise reply
         for memory, _ in chunk:
-            buckets[memory.bucket] = memory.namespace_token
+            buckets[memory.bucket] = (
+                memory.namespace_token,
+                ctx.keys.member_indexes(
+                    memory.namespace_token, memory.agent_token, memory.thread_token
+                ),
+            )
     if cap is not None:
-        for bucket, ns in buckets.items():
-            yield from evict_over_capacity(ctx, ns, bucket, cap)
+        for bucket, (ns, indexes) in buckets.items():
+            yield from evict_over_capacity(ctx, ns, bucket, cap, indexes)
 
 
 def update(
@@ -297,6 +306,11 @@ def update(
     commands = [Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, str(ttl_ms), *changes))]
     if expires is not None:
         commands.append(command("ZADD", ctx.keys.registry(ns_token), "XX", str(expires), memory_id))
+        agent, thread = (optional_text(fields.get(f)) for f in (L.F_AGENT, L.F_THREAD))
+        commands += [
+            command("ZADD", index, "XX", str(expires), memory_id)
+            for index in ctx.keys.member_indexes(ns_token, agent, thread)
+        ]
         commands.append(command("INCR", ctx.keys.registry_version(ns_token)))
     if new_tags is not None or new_content is not None:
         commands.append(command("INCR", ctx.keys.epoch(ns_token)))

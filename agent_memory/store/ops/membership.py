@@ -1,0 +1,73 @@
+"""Per-agent and per-thread id indexes (``{name}:__mem_agent:...``, ``__mem_thread:...``).
+
+They let ``list``, ``forget_by_scope`` and consolidation walk only the memories of one
+agent or thread. A store written before they existed is indexed once, on the first
+``ensure_index``; ``{name}:__mem_meta`` field ``member_indexes`` records that it is done.
+"""
+
+from __future__ import annotations
+
+from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
+from agent_memory.core.replies import optional_text, text
+from agent_memory.errors import AgentMemoryError
+from agent_memory.store import layout as L
+from agent_memory.store.context import StoreContext
+
+META_FIELD = "member_indexes"
+VERSION = "v1"
+_CHUNK = 1000
+
+
+def _raise_errors(replies: list[object]) -> None:
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+
+
+def ensure_member_indexes(ctx: StoreContext, *, fresh: bool = False) -> Operation[bool]:
+    """Build the agent/thread indexes of a store that lacks them; True when built.
+
+    ``fresh``: the store identity was created just now, so there is nothing to index.
+    """
+    replies = yield from execute_batch([command("HGET", ctx.keys.meta, META_FIELD)])
+    _raise_errors(replies)
+    if optional_text(replies[0]) == VERSION:
+        return False
+    if fresh:
+        marked = yield from execute_batch([command("HSET", ctx.keys.meta, META_FIELD, VERSION)])
+        _raise_errors(marked)
+        return True
+    prefix = ctx.keys.registry("")
+    registries = yield from scan_keys(prefix.replace("*", "\\*") + "*")
+    for raw_key in registries:
+        registry = text(raw_key)
+        namespace = registry[len(prefix) :]
+        listing = yield from execute_batch(
+            [command("ZRANGEBYSCORE", registry, "-inf", "+inf", "WITHSCORES")]
+        )
+        _raise_errors(listing)
+        flat = list(listing[0] or [])
+        if flat and isinstance(flat[0], (list, tuple)):
+            pairs = [(text(m), text(s)) for m, s in flat]
+        else:
+            pairs = [(text(flat[i]), text(flat[i + 1])) for i in range(0, len(flat) - 1, 2)]
+        for start in range(0, len(pairs), _CHUNK):
+            chunk = pairs[start : start + _CHUNK]
+            located = yield from execute_batch(
+                [Command(("HMGET", ctx.keys.memory(m), L.F_AGENT, L.F_THREAD)) for m, _ in chunk]
+            )
+            _raise_errors(located)
+            commands = []
+            for (memory_id, score), values in zip(chunk, located, strict=True):
+                agent, thread = (optional_text(v) for v in (values or [None, None]))
+                for index in ctx.keys.member_indexes(namespace, agent, thread):
+                    commands.append(command("ZADD", index, _score(score), memory_id))
+            done = yield from execute_batch(commands)
+            _raise_errors(done)
+    marked = yield from execute_batch([command("HSET", ctx.keys.meta, META_FIELD, VERSION)])
+    _raise_errors(marked)
+    return True
+
+
+def _score(raw: str) -> str:
+    return "+inf" if raw.lower() in {"inf", "+inf"} else raw
