@@ -98,11 +98,16 @@ def error_detail(exc: Any) -> str:
     except (OSError, http.client.HTTPException):
         return ""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else ""
+    message = _json_message(text)
+    return " ".join((message if message is not None else text).split())[:_DETAIL_CHARS]
+
+
+def _json_message(text: str) -> str | None:
+    """The ``error.message`` of an OpenAI-style JSON error body; None for other bodies."""
     try:
         doc = json.loads(text)
-        err = doc.get("error", doc) if isinstance(doc, dict) else doc
-        message = err.get("message", err) if isinstance(err, dict) else err
-        text = str(message)
     except ValueError:
-        pass
-    return " ".join(text.split())[:_DETAIL_CHARS]
+        return None  # not JSON: the caller shows the raw text
+    err = doc.get("error", doc) if isinstance(doc, dict) else doc
+    message = err.get("message", err) if isinstance(err, dict) else err
+    return str(message)

@@ -40,12 +40,12 @@ class AsyncHeartbeat:
             self._task = asyncio.get_running_loop().create_task(self._loop(self._stopping))
 
     async def _loop(self, stopping: asyncio.Event) -> None:
-        while True:
-            try:
+        while not stopping.is_set():
+            # Waking up by timeout is the normal case: it is time for a beat.
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stopping.wait(), timeout=self._interval)
+            if stopping.is_set():
                 return
-            except asyncio.TimeoutError:
-                pass
             try:
                 await self._beat()
             except AgentMemoryError as exc:

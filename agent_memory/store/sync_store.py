@@ -25,6 +25,15 @@ from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_sync
 from agent_memory.errors import InvalidInputError, StoreClosedError
 from agent_memory.search.encoding import namespace_token
+from agent_memory.store.arguments import (
+    callable_or_none,
+    checked,
+    consolidation_args,
+    memory_inputs,
+    positive_int,
+    positive_number,
+    validated_config,
+)
 from agent_memory.store.config import refresh_config
 from agent_memory.store.context import Clock, LiveConfig, StoreContext, system_clock
 from agent_memory.store.filters import scope_filter
@@ -32,7 +41,6 @@ from agent_memory.store.labels import LabelPolicy
 from agent_memory.store.layout import Keys
 from agent_memory.store.ops.consolidate import (
     ConsolidationResult,
-    Selection,
     consolidate_facts,
     consolidate_summary,
     fact_history,
@@ -63,7 +71,6 @@ from agent_memory.store.types import (
 from agent_memory.store.utility import Forgetting
 from agent_memory.store.validation import (
     check_id,
-    check_importance,
     check_k,
     check_name,
     check_tags,
@@ -78,25 +85,6 @@ _EXPORT_PAGE = 500
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
 DEFAULT_THRESHOLD = 0.33
 _BACKENDS = ("auto", "ft", "portable")
-
-
-def _validated_config(
-    threshold: Any, weights: RecallWeights | None, half_life: float, cap: int | None
-) -> LiveConfig:
-    if isinstance(half_life, bool) or not isinstance(half_life, (int, float)) or not half_life > 0:
-        raise InvalidInputError("half_life_seconds must be > 0", field="half_life_seconds")
-    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-        raise InvalidInputError(
-            "max_items_per_scope must be an int >= 1 or None", field="max_items_per_scope"
-        )
-    if weights is not None and not isinstance(weights, RecallWeights):
-        raise InvalidInputError("weights must be a RecallWeights", field="weights")
-    return LiveConfig(
-        threshold=check_threshold(threshold),
-        weights=weights or RecallWeights(),
-        half_life_seconds=float(half_life),
-        max_items_per_scope=cap,
-    )
 
 
 class SyncMemoryStore:
@@ -207,7 +195,7 @@ class SyncMemoryStore:
             )
         if default_threshold is None:
             default_threshold = getattr(embed, "recommended_threshold", DEFAULT_THRESHOLD)
-        config = _validated_config(
+        config = validated_config(
             default_threshold, weights, half_life_seconds, max_items_per_scope
         )
         self._client = client
@@ -231,12 +219,12 @@ class SyncMemoryStore:
             dedupe=bool(dedupe),
             dedupe_distance=check_threshold(dedupe_distance),
             keep_fact_history=bool(keep_fact_history),
-            label_policy=_checked(label_policy, LabelPolicy, "label_policy"),
-            labeler=_callable_or_none(labeler, "labeler"),
+            label_policy=checked(label_policy, LabelPolicy, "label_policy"),
+            labeler=callable_or_none(labeler, "labeler"),
             reinforcement=bool(reinforcement),
-            forgetting=_checked(forgetting, Forgetting, "forgetting"),
-            max_receipts=_positive_int(max_receipts, "max_receipts"),
-            receipt_ttl=_positive_number(receipt_ttl, "receipt_ttl"),
+            forgetting=checked(forgetting, Forgetting, "forgetting"),
+            max_receipts=positive_int(max_receipts, "max_receipts"),
+            receipt_ttl=positive_number(receipt_ttl, "receipt_ttl"),
             cluster=is_cluster_client(client),
         )
 
@@ -360,7 +348,8 @@ class SyncMemoryStore:
             InvalidInputError: any item is invalid; nothing was written.
         """
         return self._run(
-            remember_many(self._ctx, _inputs(items), dedupe=self._dedupe(dedupe)), "remember_many"
+            remember_many(self._ctx, memory_inputs(items), dedupe=self._dedupe(dedupe)),
+            "remember_many",
         )
 
     def _dedupe(self, dedupe: bool | None) -> bool:
@@ -547,7 +536,7 @@ class SyncMemoryStore:
             InvalidInputError: no criterion, a missing or bad callback result, bad
                 arguments; nothing was written.
         """
-        selection, callback = _consolidation_args(
+        selection, callback = consolidation_args(
             mode,
             scope,
             tags,
@@ -713,85 +702,6 @@ class SyncMemoryStore:
     def __repr__(self) -> str:
         backend = self._ctx.backend.name if self._ctx.backend else "not ensured"
         return f"{type(self).__name__}(name={self.name!r}, backend={backend!r})"
-
-
-def _checked(value: Any, cls: type, field: str) -> Any:
-    if value is not None and not isinstance(value, cls):
-        raise InvalidInputError(f"{field} must be a {cls.__name__} or None", field=field)
-    return value
-
-
-def _callable_or_none(value: Any, field: str) -> Any:
-    if value is not None and not callable(value):
-        raise InvalidInputError(f"{field} must be callable or None", field=field)
-    return value
-
-
-def _positive_int(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{field} must be an int >= 1", field=field)
-    return value
-
-
-def _positive_number(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 10**9:
-        raise InvalidInputError(f"{field} must be a number > 0", field=field)
-    return float(value)
-
-
-def _consolidation_args(
-    mode: str,
-    scope: Scope | None,
-    tags: Sequence[str] | None,
-    older_than_seconds: float | None,
-    max_importance: float | None,
-    summarize: Callable[[list[MemoryItem]], Any] | None,
-    extract_facts: Callable[[list[MemoryItem]], Any] | None,
-    importance: float | None,
-) -> tuple[Selection, Callable[[list[MemoryItem]], Any]]:
-    if mode not in ("summary", "facts"):
-        raise InvalidInputError("mode must be 'summary' or 'facts'", field="mode")
-    if scope is not None and not isinstance(scope, Scope):
-        raise InvalidInputError("scope must be a Scope or None", field="scope")
-    checked_tags = check_tags(tags)
-    if scope is None and not checked_tags and older_than_seconds is None and max_importance is None:
-        raise InvalidInputError(
-            "consolidate needs at least one of scope, tags, older_than_seconds, max_importance",
-            field="scope",
-        )
-    if older_than_seconds is not None and (
-        isinstance(older_than_seconds, bool)
-        or not isinstance(older_than_seconds, (int, float))
-        or not older_than_seconds >= 0
-    ):
-        raise InvalidInputError("older_than_seconds must be >= 0", field="older_than_seconds")
-    if max_importance is not None:
-        check_importance(max_importance)
-    if importance is not None:
-        check_importance(importance)
-    callback = summarize if mode == "summary" else extract_facts
-    name = "summarize" if mode == "summary" else "extract_facts"
-    if callback is None or not callable(callback):
-        raise InvalidInputError(f"mode={mode!r} needs a callable {name}", field=name)
-    selection = Selection(scope, checked_tags, older_than_seconds, max_importance)
-    return selection, callback
-
-
-def _inputs(items: Iterable[MemoryInput | Mapping[str, Any]]) -> list[MemoryInput]:
-    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-        raise InvalidInputError("items must be an iterable of memories", field="items")
-    out = []
-    for item in items:
-        if isinstance(item, MemoryInput):
-            out.append(item)
-        elif isinstance(item, Mapping):
-            try:
-                out.append(MemoryInput(**item))
-            except TypeError as exc:
-                raise InvalidInputError(f"bad memory item: {exc}", field="items") from exc
-        else:
-            raise InvalidInputError("each item must be a MemoryInput or a mapping", field="items")
-    return out
 
 
 __all__ = ["SyncMemoryStore"]
