@@ -22,6 +22,7 @@ from agent_memory import (
 from agent_memory.cache import LlmCache
 from tests.reliability.conftest import Dedicated
 from tests.support import TableEmbedder
+from tests.test_telemetry import EXPORTER  # installs the in-memory span exporter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
@@ -93,6 +94,7 @@ async def test_acl_user_through_from_url(
     acl_server: int, scheme: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    EXPORTER.clear()
     url = f"{scheme}://{USER}:{SECRET}@127.0.0.1:{acl_server}"
     store = MemoryStore.from_url(url, name=f"a{uuid.uuid4().hex[:8]}", embed=TableEmbedder())
     await _exercise(store)
@@ -116,6 +118,12 @@ async def test_acl_user_through_from_url(
                              embed=TableEmbedder())  # fmt: skip
     assert_error_clean(malformed.value)
     assert_no_secret(caplog.text, *(r.getMessage() for r in caplog.records))
+    spans = EXPORTER.get_finished_spans()
+    assert spans  # the operations above were traced...
+    for span in spans:  # ...and no span name, attribute or event carries the secret
+        assert_no_secret(span.name, *(str(v) for v in (span.attributes or {}).values()))
+        for event in span.events:
+            assert_no_secret(event.name, *(str(v) for v in (event.attributes or {}).values()))
 
 
 async def test_acl_user_through_clients_the_user_builds(
