@@ -169,13 +169,57 @@ def markdown(result: dict[str, Any]) -> str:
             "",
             "## Quality",
             "",
-            "See `benchmarks/quality/` output:",
-            "",
-            "```",
-            str(result["quality"])[:4000],
-            "```",
+            *quality_lines(result["quality"]),
         ]
     return "\n".join(lines) + "\n"
+
+
+_CATEGORIES = (("1", "multi-hop"), ("2", "temporal"), ("3", "open-domain"), ("4", "single-hop"))
+
+
+def quality_lines(quality: Any) -> list[str]:
+    """Evidence recall tables of the LoCoMo quality run (``benchmarks.quality``)."""
+    if not isinstance(quality, dict) or "library" not in quality:
+        return ["Quality run unavailable: " + str(quality)[:500]]
+    dataset = quality.get("dataset", {})
+    lines = [
+        f"LoCoMo: {dataset.get('conversations', '?')} conversations, "
+        f"{dataset.get('memories', '?')} memories, {dataset.get('questions', '?')} questions "
+        f"(categories 1-4), embedder `{quality.get('embedder', '?')}`. Evidence recall@k and MRR@10; "
+        "details per scenario in `benchmarks/quality/RESULTS.md`.",
+        "",
+        "| system | server / backend | ranking | r@1 | r@5 | r@10 | MRR | "
+        + " | ".join(f"r@10 {name}" for _, name in _CATEGORIES)
+        + " |",
+        "|---|---|---|---|---|---|---|" + "---|" * len(_CATEGORIES),
+    ]
+
+    def row(system: str, where: str, ranking: str, metrics: dict[str, Any]) -> str:
+        overall = metrics.get("all", {})
+        cells = [f"{overall.get(m, 0):.3f}" for m in ("r@1", "r@5", "r@10", "mrr")]
+        cells += [f"{metrics.get(c, {}).get('r@10', 0):.3f}" for c, _ in _CATEGORIES]
+        return f"| {system} | {where} | {ranking} | " + " | ".join(cells) + " |"
+
+    for server, run in quality["library"].items():
+        for ranking, metrics in run.get("metrics", {}).items():
+            lines.append(
+                row("agent-memory", f"{server} / {run.get('backend', '?')}", ranking, metrics)
+            )
+    peer = quality.get("peer")
+    if isinstance(peer, dict) and isinstance(peer.get("metrics"), dict):
+        for ranking, metrics in peer["metrics"].items():
+            lines.append(
+                row(
+                    f"betterdb-agent-memory {peer.get('version', '')}",
+                    str(peer.get("server")),
+                    ranking,
+                    metrics,
+                )
+            )
+    learning = quality.get("learning")
+    if learning:
+        lines += ["", f"Learning features: {learning}"]
+    return lines
 
 
 def print_table(result: dict[str, Any]) -> None:
