@@ -61,6 +61,7 @@ def run_library(
 ) -> dict[str, Any]:
     """Store every turn, recall every question under each scenario; metrics + timings."""
     ranks: dict[str, list[Outcome]] = {s.key: [] for s in SCENARIOS}
+    ranks.update({key: [] for key in LEARNING_KEYS})
     timing = {"remember_s": 0.0, "recall_s": 0.0, "recalls": 0, "memories": 0}
     backend_name = "?"
     for conv in convs:
@@ -96,12 +97,57 @@ def run_library(
                     ranks[s.key].append(Outcome(q.category, first_rank(ranked, q.evidence)))
                     timing["recalls"] += 1
             timing["recall_s"] += time.perf_counter() - start
+            _learning_run(url, conv, cached, clock, backend, prefix, store, ranks)
             store.forget_by_scope(Scope())  # leave the server as we found it
         finally:
             store.close()
+    labels = {s.key: s.label for s in SCENARIOS}
+    labels.update(LEARNING_LABELS)
     return {
         "backend": backend_name,
-        "metrics": {s.key: summarize(ranks[s.key]) for s in SCENARIOS},
-        "labels": {s.key: s.label for s in SCENARIOS},
+        "metrics": {key: summarize(ranks[key]) for key in labels},
+        "labels": labels,
         "timing": timing,
     }
+
+
+LEARNING_LABELS = {
+    "default_test": "(c0) default, test half of the questions (odd positions)",
+    "learning_test": "(c) reinforcement=True after complete() on the train half (even "
+    "positions; score 1 when an evidence turn was recalled, else 0), test half",
+}
+LEARNING_KEYS = tuple(LEARNING_LABELS)
+
+
+def _learning_run(
+    url: str,
+    conv: Conversation,
+    cached: Any,
+    clock: Any,
+    backend: str,
+    prefix: str,
+    plain: SyncMemoryStore,
+    ranks: dict[str, list[Outcome]],
+) -> None:
+    """Learn from evaluated recalls of half the questions, measure on the other half.
+
+    The eval signal stands in for an answer grader: whether the recall surfaced an
+    evidence turn. Train and test questions never overlap, so nothing is learned from
+    the questions measured.
+    """
+    learner = SyncMemoryStore.from_url(
+        url, name=f"{prefix}_{conv.id}", embed=cached, embed_many=cached.embed_many,
+        clock=clock, backend=backend, reinforcement=True,
+    )  # fmt: skip
+    try:
+        for q in conv.questions[0::2]:
+            hits = learner.recall(q.text, k=K, reinforce=False)
+            found = first_rank([h.item.source or "" for h in hits], q.evidence) is not None
+            learner.complete(hits.selection_id, 1.0 if found else 0.0)
+        for q in conv.questions[1::2]:
+            for key, store in (("default_test", plain), ("learning_test", learner)):
+                hits = store.recall(q.text, k=K, reinforce=False)
+                ranked = [h.item.source or "" for h in hits]
+                ranks[key].append(Outcome(q.category, first_rank(ranked, q.evidence)))
+    finally:
+        learner.close()

@@ -148,11 +148,11 @@ def _dummy(p: research.Prepared) -> list[Any]:
 
 
 def _learning() -> str:
-    from agent_memory import MemoryStore
-
-    if hasattr(MemoryStore, "complete"):
-        return "MemoryStore.complete exists but this harness does not drive it yet"
-    return "not available (MemoryStore has no complete()/feedback() yet)"
+    return (
+        "scenario (c): complete() on the recalls of the even-position questions, then "
+        "reinforcement=True on the odd-position ones, against (c0) the default on the same "
+        "odd-position questions"
+    )
 
 
 def _peer(url: str, convs: list[data.Conversation], embedder: Any, kind: str) -> dict[str, Any]:
