@@ -16,13 +16,13 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import test_servers
 
 from agent_memory.embedded import ServerProcess, free_port
+from agent_memory.embedded.launcher import wait_until_ready
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def start_tls(
     extra_args: tuple[str, ...] = (),
     timeout: float = 20.0,
 ) -> ServerProcess:
-    """Start Valkey with only a TLS port; raises RuntimeError with its log on failure."""
+    """Start Valkey with only a TLS port; raises ServerUnavailableError with its log on failure."""
     binary = test_servers.valkey_binary()
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -109,15 +109,7 @@ def start_tls(
         start_new_session=True,
     )
     server = ServerProcess(binary, port, process, log_path, data_dir, None)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"TLS valkey-server exited:\n{server.log_tail()}")
-        if _tls_ping(port, certs):
-            return server
-        time.sleep(0.05)
-    server.kill()
-    raise RuntimeError(f"TLS valkey-server did not answer within {timeout}s:\n{server.log_tail()}")
+    return wait_until_ready(server, lambda: _tls_ping(port, certs), timeout)
 
 
 def main(argv: list[str]) -> int:

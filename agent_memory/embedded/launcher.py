@@ -6,6 +6,7 @@ import logging
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -125,18 +126,30 @@ def start_server(
         start_new_session=True,
     )
     server = ServerProcess(binary, port, process, log_path, data_dir, module)
-    deadline = time.monotonic() + startup_timeout
+    return wait_until_ready(server, lambda: _ping(port), startup_timeout)
+
+
+def wait_until_ready(
+    server: ServerProcess, probe: Callable[[], bool], timeout: float
+) -> ServerProcess:
+    """Block until ``probe()`` answers True; kill the server if it never does.
+
+    Raises:
+        ServerUnavailableError: the process exited or did not answer in time; the
+            message carries the end of its log.
+    """
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if process.poll() is not None:
+        if server.process.poll() is not None:
             raise ServerUnavailableError(
-                f"{binary.path} exited with code {process.returncode} during start-up:\n"
-                f"{server.log_tail()}"
+                f"{server.binary.path} exited with code {server.process.returncode} during "
+                f"start-up:\n{server.log_tail()}"
             )
-        if _ping(port):
+        if probe():
             return server
         time.sleep(0.05)
     server.kill()
     raise ServerUnavailableError(
-        f"{binary.path} did not answer PING on port {port} within {startup_timeout}s:\n"
+        f"{server.binary.path} did not answer on port {server.port} within {timeout}s:\n"
         f"{server.log_tail()}"
     )

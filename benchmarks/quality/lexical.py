@@ -14,20 +14,12 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
+from agent_memory.store.lexical import STOPWORDS
+
 _TOKEN = re.compile(r"[^\W_]+")
 
-#: A short English stopword list (function words, pronouns, auxiliaries, question words).
-_STOPWORDS_TEXT = """
-    a about above after again against all am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself
-    yourselves im ive id youre dont didnt doesnt isnt wasnt thats its s t also get got really
-    yeah oh wow hey hi thanks thank much many lot like"""
-STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+# The stopword list is the library's (the research measured exactly this list).
+
 
 _SUFFIXES = (("sses", "ss"), ("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("ly", ""))
 
