@@ -1,0 +1,192 @@
+"""Recall candidates: the ranking fields of each match (full records are built only
+for the hits), visibility (expiry, forgetting), bonuses and hybrid fusion."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from agent_memory.backends.base import KnnMatch
+from agent_memory.core.replies import integer, number, text
+from agent_memory.errors import ReplyParseError
+from agent_memory.store import layout as L
+from agent_memory.store import lexical
+from agent_memory.store.context import StoreContext
+from agent_memory.store.fusion import fuse
+from agent_memory.store.labels import Labels, context_digest, overlap
+from agent_memory.store.ops.read import is_expired
+from agent_memory.store.records import utility_state
+from agent_memory.store.scoring import Candidate
+from agent_memory.store.types import RecallWeights
+from agent_memory.store.utility import retention, utility
+
+logger = logging.getLogger("agent_memory.store")
+
+
+@dataclass(frozen=True, slots=True)
+class _Light:
+    """What ranking needs of a candidate, read without parsing the whole record (the
+    full :class:`MemoryItem` is built only for the hits that are returned)."""
+
+    id: str
+    content: str
+    importance: float
+    created_at: int
+    last_accessed_at: int
+    fields: dict[str, Any]
+
+    @property
+    def touched(self) -> int:
+        return max(self.created_at, self.last_accessed_at)
+
+
+def light(ctx: StoreContext, match: KnnMatch, now: int) -> _Light | None:
+    """The ranking fields of a match; None when it is gone, expired or unreadable."""
+    fields = dict(match.fields)
+    if L.F_CONTENT not in fields:
+        return None
+    try:
+        if is_expired(fields, now):
+            return None
+        created = integer(fields.get(L.F_CREATED, 0))
+        accessed = fields.get(L.F_ACCESSED)
+        return _Light(
+            match.id,
+            text(fields[L.F_CONTENT]),
+            number(fields.get(L.F_IMPORTANCE, 0.5)),
+            created,
+            integer(accessed) if accessed is not None else created,
+            fields,
+        )
+    except ReplyParseError as exc:
+        logger.warning("memory %s of store %s is unreadable: %s", match.id, ctx.keys.name, exc)
+        ctx.count("corrupt_records")
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Visible:
+    """A candidate that survived expiry and forgetting, before fusion."""
+
+    pool: int
+    item: _Light
+    distance: float
+    bonus: float
+    matched: frozenset[str]
+    retention: float = 1.0
+
+
+def visible_candidates(
+    ctx: StoreContext,
+    pool: int,
+    semantic: list[KnnMatch],
+    lexical_matches: list[KnnMatch],
+    weights: RecallWeights,
+    query_labels: Labels,
+    now: int,
+) -> list[Visible]:
+    """Union of a pool's semantic and lexical matches, minus expired and suppressed."""
+    context = context_digest(query_labels)
+    forgetting = ctx.forgetting
+    bound = max((m.distance for m in semantic), default=2.0)
+    lexical_ids = {m.id for m in lexical_matches}
+    semantic_ids = {m.id for m in semantic}
+    merged = [(m, m.distance) for m in semantic]
+    merged += [(m, bound) for m in lexical_matches if m.id not in semantic_ids]
+    seen: set[str] = set()
+    out = []
+    for match, distance in merged:
+        if match.id in seen:
+            continue
+        seen.add(match.id)
+        item = light(ctx, match, now)
+        if item is None:
+            continue
+        bonus = 0.0
+        kept = 1.0
+        if ctx.reinforcement or forgetting is not None:
+            try:
+                state = utility_state(item.fields)
+            except ReplyParseError:
+                ctx.count("corrupt_records")
+                continue
+            if forgetting is not None:
+                kept = retention(
+                    state, importance=item.importance, created_at=item.created_at,
+                    now_ms=now, forgetting=forgetting,
+                )  # fmt: skip
+                if kept < forgetting.retention_threshold:
+                    continue  # suppressed: stays inspectable, never recalled
+            if ctx.reinforcement:
+                bonus += weights.utility * utility(state, context)
+        if query_labels:
+            bonus += weights.labels * overlap(query_labels, _labels_of(item.fields))
+        matched = frozenset(
+            name
+            for name, found in (("semantic", match.id in semantic_ids),
+                                ("lexical", match.id in lexical_ids))
+            if found
+        )  # fmt: skip
+        out.append(Visible(pool, item, distance, bonus, matched, kept))
+    return out
+
+
+def _labels_of(fields: dict[str, Any]) -> Labels:
+    raw = fields.get(L.F_LABELS_RAW)
+    if raw is None:
+        return {}
+    try:
+        data = json.loads(text(raw))
+    except (ValueError, ReplyParseError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): tuple(str(v) for v in vs) for k, vs in data.items() if isinstance(vs, list)}
+
+
+def fused(
+    visible: list[Visible],
+    terms: list[str] | None,
+    stats: lexical.TermStats,
+    weights: RecallWeights,
+) -> list[Candidate]:
+    """Candidates with their hybrid relevance (``terms`` None: hybrid off, 1 - d/2)."""
+    if terms is None:
+        return [
+            Candidate(v.item.id, v.distance, v.item.importance, v.item.touched, v, v.bonus)
+            for v in visible
+        ]
+    scores = [lexical.bm25(terms, lexical.document_terms(v.item.content), stats) for v in visible]
+    kept = [
+        (v, s) for v, s in zip(visible, scores, strict=True) if s > 0 or "semantic" in v.matched
+    ]
+    relevance = fuse([1.0 - v.distance for v, _ in kept], [s for _, s in kept], weights.lexical)
+    return [
+        Candidate(
+            v.item.id,
+            v.distance,
+            v.item.importance,
+            v.item.touched,
+            v,
+            v.bonus,
+            relevance=rel,
+            lexical_match=s > 0,
+            lexical_score=s,
+            matched=v.matched | {"lexical"} if s > 0 else v.matched - {"lexical"},
+        )
+        for (v, s), rel in zip(kept, relevance, strict=True)
+    ]
+
+
+def rank_fields(ctx: StoreContext, with_labels: bool) -> tuple[str, ...]:
+    """The fields a recall candidate needs for ranking (the full record is fetched for
+    the returned hits only, with the side effects)."""
+    names = [L.F_ID, L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES]
+    if with_labels:
+        names.append(L.F_LABELS_RAW)
+    if ctx.reinforcement or ctx.forgetting is not None:
+        names += [n for n in L.RETENTION_FIELDS if n not in names]
+        names.append(L.F_CONTEXTS)
+    return tuple(names)
