@@ -1,0 +1,347 @@
+"""The data and command handlers of the in-process keyspace (see :mod:`agent_memory.backends.inprocess`)."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agent_memory.errors import ServerResponseError
+
+Value = Any
+
+
+def _s(arg: Any) -> str:
+    return arg.decode("utf-8", "surrogateescape") if isinstance(arg, bytes) else str(arg)
+
+
+def _score(arg: Any) -> float:
+    text = _s(arg).lower()
+    if text in {"+inf", "inf"}:
+        return math.inf
+    if text == "-inf":
+        return -math.inf
+    return float(text)
+
+
+def _bound(arg: Any) -> tuple[float, bool]:
+    text = _s(arg)
+    return (_score(text[1:]), True) if text.startswith("(") else (_score(text), False)
+
+
+def _in_range(score: float, low: tuple[float, bool], high: tuple[float, bool]) -> bool:
+    above = score > low[0] if low[1] else score >= low[0]
+    below = score < high[0] if high[1] else score <= high[0]
+    return above and below
+
+
+class Keyspace:
+    """The data of one in-process "server": keys, values and expiry times."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.data: dict[str, Value] = {}
+        self.expires: dict[str, float] = {}
+        self.lock = threading.RLock()
+
+    def _alive(self, key: str) -> bool:
+        deadline = self.expires.get(key)
+        if deadline is not None and deadline <= self.clock():
+            self.data.pop(key, None)
+            self.expires.pop(key, None)
+        return key in self.data
+
+    def get(self, key: str, kind: type | tuple[type, ...]) -> Any:
+        if not self._alive(key):
+            return None
+        value = self.data[key]
+        if not isinstance(value, kind):
+            raise ServerResponseError(
+                "WRONGTYPE Operation against a key holding the wrong kind of value"
+            )
+        return value
+
+    def create(self, key: str, kind: type) -> Any:
+        value = self.get(key, kind)
+        if value is None:
+            value = kind()
+            self.data[key] = value
+        return value
+
+    def delete(self, key: str) -> int:
+        alive = self._alive(key)
+        self.data.pop(key, None)
+        self.expires.pop(key, None)
+        return int(alive)
+
+    def keys(self, pattern: str) -> list[str]:
+        return [k for k in list(self.data) if self._alive(k) and fnmatch.fnmatchcase(k, pattern)]
+
+    def execute(self, args: tuple[Any, ...]) -> Any:
+        name = _s(args[0]).upper()
+        if name == "EVAL":
+            from agent_memory.backends.inprocess_scripts import run_script
+
+            handler: Callable[[Keyspace, list[Any]], Any] | None = run_script
+        else:
+            handler = COMMANDS.get(name)
+        if handler is None:
+            raise ServerResponseError(f"ERR unknown command '{name}'", command=name)
+        with self.lock:
+            return handler(self, [a if isinstance(a, bytes) else _s(a) for a in args[1:]])
+
+
+def _hash_set(ks: Keyspace, a: list[Any]) -> int:
+    h = ks.create(_s(a[0]), dict)
+    added = 0
+    for i in range(1, len(a), 2):
+        field = _s(a[i])
+        added += field not in h
+        h[field] = a[i + 1]
+    return added
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return value
+    return value
+
+
+def _hmget(ks: Keyspace, a: list[Any]) -> list[Any]:
+    h = ks.get(_s(a[0]), dict) or {}
+    return [_decode(h.get(_s(f))) for f in a[1:]]
+
+
+def _hgetall(ks: Keyspace, a: list[Any]) -> dict[str, Any]:
+    return {k: _decode(v) for k, v in (ks.get(_s(a[0]), dict) or {}).items()}
+
+
+def _hincrby(ks: Keyspace, a: list[Any]) -> int:
+    h = ks.create(_s(a[0]), dict)
+    value = int(_s(h.get(_s(a[1]), "0"))) + int(_s(a[2]))
+    h[_s(a[1])] = str(value)
+    return value
+
+
+def _hsetnx(ks: Keyspace, a: list[Any]) -> int:
+    h = ks.create(_s(a[0]), dict)
+    if _s(a[1]) in h:
+        return 0
+    h[_s(a[1])] = a[2]
+    return 1
+
+
+def _hdel(ks: Keyspace, a: list[Any]) -> int:
+    h = ks.get(_s(a[0]), dict) or {}
+    removed = sum(1 for f in a[1:] if h.pop(_s(f), None) is not None)
+    if not h:
+        ks.delete(_s(a[0]))
+    return removed
+
+
+def _set(ks: Keyspace, a: list[Any]) -> Any:
+    key, value, options = _s(a[0]), a[1], [_s(x).upper() for x in a[2:]]
+    exists = ks._alive(key)
+    if ("NX" in options and exists) or ("XX" in options and not exists):
+        return None
+    ks.data[key] = value
+    ks.expires.pop(key, None)
+    for unit, scale in (("EX", 1.0), ("PX", 0.001)):
+        if unit in options:
+            ks.expires[key] = ks.clock() + float(_s(a[2 + options.index(unit) + 1])) * scale
+    return True
+
+
+def _get(ks: Keyspace, a: list[Any]) -> Any:
+    value = ks.get(_s(a[0]), (str, bytes))
+    return _decode(value)
+
+
+def _getdel(ks: Keyspace, a: list[Any]) -> Any:
+    value = _get(ks, a)
+    ks.delete(_s(a[0]))
+    return value
+
+
+def _incrby(ks: Keyspace, a: list[Any]) -> int:
+    key = _s(a[0])
+    value = int(_s(ks.get(key, (str, bytes)) or "0")) + (int(_s(a[1])) if len(a) > 1 else 1)
+    ks.data[key] = str(value)
+    return value
+
+
+def _expire(scale: float) -> Callable[[Keyspace, list[Any]], int]:
+    def handler(ks: Keyspace, a: list[Any]) -> int:
+        key = _s(a[0])
+        if not ks._alive(key):
+            return 0
+        ks.expires[key] = ks.clock() + float(_s(a[1])) * scale
+        return 1
+
+    return handler
+
+
+def _ttl(scale: float) -> Callable[[Keyspace, list[Any]], int]:
+    def handler(ks: Keyspace, a: list[Any]) -> int:
+        key = _s(a[0])
+        if not ks._alive(key):
+            return -2
+        deadline = ks.expires.get(key)
+        return -1 if deadline is None else max(0, round((deadline - ks.clock()) * scale))
+
+    return handler
+
+
+def _zadd(ks: Keyspace, a: list[Any]) -> int:
+    key, rest = _s(a[0]), list(a[1:])
+    flags = set()
+    while rest and _s(rest[0]).upper() in {"NX", "XX", "CH", "GT", "LT"}:
+        flags.add(_s(rest.pop(0)).upper())
+    z = ks.get(key, dict) if "XX" in flags else ks.create(key, dict)
+    if z is None:
+        return 0
+    added = 0
+    for i in range(0, len(rest), 2):
+        member, score = _s(rest[i + 1]), _score(rest[i])
+        if ("NX" in flags and member in z) or ("XX" in flags and member not in z):
+            continue
+        added += member not in z
+        z[member] = score
+    return added
+
+
+def _zrem(ks: Keyspace, a: list[Any]) -> int:
+    z = ks.get(_s(a[0]), dict) or {}
+    removed = sum(1 for m in a[1:] if z.pop(_s(m), None) is not None)
+    if not z:
+        ks.delete(_s(a[0]))
+    return removed
+
+
+def _sorted(z: dict[str, float]) -> list[str]:
+    return [m for m, _ in sorted(z.items(), key=lambda kv: (kv[1], kv[0]))]
+
+
+def _zrangebyscore(ks: Keyspace, a: list[Any]) -> list[str]:
+    z = ks.get(_s(a[0]), dict) or {}
+    low, high = _bound(a[1]), _bound(a[2])
+    members = [m for m in _sorted(z) if _in_range(z[m], low, high)]
+    if any(_s(x).upper() == "WITHSCORES" for x in a[3:]):
+        return [x for m in members for x in (m, _format_score(z[m]))]
+    return members
+
+
+def _format_score(score: float) -> str:
+    if math.isinf(score):
+        return "inf" if score > 0 else "-inf"
+    return repr(score)
+
+
+def _zremrangebyscore(ks: Keyspace, a: list[Any]) -> int:
+    doomed = _zrangebyscore(ks, a[:3])
+    return _zrem(ks, [a[0], *doomed]) if doomed else 0
+
+
+def _zcount(ks: Keyspace, a: list[Any]) -> int:
+    return len(_zrangebyscore(ks, a[:3]))
+
+
+def _zrange(ks: Keyspace, a: list[Any]) -> list[str]:
+    members = _sorted(ks.get(_s(a[0]), dict) or {})
+    start, stop = int(_s(a[1])), int(_s(a[2]))
+    stop = len(members) + stop if stop < 0 else stop
+    start = max(0, len(members) + start if start < 0 else start)
+    return members[start : stop + 1]
+
+
+def _zscore(ks: Keyspace, a: list[Any]) -> Any:
+    score = (ks.get(_s(a[0]), dict) or {}).get(_s(a[1]))
+    return None if score is None else float(score)
+
+
+def _sadd(ks: Keyspace, a: list[Any]) -> int:
+    members = ks.create(_s(a[0]), set)
+    before = len(members)
+    members.update(_s(m) for m in a[1:])
+    return len(members) - before
+
+
+def _srem(ks: Keyspace, a: list[Any]) -> int:
+    members = ks.get(_s(a[0]), set) or set()
+    removed = sum(1 for m in a[1:] if _s(m) in members)
+    members.difference_update(_s(m) for m in a[1:])
+    if not members:
+        ks.delete(_s(a[0]))
+    return removed
+
+
+def _rpush(ks: Keyspace, a: list[Any]) -> int:
+    items = ks.create(_s(a[0]), list)
+    items.extend(_decode(v) for v in a[1:])
+    return len(items)
+
+
+def _lrange(ks: Keyspace, a: list[Any]) -> list[Any]:
+    items = ks.get(_s(a[0]), list) or []
+    start, stop = int(_s(a[1])), int(_s(a[2]))
+    stop = len(items) + stop if stop < 0 else stop
+    start = max(0, len(items) + start if start < 0 else start)
+    return list(items[start : stop + 1])
+
+
+def _flush(ks: Keyspace) -> bool:
+    ks.data.clear()
+    ks.expires.clear()
+    return True
+
+
+COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
+    "PING": lambda ks, a: True,
+    "MODULE": lambda ks, a: [],
+    "HSET": _hash_set,
+    "HMGET": _hmget,
+    "HGET": lambda ks, a: _hmget(ks, a)[0],
+    "HGETALL": _hgetall,
+    "HINCRBY": _hincrby,
+    "HSETNX": _hsetnx,
+    "HDEL": _hdel,
+    "HLEN": lambda ks, a: len(ks.get(_s(a[0]), dict) or {}),
+    "SET": _set,
+    "GET": _get,
+    "GETDEL": _getdel,
+    "INCR": _incrby,
+    "INCRBY": _incrby,
+    "DEL": lambda ks, a: sum(ks.delete(_s(k)) for k in a),
+    "UNLINK": lambda ks, a: sum(ks.delete(_s(k)) for k in a),
+    "EXISTS": lambda ks, a: sum(int(ks._alive(_s(k))) for k in a),
+    "EXPIRE": _expire(1.0),
+    "PEXPIRE": _expire(0.001),
+    "TTL": _ttl(1.0),
+    "PTTL": _ttl(1000.0),
+    "PERSIST": lambda ks, a: int(ks.expires.pop(_s(a[0]), None) is not None),
+    "ZADD": _zadd,
+    "ZREM": _zrem,
+    "ZRANGE": _zrange,
+    "ZRANGEBYSCORE": _zrangebyscore,
+    "ZCOUNT": _zcount,
+    "ZREMRANGEBYSCORE": _zremrangebyscore,
+    "ZCARD": lambda ks, a: len(ks.get(_s(a[0]), dict) or {}),
+    "ZSCORE": _zscore,
+    "SADD": _sadd,
+    "SREM": _srem,
+    "SISMEMBER": lambda ks, a: int(_s(a[1]) in (ks.get(_s(a[0]), set) or set())),
+    "SMEMBERS": lambda ks, a: sorted(ks.get(_s(a[0]), set) or set()),
+    "SCARD": lambda ks, a: len(ks.get(_s(a[0]), set) or set()),
+    "RPUSH": _rpush,
+    "LRANGE": _lrange,
+    "LLEN": lambda ks, a: len(ks.get(_s(a[0]), list) or []),
+    "HKEYS": lambda ks, a: list(ks.get(_s(a[0]), dict) or {}),
+    "KEYS": lambda ks, a: ks.keys(_s(a[0])),
+    "FLUSHDB": lambda ks, a: _flush(ks),
+}

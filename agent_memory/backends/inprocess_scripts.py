@@ -1,0 +1,164 @@
+"""Python twins of the Lua scripts the library sends, for the in-process keyspace."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from agent_memory.backends.inprocess_keyspace import (
+    Keyspace,
+    _decode,
+    _expire,
+    _get,
+    _hash_set,
+    _hdel,
+    _hincrby,
+    _s,
+)
+from agent_memory.cache import scripts as cache_scripts
+from agent_memory.errors import ServerResponseError
+from agent_memory.store import lexical, scripts
+
+
+def run_script(ks: Keyspace, a: list[Any]) -> Any:
+    source, nkeys = _s(a[0]), int(_s(a[1]))
+    twin = _SCRIPT_TWINS.get(source)
+    if twin is None:
+        raise ServerResponseError("NOSCRIPT script has no in-process twin", command="EVAL")
+    return twin(ks, [_s(k) for k in a[2 : 2 + nkeys]], a[2 + nkeys :])
+
+
+def _write_with_ttl(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    _hash_set(ks, [keys[0], *argv[1:]])
+    _expire(0.001)(ks, [keys[0], argv[0]])
+    return 1
+
+
+def _reinforce(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    _hincrby(ks, [keys[0], "exposures", "1"])
+    if len(argv) > 1 and _s(argv[1]) == "0":
+        return -1
+    _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
+    return _hincrby(ks, [keys[0], "access_count", "1"])
+
+
+def _apply_eval(ks: Keyspace, key: str, argv: list[Any]) -> int:
+    if not ks._alive(key):
+        return 0
+    h = ks.get(key, dict)
+    for field, arg in (("eval_sum", argv[0]), ("eval_weight", argv[1])):
+        h[field] = repr(float(_s(h.get(field, "0"))) + float(_s(arg)))
+    now = int(_s(argv[3]))
+    if _s(argv[5]) == "1":
+        h["last_reinforced_at"] = str(now)
+    context = _s(argv[2])
+    if context:
+        raw = h.get("utility_ctx")
+        contexts = json.loads(_s(raw)) if raw else {}
+        entry = contexts.get(context, [0, 0, 0])
+        contexts[context] = [entry[0] + float(_s(argv[0])), entry[1] + float(_s(argv[1])), now]
+        if len(contexts) > int(_s(argv[4])):
+            oldest = min(contexts, key=lambda k: contexts[k][2])
+            del contexts[oldest]
+        h["utility_ctx"] = json.dumps(contexts)
+    return 1
+
+
+def _complete(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    ks.delete(keys[0])
+    for key in keys[1:]:
+        _apply_eval(ks, key, argv)
+    return 1
+
+
+def _feedback(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    h = ks.get(keys[0], dict)
+    if _s(argv[0]) == "clear":
+        h.pop("manual_utility", None)
+    else:
+        h["manual_utility"] = _s(argv[1])
+        if float(_s(argv[1])) > 0:
+            h["last_reinforced_at"] = _s(argv[2])
+    return 1
+
+
+def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    if len(argv) > 1:
+        _hash_set(ks, [keys[0], *argv[1:]])
+    if int(_s(argv[0])) > 0:
+        _expire(0.001)(ks, [keys[0], argv[0]])
+    return 1
+
+
+def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
+    value = _get(ks, [keys[0]])
+    hits = int(_s(argv[0]))
+    fields = argv[1 : 1 + hits] if value is not None else argv[1 + hits :]
+    for field in fields:
+        _hincrby(ks, [keys[1], field, "1"])
+    if value is not None:
+        try:
+            entry = json.loads(_s(value))
+        except ValueError:
+            entry = None
+        if isinstance(entry, dict) and isinstance(entry.get("costMicros"), (int, float)):
+            _hincrby(ks, [keys[1], "cost_saved_micros", str(int(entry["costMicros"]))])
+    return value
+
+
+def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
+    current = float(_s((ks.get(keys[0], dict) or {}).get("importance", "0")))
+    if float(_s(argv[1])) > current:
+        _hash_set(ks, [keys[0], "importance", argv[1]])
+    _hincrby(ks, [keys[0], "access_count", "1"])
+    return 1
+
+
+def _adjust_stats(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    for i in range(0, len(argv) - 1, 2):
+        field = _s(argv[i])
+        if _hincrby(ks, [keys[0], field, argv[i + 1]]) <= 0:
+            _hdel(ks, [keys[0], field])
+    return 1
+
+
+def _delete_returning_content(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
+    h = ks.get(keys[0], dict)
+    if h is None:
+        return None
+    content = _decode(h.get("content"))
+    ks.delete(keys[0])
+    return content if content is not None else ""
+
+
+_SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
+    lexical.ADJUST_STATS: _adjust_stats,
+    lexical.DELETE_RETURNING_CONTENT: _delete_returning_content,
+    scripts.WRITE_WITH_TTL: _write_with_ttl,
+    scripts.REINFORCE: _reinforce,
+    scripts.UPDATE_IF_EXISTS: _update_if_exists,
+    scripts.REFRESH_DUPLICATE: _refresh_duplicate,
+    cache_scripts.COUNTED_GET: _counted_get,
+    scripts.COMPLETE: _complete,
+    scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
+    scripts.FEEDBACK: _feedback,
+}
+
+
+def register_script_twin(
+    source: str, twin: Callable[[Keyspace, list[str], list[Any]], Any]
+) -> None:
+    """Register the Python twin of a Lua script (for library modules adding scripts)."""
+    _SCRIPT_TWINS[source] = twin
