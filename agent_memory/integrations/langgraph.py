@@ -54,13 +54,9 @@ one is given). Both run the same operation plans.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import math
-import re
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from agent_memory.errors import CapabilityError, InvalidInputError
@@ -87,6 +83,14 @@ except ImportError as _exc:  # pragma: no cover - exercised without the extra
         "(pip install 'agent-memory[langgraph]')"
     ) from _exc
 
+from agent_memory.integrations.langgraph_values import (
+    check_namespace,
+    clean_text,
+    digest,
+    matches_filter,
+    prefix_tag,
+    to_datetime,
+)
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.write import MemoryInput
 from agent_memory.store.sync_store import SyncMemoryStore
@@ -98,13 +102,9 @@ MARKER_TAG = "langgraph:item"
 NOINDEX_TAG = "langgraph:unindexed"
 META_KEY = "langgraph"
 SOURCE = "langgraph"
-#: Namespaces deeper than this are refused (one tag per level; 64 tags per memory).
-MAX_DEPTH = 60
 #: Nearest items a filtered semantic search considers (the store's largest ``k``).
 MAX_SEMANTIC_CANDIDATES = 1000
 _PAGE = 1000
-_MAX_CONTENT_BYTES = 16 * 1024
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 # An operation plan yields (method name, args, kwargs) of store calls and receives each
 # call's result: one body serves the sync and the async runner.
@@ -116,42 +116,6 @@ def _call(method: str, *args: Any, **kwargs: Any) -> Generator[Call, Any, Any]:
     return (yield (method, args, kwargs))
 
 
-def _digest(value: object) -> str:
-    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
-
-
-def prefix_tag(prefix: Sequence[str]) -> str:
-    """The tag every item whose namespace starts with ``prefix`` carries."""
-    return f"langgraph:ns:{_digest(list(prefix))[:32]}"
-
-
-def _check_namespace(namespace: tuple[str, ...], *, what: str, allow_empty: bool) -> None:
-    if not isinstance(namespace, tuple):
-        raise InvalidInputError(f"{what} must be a tuple of strings", field="namespace")
-    if not namespace and not allow_empty:
-        raise InvalidInputError(f"{what} must not be empty", field="namespace")
-    if len(namespace) > MAX_DEPTH:
-        raise InvalidInputError(f"{what} is deeper than {MAX_DEPTH} levels", field="namespace")
-    for label in namespace:
-        if not isinstance(label, str) or not label:
-            raise InvalidInputError(
-                f"{what} labels must be non-empty strings, got {label!r}", field="namespace"
-            )
-
-
-def _datetime(epoch_seconds: float) -> datetime:
-    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc)
-
-
-def _clean(text: str) -> str:
-    text = _CONTROL.sub(" ", text)
-    data = text.encode("utf-8", "replace")
-    if len(data) > _MAX_CONTENT_BYTES:
-        text = data[:_MAX_CONTENT_BYTES].decode("utf-8", "ignore")
-    return text
-
-
 def _document(value: Mapping[str, Any], fields: Sequence[str]) -> str | None:
     """The text to embed for ``value``; ``None`` when no index field has text."""
     texts: list[str] = []
@@ -160,62 +124,8 @@ def _document(value: Mapping[str, Any], fields: Sequence[str]) -> str | None:
             texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True))
         else:
             texts.extend(get_text_at_path(value, tokenize_path(path)))
-    text = _clean("\n".join(t for t in texts if t))
+    text = clean_text("\n".join(t for t in texts if t))
     return text if text.strip() else None
-
-
-def _compare(item_value: Any, filter_value: Any) -> bool:
-    if isinstance(filter_value, Mapping):
-        if any(str(k).startswith("$") for k in filter_value):
-            return all(_operator(item_value, k, v) for k, v in filter_value.items())
-        if not isinstance(item_value, Mapping):
-            return False
-        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
-    if isinstance(filter_value, (list, tuple)):
-        return (
-            isinstance(item_value, (list, tuple))
-            and len(item_value) == len(filter_value)
-            and all(_compare(i, f) for i, f in zip(item_value, filter_value, strict=True))
-        )
-    return bool(item_value == filter_value)
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    try:
-        result = float(value)
-    except ValueError:
-        return None
-    return result if not math.isnan(result) else None
-
-
-def _operator(value: Any, operator: str, operand: Any) -> bool:
-    if operator == "$eq":
-        return bool(value == operand)
-    if operator == "$ne":
-        return bool(value != operand)
-    if operator not in ("$gt", "$gte", "$lt", "$lte"):
-        raise InvalidInputError(f"unsupported filter operator {operator!r}", field="filter")
-    left, right = _number(value), _number(operand)
-    if left is None or right is None:
-        return False
-    if operator == "$gt":
-        return left > right
-    if operator == "$gte":
-        return left >= right
-    if operator == "$lt":
-        return left < right
-    return left <= right
-
-
-def matches_filter(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
-    """Whether an item value passes a LangGraph search filter.
-
-    Raises:
-        InvalidInputError: an operator other than ``$eq $ne $gt $gte $lt $lte``.
-    """
-    return not flt or all(_compare(value.get(k), v) for k, v in flt.items())
 
 
 def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
@@ -416,7 +326,7 @@ class AgentMemoryStore(BaseStore):
         return results
 
     def _id(self, namespace: tuple[str, ...], key: str) -> str:
-        return "lg" + _digest([self._scope.namespace, list(namespace), key])[:40]
+        return "lg" + digest([self._scope.namespace, list(namespace), key])[:40]
 
     def _item(self, memory: MemoryItem, score: float | None = None) -> SearchItem | None:
         meta = memory.metadata.get(META_KEY)
@@ -427,8 +337,8 @@ class AgentMemoryStore(BaseStore):
             namespace=tuple(meta["namespace"]),
             key=str(meta["key"]),
             value=dict(meta["value"]),
-            created_at=_datetime(float(meta.get("created_at") or written)),
-            updated_at=_datetime(float(meta.get("updated_at") or written)),
+            created_at=to_datetime(float(meta.get("created_at") or written)),
+            updated_at=to_datetime(float(meta.get("updated_at") or written)),
             score=score,
         )
 
@@ -442,7 +352,7 @@ class AgentMemoryStore(BaseStore):
                 yield from _call("update", memory.id, ttl=float(minutes) * 60)
 
     def _get(self, op: GetOp) -> Plan[Item | None]:
-        _check_namespace(op.namespace, what="namespace", allow_empty=True)
+        check_namespace(op.namespace, what="namespace", allow_empty=True)
         memory = yield from _call("get", self._id(op.namespace, str(op.key)))
         found = self._item(memory) if isinstance(memory, MemoryItem) else None
         if found is None or found.namespace != op.namespace or found.key != str(op.key):
@@ -459,7 +369,7 @@ class AgentMemoryStore(BaseStore):
     def _put(self, ops: Sequence[PutOp]) -> Plan[None]:
         latest: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:
-            _check_namespace(op.namespace, what="namespace", allow_empty=False)
+            check_namespace(op.namespace, what="namespace", allow_empty=False)
             latest[(op.namespace, str(op.key))] = op
         writes: list[MemoryInput] = []
         for (namespace, key), op in latest.items():
@@ -531,7 +441,7 @@ class AgentMemoryStore(BaseStore):
 
     def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
         prefix = tuple(op.namespace_prefix)
-        _check_namespace(prefix, what="namespace prefix", allow_empty=True)
+        check_namespace(prefix, what="namespace prefix", allow_empty=True)
         limit, offset = int(op.limit), int(op.offset)
         if limit <= 0 or offset < 0:
             return []
@@ -592,7 +502,7 @@ class AgentMemoryStore(BaseStore):
         conditions = tuple(op.match_conditions or ())
         lead: tuple[str, ...] = ()
         for condition in conditions:
-            _check_namespace(tuple(condition.path), what="namespace path", allow_empty=True)
+            check_namespace(tuple(condition.path), what="namespace path", allow_empty=True)
             if condition.match_type == "prefix":
                 fixed = []
                 for label in condition.path:
