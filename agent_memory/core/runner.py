@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import inspect
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -22,6 +24,35 @@ SpanFactory = Callable[[str], AbstractContextManager[Any]]
 
 def _no_span(_: str) -> AbstractContextManager[Any]:
     return contextlib.nullcontext()
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` returns a coroutine without doing the work itself: an
+    ``async def`` function, a partial of one, or an object whose ``__call__`` is one."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    dunder = type(fn).__dict__.get("__call__") or next(
+        (c.__dict__["__call__"] for c in type(fn).__mro__ if "__call__" in c.__dict__), None
+    )
+    return dunder is not None and inspect.iscoroutinefunction(dunder)
+
+
+async def call_off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call a user callback without blocking the event loop.
+
+    An async callback runs on the loop; any other runs in the loop's default thread
+    pool (with the caller's context, so tracing spans stay connected), and an
+    awaitable it returns is awaited on the loop.
+    """
+    if is_async_callable(fn):
+        result = fn(*args)
+    else:
+        result = await asyncio.to_thread(fn, *args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 def run_sync(op: Operation[T], executor: SyncExecutor, call_span: SpanFactory = _no_span) -> T:
@@ -65,7 +96,11 @@ def run_sync(op: Operation[T], executor: SyncExecutor, call_span: SpanFactory = 
 async def run_async(
     op: Operation[T], executor: AsyncExecutor, call_span: SpanFactory = _no_span
 ) -> T:
-    """Drive ``op`` to completion on the running event loop."""
+    """Drive ``op`` to completion on the running event loop.
+
+    User callbacks (embedders, summarisers, extractors, labelers) never run on the loop
+    unless they are ``async``: a blocking one runs in a worker thread (:func:`call_off_loop`).
+    """
     send_value: Any = None
     error: BaseException | None = None
     while True:
@@ -83,9 +118,7 @@ async def run_async(
                 send_value = await executor.scan(effect)
             elif isinstance(effect, Call):
                 with call_span(effect.what):
-                    send_value = effect.fn(*effect.args)
-                    if inspect.isawaitable(send_value):
-                        send_value = await send_value
+                    send_value = await call_off_loop(effect.fn, *effect.args)
             else:
                 raise _misuse(effect)
         except Exception as exc:  # noqa: BLE001 - delivered into the operation, which decides

@@ -1,0 +1,91 @@
+"""The async runner never runs a blocking user callback on the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from typing import Any
+
+from agent_memory import MemoryStore
+from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
+from agent_memory.core.runner import call_off_loop, is_async_callable
+from tests.support import AsyncTableEmbedder, TableEmbedder
+
+
+class _ThreadRecorder(TableEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[int] = set()
+
+    def __call__(self, text: str) -> list[float]:
+        self.threads.add(threading.get_ident())
+        return super().__call__(text)
+
+
+async def _coro_fn(x: int) -> int:
+    return x + 1
+
+
+class _AsyncCallable:
+    async def __call__(self, x: int) -> int:
+        return x + 2
+
+
+def test_async_callables_are_recognised() -> None:
+    assert is_async_callable(_coro_fn)
+    assert is_async_callable(functools.partial(_coro_fn, 1))
+    assert is_async_callable(_AsyncCallable())
+    assert is_async_callable(AsyncTableEmbedder())
+    assert not is_async_callable(TableEmbedder())
+    assert not is_async_callable(len)
+    assert not is_async_callable(lambda x: x)
+
+
+async def test_call_off_loop_runs_sync_callbacks_in_a_worker_thread() -> None:
+    loop_thread = threading.get_ident()
+    seen: list[int] = []
+
+    def blocking(x: int) -> int:
+        seen.append(threading.get_ident())
+        return x * 2
+
+    assert await call_off_loop(blocking, 21) == 42
+    assert seen and seen[0] != loop_thread
+    assert await call_off_loop(_coro_fn, 1) == 2
+    assert await call_off_loop(_AsyncCallable(), 1) == 3
+    # A sync function returning an awaitable: the awaitable is awaited on the loop.
+    assert await call_off_loop(lambda: _coro_fn(4)) == 5
+
+
+async def test_store_embedder_runs_off_the_event_loop() -> None:
+    embed = _ThreadRecorder()
+    store = MemoryStore(AsyncInProcessClient(Keyspace()), "loop", embed)
+    await store.remember("the user likes tea")
+    await store.recall("what does the user drink?")
+    assert embed.threads and threading.get_ident() not in embed.threads
+
+
+async def test_a_slow_sync_embedder_does_not_stall_other_coroutines() -> None:
+    """While eight recalls wait for a blocking embedder, the loop keeps serving a ticker."""
+    release = threading.Event()
+
+    class Gated(TableEmbedder):
+        def __call__(self, text: str) -> Any:
+            if text.startswith("query"):
+                release.wait(5)
+            return super().__call__(text)
+
+    store = MemoryStore(AsyncInProcessClient(Keyspace()), "loop2", Gated(), default_threshold=2.0)
+    await store.remember("a note")
+    recalls = [asyncio.create_task(store.recall(f"query {i}")) for i in range(8)]
+    ticks = 0
+    for _ in range(20):
+        await asyncio.sleep(0.001)
+        ticks += 1
+    # Every embedder call is still blocked, yet the loop ran the ticker to the end.
+    assert not any(t.done() for t in recalls)
+    assert ticks == 20
+    release.set()
+    results = await asyncio.gather(*recalls)
+    assert all(r.selection_id for r in results)
