@@ -33,7 +33,7 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
         fn = fn.func
     if inspect.iscoroutinefunction(fn):
         return True
-    dunder = type(fn).__dict__.get("__call__") or next(
+    dunder = next(
         (c.__dict__["__call__"] for c in type(fn).__mro__ if "__call__" in c.__dict__), None
     )
     return dunder is not None and inspect.iscoroutinefunction(dunder)
