@@ -8,6 +8,7 @@ of time: the floor is client + server only.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,12 +17,9 @@ import valkey
 import valkey.asyncio as valkey_asyncio
 
 from agent_memory import LlmCache, MemoryInput, MemoryStore, Scope, SyncMemoryStore, ToolCache
-from agent_memory.search.encoding import encode_value, namespace_token, session_token
-from agent_memory.search.query import decimal, knn_search_args
+from agent_memory.search.encoding import encode_value, namespace_token
 from agent_memory.store import layout as L
-from agent_memory.store import lexical, scripts
-from agent_memory.store.filters import scope_filter
-from agent_memory.store.ops.recall import candidate_count
+from agent_memory.store import lexical
 from agent_memory.store.records import NewMemory, record_fields
 from benchmarks.data import Dataset, LookupEmbedder, agent_of, memory_text, query_text
 
@@ -30,10 +28,6 @@ THRESHOLD = 1.0
 SESSION = "s1"
 AsyncOp = Callable[[], Awaitable[Any]]
 SyncOp = Callable[[], Any]
-
-
-# The fields a recall candidate returns (agent_memory.store.ops.recall.rank_fields).
-_RANK_FIELDS = (L.F_ID, L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES)
 
 
 class Bench:
@@ -56,13 +50,21 @@ class Bench:
         self.wkeys = L.Keys(name + "_w")
         self.ns = namespace_token(None)
         self.loaded = 0
+        self.lexical_form = ""
 
     async def setup(self) -> dict[str, Any]:
         status = await self.store.ensure_index()
         await self.writes.ensure_index()
         self.sync_store.ensure_index()
         self.sync_writes.ensure_index()
-        return {"backend": status.backend, "dialect": str(status.dialect)}
+        # The floor writes the same record, lexical field included.
+        native = "native_text" in status.features
+        self.lexical_form = lexical.TEXT_FORM if native else lexical.VECTOR_FORM
+        return {
+            "backend": status.backend,
+            "dialect": str(status.dialect),
+            "features": list(status.features),
+        }
 
     async def load(self, start: int, stop: int, chunk: int = 1000) -> None:
         texts = [memory_text(i) for i in range(start, stop)]
@@ -139,94 +141,48 @@ class Bench:
         raise KeyError(scenario)
 
     # -- floor -----------------------------------------------------------------
+    #
+    # The physical floor of each call: the least a client must send for it. A recall's
+    # floor is one bare unfiltered ``FT.SEARCH ... KNN 8 RETURN 4``; a remember's one
+    # bare HSET of the same record; remember_many's a pipeline of the same 100 HSETs;
+    # forget_by_scope's a pipeline of 1,000 bare DELs of the same keys; a cache check's
+    # one GET, a store's one SET.
 
-    def _search_args(self, q: int, scope: Scope | None, session: str | None) -> list[Any]:
-        """The semantic search of a recall, as the library sends it."""
-        flt = scope_filter(scope, (), session=session)
+    _KNN8_FIELDS = (L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.DISTANCE_ALIAS)
+
+    def _knn8_args(self, q: int) -> list[Any]:
         blob = self.data.queries[q].astype("<f4").tobytes()
         return [
-            "FT.SEARCH",
-            *knn_search_args(self.keys.index, flt, candidate_count(K), blob, _RANK_FIELDS),
-        ]
+            "FT.SEARCH", self.keys.index, f"*=>[KNN {K} @{L.F_VECTOR} $vec AS {L.DISTANCE_ALIAS}]",
+            "PARAMS", "2", "vec", blob,
+            "RETURN", str(len(self._KNN8_FIELDS)), *self._KNN8_FIELDS,
+            "LIMIT", "0", str(K), "DIALECT", "2",
+        ]  # fmt: skip
 
-    def _retrieval(self, q: int, scope: Scope | None, session: str | None) -> list[list[Any]]:
-        """A text recall's retrieval round trip as the library sends it: the semantic and
-        lexical searches and the read of the term statistics."""
-        flt = scope_filter(scope, (), session=session)
-        terms = sorted(set(lexical.analyze(query_text(q))))
-        vector = lexical.query_vector(terms)
-        if vector is None or not terms:
-            return [self._search_args(q, scope, None if session is None else session)]
-        lex = vector.astype("<f4").tobytes()
-        return [
-            self._search_args(q, scope, session),
-            [
-                "FT.SEARCH",
-                *knn_search_args(
-                    self.keys.index, flt, candidate_count(K), lex, _RANK_FIELDS, lexical=True
-                ),
-            ],
-            ["HMGET", self.keys.term_stats(flt.namespace), *lexical.stats_fields(terms)],
-        ]
-
-    def _write_commands(self, keys: L.Keys, m: int) -> list[tuple[Any, ...]]:
+    def _hset(self, keys: L.Keys, m: int) -> tuple[Any, ...]:
         memory = NewMemory(
             id=uuid.uuid4().hex, content=memory_text(m), vector=self.data.vectors[m], importance=0.5,
             tags=(), scope=Scope(agent_id=agent_of(m)), durability="shared", created_at=1,
             expires_at=None,
         )  # fmt: skip
-        return [
-            ("HSET", keys.memory(memory.id), *record_fields(memory)),
-            ("ZADD", keys.registry(self.ns), "+inf", memory.id),
-            ("ZADD", keys.scope_bucket(memory.bucket), "1", memory.id),
-        ]
+        return ("HSET", keys.memory(memory.id), *record_fields(memory, self.lexical_form))
 
     def floor_op(self, scenario: str, i: int) -> AsyncOp | SyncOp:
         q = i % len(self.data.queries)
         m = i % max(1, self.loaded)
         client = self.client
-        if scenario in (
-            "recall",
-            "recall_by_vector",
-            "recall_scoped",
-            "recall_reinforce",
-            "sync_recall",
-        ):
-            scope = Scope(agent_id=agent_of(q)) if scenario == "recall_scoped" else None
-            if scenario == "recall_by_vector":
-                args = self._search_args(q, scope, None)
-                return lambda: client.execute_command(*args)
-            retrieval = self._retrieval(q, scope, None)
+        if scenario.startswith("recall") or scenario == "sync_recall":
+            args = self._knn8_args(q)
             if scenario == "sync_recall":
-                return lambda: _sync_pipeline(self.sync_client, retrieval)
-            if scenario == "recall_reinforce":
-                return lambda: self._search_and_reinforce(retrieval)
-            return lambda: _pipeline(client, retrieval)
-        if scenario == "recall_session":
-            both = [
-                *self._retrieval(q, None, None),
-                *(
-                    c
-                    for c in self._retrieval(q, Scope(session_id=SESSION), encode_value(SESSION))
-                    if c[0] == "FT.SEARCH"
-                ),
-            ]
-            return lambda: _pipeline(client, both)
+                return lambda: self.sync_client.execute_command(*args)
+            return lambda: client.execute_command(*args)
         if scenario in ("remember", "sync_remember"):
-            commands = [
-                *self._write_commands(self.wkeys, m),
-                ("HINCRBY", self.wkeys.stats, "remembers", "1"),
-            ]
+            hset = self._hset(self.wkeys, m)
             if scenario == "sync_remember":
-                return lambda: _sync_pipeline(self.sync_client, commands)
-            return lambda: _pipeline(client, commands)
+                return lambda: self.sync_client.execute_command(*hset)
+            return lambda: client.execute_command(*hset)
         if scenario == "remember_many":
-            commands = [
-                c
-                for j in range(m, m + 100)
-                for c in self._write_commands(self.wkeys, j % self.loaded)
-            ]
-            commands.append(("HINCRBY", self.wkeys.stats, "remembers", "100"))
+            commands = [self._hset(self.wkeys, j % self.loaded) for j in range(m, m + 100)]
             return lambda: _pipeline(client, commands)
         if scenario in ("llm_check", "tool_check"):
             key = self.cache_keys[i]
@@ -235,14 +191,6 @@ class Bench:
             key, value = self.cache_values[i]
             return lambda: client.execute_command("SET", key, value)
         raise KeyError(scenario)
-
-    async def _search_and_reinforce(self, retrieval: list[list[Any]]) -> None:
-        replies = await _pipeline(self.client, retrieval)
-        keys = replies[0][1::2][:K]
-        now = "1700000000000"
-        commands: list[tuple[Any, ...]] = [("HINCRBY", self.keys.stats, "recalls", "1")]
-        commands += [("EVAL", scripts.REINFORCE, "1", key, now) for key in keys]
-        await _pipeline(self.client, commands)
 
     # -- per-round preparation (untimed) -------------------------------------------
 
@@ -276,26 +224,21 @@ class Bench:
             [MemoryInput(content=memory_text(i % self.loaded), scope=scope) for i in range(1000)]
         )
 
-    async def library_forget(self, thread: str) -> int:
-        return await self.store.forget_by_scope(Scope(thread_id=thread))
+    async def library_forget(self, thread: str) -> tuple[int, float]:
+        began = time.perf_counter()
+        removed = await self.store.forget_by_scope(Scope(thread_id=thread))
+        return removed, time.perf_counter() - began
 
-    async def floor_forget(self, thread: str) -> int:
-        token = encode_value(thread)
-        query = f"(@{L.F_NAMESPACE}:{{{self.ns}}} @{L.F_THREAD}:{{{token}}})"
-        reply = await self.client.execute_command(
-            "FT.SEARCH", self.keys.index, query, "NOCONTENT", "LIMIT", "0", "1000", "DIALECT", "2"
-        )
-        keys = [k.decode() for k in reply[1:]]
-        bucket = self.keys.scope_bucket(L.bucket_digest(self.ns, "", token, session_token(None)))
-        ids = [self.keys.id_of(k) for k in keys]
-        commands: list[tuple[Any, ...]] = [
-            ("DEL", *keys),
-            ("ZREM", self.keys.registry(self.ns), *ids),
-        ]
-        commands.append(("ZREM", bucket, *ids))
-        commands.append(("HINCRBY", self.keys.stats, "forgets", decimal(len(ids))))
-        await _pipeline(self.client, commands)
-        return len(keys)
+    async def floor_forget(self, thread: str) -> tuple[int, float]:
+        """1,000 bare DELs of the thread's keys in one pipeline (the keys are read and the
+        bookkeeping cleaned up untimed)."""
+        index = self.keys.thread_index(self.ns, encode_value(thread))
+        keys = [self.keys.memory(x.decode()) for x in await self.client.zrange(index, 0, -1)]
+        began = time.perf_counter()
+        replies = await _pipeline(self.client, [("DEL", key) for key in keys])
+        took = time.perf_counter() - began
+        await self.store.forget_by_scope(Scope(thread_id=thread))
+        return sum(int(r) for r in replies), took
 
 
 def llm_params(text: str) -> dict[str, Any]:

@@ -2,6 +2,13 @@
 
 ``tests/conftest.py`` wraps the executors so each FT.* command is checked when sent;
 a violation fails the test that sent it. Rules from shared/valkey-search-dialect.md.
+
+The library sends two RediSearch extensions, only after detecting RediSearch:
+``HYBRID_POLICY`` inside a KNN clause, and a ``TEXT`` lexical field (index options
+``NOOFFSETS NOFIELDS STOPWORDS 0``, searched by ``VERBATIM SCORER BM25`` text queries).
+:func:`extensions` names those a command uses; :func:`check_command` checks the rest of
+such a command against the 1.0 grammar, and rejects the extensions themselves when
+``allow_extensions`` is false (a store in the baseline dialect, as on valkey-search).
 """
 
 from __future__ import annotations
@@ -14,6 +21,10 @@ _ALLOWED_COMMANDS = {"FT.CREATE", "FT.SEARCH", "FT.INFO", "FT.DROPINDEX", "FT._L
 _PROBES = {"FT.CONFIG"}
 _FIELD_TYPES = {"NUMERIC", "TAG", "VECTOR"}
 _KNN = re.compile(r"=>\[KNN (\d+) @(\w+) \$(\w+) AS (\w+)\]$")
+_POLICY = re.compile(r" HYBRID_POLICY (BATCHES|ADHOC_BF)(?= AS )")
+_TEXT_QUERY = re.compile(r"^(\(.*\)) @lex_text:\(([^\W_]+(\|[^\W_]+)*)\)$")
+_CREATE_OPTIONS = ["NOOFFSETS", "NOFIELDS", "STOPWORDS", "0"]
+_TEXT_FIELD = ["lex_text", "TEXT", "NOSTEM"]
 _EXPONENT = re.compile(r"\d[eE][+-]?\d")
 
 
@@ -119,8 +130,72 @@ def check_search(args: Sequence[object]) -> list[str]:
     return problems
 
 
-def check_command(args: Sequence[object]) -> list[str]:
-    """Problems of one command under the valkey-search 1.0.2 dialect (empty when fine)."""
+def extensions(args: Sequence[object]) -> list[str]:
+    """The RediSearch extensions an FT command uses (see the module docstring)."""
+    name = _s(args[0]).upper()
+    found = []
+    if name == "FT.CREATE":
+        rest = [_s(a) for a in args[1:]]
+        if rest[6:10] == _CREATE_OPTIONS:
+            found.append("index options")
+        if any(rest[i : i + 3] == _TEXT_FIELD for i in range(len(rest))):
+            found.append("TEXT field")
+    elif name == "FT.SEARCH":
+        query = _s(args[2])
+        if _POLICY.search(query):
+            found.append("HYBRID_POLICY")
+        if _TEXT_QUERY.match(query):
+            found.append("text query")
+    return found
+
+
+def _without_extensions(args: Sequence[object]) -> list[object] | None:
+    """The command with its extensions removed (1.0 grammar applies to the rest), or
+    ``None`` for a text query (no 1.0 counterpart: checked on its own)."""
+    name = _s(args[0]).upper()
+    out = list(args)
+    if name == "FT.CREATE":
+        rest = [_s(a) for a in args]
+        if rest[7:11] == _CREATE_OPTIONS:
+            del out[7:11]
+        text_at = [i for i in range(len(out)) if [_s(a) for a in out[i : i + 3]] == _TEXT_FIELD]
+        for i in reversed(text_at):
+            del out[i : i + 3]
+        # The index still needs a vector field and the lexical vector is absent: fine.
+    elif name == "FT.SEARCH":
+        query = _s(args[2])
+        if _TEXT_QUERY.match(query):
+            return None
+        out[2] = _POLICY.sub("", query)
+    return out
+
+
+def _check_text_query(args: Sequence[object]) -> list[str]:
+    options = [_s(a) for a in args[3:]]
+    problems = []
+    match = _TEXT_QUERY.match(_s(args[2]))
+    assert match is not None
+    for body in re.findall(r"\{([^}]*)\}", match.group(1)):
+        if not re.fullmatch(r"[A-Za-z0-9_]+", body):
+            problems.append(f"tag value needs escaping: {{{body}}}")
+    if options[:3] != ["VERBATIM", "SCORER", "BM25"] or options[-2:] != ["DIALECT", "2"]:
+        problems.append(f"unexpected text query options {options[:3]}")
+    return problems
+
+
+def check_command(args: Sequence[object], *, allow_extensions: bool = True) -> list[str]:
+    """Problems of one command under the valkey-search 1.0.2 dialect (empty when fine);
+    the RediSearch extensions the library uses pass when ``allow_extensions``."""
+    used = extensions(args)
+    if used:
+        if not allow_extensions:
+            return [f"RediSearch extension {e} sent in the baseline dialect" for e in used]
+        stripped = _without_extensions(args)
+        return _check_text_query(args) if stripped is None else _check_base(stripped)
+    return _check_base(args)
+
+
+def _check_base(args: Sequence[object]) -> list[str]:
     name = _s(args[0]).upper()
     if not name.startswith("FT."):
         return []

@@ -1,8 +1,10 @@
 """The backend protocol: filtered KNN over the stored memories.
 
 A query searches either the embeddings (cosine distance) or, with ``lexical=True``, the
-hashed term vectors of the contents (field ``lex``, inner product: the match distance is
-``1 - ip``). :meth:`Backend.search` also carries extra commands (the recall's term
+memories' terms: by the hashed term vectors (field ``lex``, inner product: the match
+distance is ``1 - ip``) or, where the store keeps its terms in a server-side full-text
+index, by BM25 over ``lex_text`` (``terms``; the match distance is meaningless there
+and set to 0). :meth:`Backend.search` also carries extra commands (the recall's term
 statistics) in the same round trip as the searches.
 """
 
@@ -28,8 +30,9 @@ class KnnQuery:
     filter: MemoryFilter
     k: int
     vector: NDArray[np.float32]
-    lexical: bool = False  # search ``lex`` by inner product instead of the embedding
+    lexical: bool = False  # search the memories' terms instead of the embedding
     fields: tuple[str, ...] = ITEM_FIELDS  # hash fields returned with each match
+    terms: tuple[str, ...] = ()  # the analysed query terms of a lexical query
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,25 +1,48 @@
-"""Search backend over FT.SEARCH (valkey-search >= 1.0.2 or RediSearch)."""
+"""Search backend over FT.SEARCH (valkey-search >= 1.0.2 or RediSearch).
+
+Only the valkey-search 1.0.2 dialect is sent unless the detected dialect
+(``ctx.dialect``) allows more: on RediSearch the lexical channel is a ``TEXT`` field
+ranked by the server's BM25 (``lex_text``) and broad filtered KNN queries carry a
+``HYBRID_POLICY`` (:mod:`agent_memory.search.plan`), chosen from the sizes of the
+bookkeeping sets the filter is known to select from, read in the search round trip and
+used by the next search.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
 from agent_memory.backends.upgrade import ensure_lexical
-from agent_memory.core.effects import Command, Operation, execute, execute_batch
-from agent_memory.core.replies import error_text, number, text
-from agent_memory.errors import AgentMemoryError, IndexMismatchError, ServerResponseError
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
+from agent_memory.core.replies import error_text, integer, number, text
+from agent_memory.errors import (
+    AgentMemoryError,
+    IndexMismatchError,
+    ReplyParseError,
+    ServerResponseError,
+)
+from agent_memory.search.dialect import NO_SEARCH
+from agent_memory.search.encoding import session_token
 from agent_memory.search.parse import IndexInfo, parse_index_info, parse_search_reply
+from agent_memory.search.plan import hybrid_policy
 from agent_memory.search.query import (
     LEX_DISTANCE_ALIAS,
     VectorIndexSpec,
     create_index_args,
     knn_search_args,
+    text_search_args,
 )
 from agent_memory.store.context import StoreContext
-from agent_memory.store.layout import DISTANCE_ALIAS, F_LEX
+from agent_memory.store.filters import MemoryFilter
+from agent_memory.store.layout import DISTANCE_ALIAS, F_LEX, F_LEX_TEXT
+from agent_memory.store.lexical import TEXT_FORM, VECTOR_FORM
 from agent_memory.store.records import vector_blob
+
+_INFO_REFRESH_SECONDS = 60.0
+_SHARED_SESSION = session_token(None)
 
 
 def _missing_index(exc: AgentMemoryError) -> bool:
@@ -31,16 +54,15 @@ def _already_exists(exc: AgentMemoryError) -> bool:
     return "already exists" in error_text(exc)
 
 
-def _read_info(ctx: StoreContext) -> Operation[tuple[IndexInfo, bool] | None]:
-    """FT.INFO of the store's index and whether it has the ``lex`` field (``None``: no
-    index)."""
+def _read_info(ctx: StoreContext) -> Operation[tuple[IndexInfo, Any] | None]:
+    """FT.INFO of the store's index, parsed and raw (``None``: no index)."""
     try:
         reply = yield from execute("FT.INFO", ctx.keys.index)
     except ServerResponseError as exc:
         if _missing_index(exc):
             return None
         raise
-    return parse_index_info(reply), _mentions(reply, F_LEX)
+    return parse_index_info(reply), reply
 
 
 def read_index_info(ctx: StoreContext) -> Operation[IndexInfo | None]:
@@ -77,29 +99,61 @@ def _check_compatible(ctx: StoreContext, info: IndexInfo) -> None:
         )
 
 
+def size_key(ctx: StoreContext, flt: MemoryFilter) -> str | None:
+    """A bookkeeping set holding every memory ``flt`` can match, when the filter is
+    known to select (about) all of that set: the shared pool of a namespace, an agent or
+    a thread. ``None`` for filters whose selectivity is unknown (tags, labels, sources,
+    a session's own pool)."""
+    if flt.tags or flt.label_groups or flt.sources is not None or flt.exclude_sources:
+        return None
+    if flt.session is not None and flt.session != _SHARED_SESSION:
+        return None
+    if flt.thread is not None:
+        return ctx.keys.thread_index(flt.namespace, flt.thread)
+    if flt.agent is not None:
+        return ctx.keys.agent_index(flt.namespace, flt.agent)
+    return ctx.keys.registry(flt.namespace)
+
+
 class FtBackend:
-    """Filtered KNN through ``FT.SEARCH``; emits only the valkey-search 1.0 dialect."""
+    """Filtered KNN through ``FT.SEARCH``; the valkey-search 1.0 dialect unless the
+    server is known to accept more."""
 
     name = "ft"
 
+    def __init__(self) -> None:
+        self._sizes: dict[str, int] = {}
+        self._index_docs: int | None = None
+        self._info_due = 0.0
+
     def prepare(self, ctx: StoreContext) -> Operation[bool]:
-        """Create the index, or check it; an index of schema version 1 (no ``lex``
-        field) is upgraded in place: the memories get their ``lex`` vectors and the term
-        statistics are counted, then the index is dropped (never its documents) and
-        created again with the ``lex`` field (the server re-indexes the hashes)."""
+        """Create the index, or check it. An index without the lexical field this server
+        needs (schema version 1, or another lexical form) is upgraded in place: the
+        memories get their lexical data and the term statistics are recounted, then the
+        index is dropped (never its documents) and created again (the server re-indexes
+        the hashes)."""
+        dialect = ctx.dialect or NO_SEARCH
+        ctx.lexical_form = TEXT_FORM if dialect.native_text else VECTOR_FORM
+        needed = F_LEX_TEXT if dialect.native_text else F_LEX
         found = yield from _read_info(ctx)
         if found is not None:
-            info, has_lex = found
+            info, raw = found
             _check_compatible(ctx, info)
-            if has_lex:
+            if _mentions(raw, needed):
                 yield from ensure_lexical(ctx)
+                self._index_docs = info.num_docs
                 return False
             yield from ensure_lexical(ctx, force=True)
             yield from self.drop(ctx)
         else:
             yield from ensure_lexical(ctx)
         assert ctx.dim is not None
-        args = create_index_args(ctx.keys.index, ctx.keys.prefix, VectorIndexSpec(dim=ctx.dim))
+        args = create_index_args(
+            ctx.keys.index,
+            ctx.keys.prefix,
+            VectorIndexSpec(dim=ctx.dim),
+            native_text=dialect.native_text,
+        )
         try:
             yield from execute("FT.CREATE", *args)
         except ServerResponseError as exc:
@@ -118,51 +172,69 @@ class FtBackend:
         outcome = yield from self.search(ctx, queries, ())
         return outcome.matches
 
+    def _command(self, ctx: StoreContext, q: KnnQuery) -> Command:
+        dialect = ctx.dialect or NO_SEARCH
+        index = ctx.keys.index
+        if q.lexical and dialect.native_text:
+            return Command(
+                ("FT.SEARCH", *text_search_args(index, q.filter, q.terms, q.k, q.fields))
+            )
+        policy = None
+        if dialect.hybrid_policy and not q.lexical:
+            key = size_key(ctx, q.filter)
+            subset = self._sizes.get(key) if key is not None else None
+            policy = hybrid_policy(subset, self._index_docs, q.k)
+        blob = vector_blob(q.vector)
+        args = knn_search_args(
+            index, q.filter, q.k, blob, q.fields, lexical=q.lexical, hybrid_policy=policy
+        )
+        return Command(("FT.SEARCH", *args))
+
+    def _plan_commands(self, ctx: StoreContext, queries: Sequence[KnnQuery]) -> list[Command]:
+        """Reads that keep the plan's size estimates fresh (RediSearch only)."""
+        dialect = ctx.dialect or NO_SEARCH
+        if not dialect.hybrid_policy:
+            return []
+        keys = {size_key(ctx, q.filter) for q in queries if not q.lexical}
+        commands = [command("ZCARD", key) for key in sorted(k for k in keys if k is not None)]
+        if time.monotonic() >= self._info_due:
+            self._info_due = time.monotonic() + _INFO_REFRESH_SECONDS
+            commands.append(command("FT.INFO", ctx.keys.index))
+        return commands
+
+    def _learn_sizes(self, commands: Sequence[Command], replies: Sequence[Any]) -> None:
+        for cmd, reply in zip(commands, replies, strict=True):
+            if isinstance(reply, AgentMemoryError):
+                continue  # an estimate only: the next search reads it again
+            try:
+                if cmd.name == "ZCARD":
+                    self._sizes[str(cmd.args[1])] = integer(reply)
+                else:
+                    self._index_docs = parse_index_info(reply).num_docs
+            except ReplyParseError:
+                continue
+
     def search(
         self, ctx: StoreContext, queries: Sequence[KnnQuery], extra: Sequence[Command]
     ) -> Operation[SearchOutcome]:
-        commands = [
-            Command(
-                (
-                    "FT.SEARCH",
-                    *knn_search_args(
-                        ctx.keys.index,
-                        q.filter,
-                        q.k,
-                        vector_blob(q.vector),
-                        q.fields,
-                        lexical=q.lexical,
-                    ),
-                )
-            )
-            for q in queries
-        ]
-        replies = yield from execute_batch([*commands, *extra])
+        commands = [self._command(ctx, q) for q in queries]
+        plan = self._plan_commands(ctx, queries)
+        batch = [*commands, *extra, *plan]
+        replies = yield from execute_batch(batch)
         if any(isinstance(r, ServerResponseError) and _missing_index(r) for r in replies):
             # The server lost the index (restarted without persistence, FLUSHALL, an
             # operator's FT.DROPINDEX): re-create it once (the server backfills the
             # hashes already there) and search again.
             yield from self.prepare(ctx)
-            replies = yield from execute_batch([*commands, *extra])
+            replies = yield from execute_batch(batch)
+        searched = len(commands) + len(extra)
+        self._learn_sizes(plan, replies[searched:])
         results: list[list[KnnMatch]] = []
         for q, reply in zip(queries, replies, strict=False):
             if isinstance(reply, AgentMemoryError):
                 raise reply
-            alias = LEX_DISTANCE_ALIAS if q.lexical else DISTANCE_ALIAS
-            parsed = parse_search_reply(reply)
-            matches = []
-            for doc in parsed.documents:
-                fields = dict(doc.fields)
-                distance = fields.pop(alias, None)
-                if distance is None or "content" not in fields:
-                    continue  # deleted or expired between match and fetch
-                memory_id = text(fields.get("id")) if "id" in fields else ctx.keys.id_of(doc.key)
-                value = number(distance)
-                if not q.lexical:
-                    value = min(max(value, 0.0), 2.0)
-                matches.append(KnnMatch(memory_id, value, fields))
-            results.append(matches)
-        return SearchOutcome(results, list(replies[len(commands) :]))
+            results.append(_matches(ctx, q, reply))
+        return SearchOutcome(results, list(replies[len(commands) : searched]))
 
     def drop(self, ctx: StoreContext) -> Operation[None]:
         try:
@@ -170,3 +242,22 @@ class FtBackend:
         except ServerResponseError as exc:
             if not _missing_index(exc):
                 raise
+
+
+def _matches(ctx: StoreContext, q: KnnQuery, reply: Any) -> list[KnnMatch]:
+    """The matches of one search reply (text searches have no distance: 0)."""
+    alias = None
+    if not (q.lexical and (ctx.dialect or NO_SEARCH).native_text):
+        alias = LEX_DISTANCE_ALIAS if q.lexical else DISTANCE_ALIAS
+    matches = []
+    for doc in parse_search_reply(reply).documents:
+        fields = dict(doc.fields)
+        distance = fields.pop(alias, None) if alias is not None else 0.0
+        if distance is None or "content" not in fields:
+            continue  # deleted or expired between match and fetch
+        memory_id = text(fields["id"]) if "id" in fields else ctx.keys.id_of(doc.key)
+        value = number(distance)
+        if not q.lexical:
+            value = min(max(value, 0.0), 2.0)
+        matches.append(KnnMatch(memory_id, value, fields))
+    return matches

@@ -15,6 +15,8 @@ from agent_memory.backends.inprocess_keyspace import (
     _hdel,
     _hincrby,
     _s,
+    _set,
+    _zadd,
 )
 from agent_memory.cache import scripts as cache_scripts
 from agent_memory.errors import ServerResponseError
@@ -35,14 +37,45 @@ def _write_with_ttl(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
-def _reinforce(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+def _stored_int(ks: Keyspace, key: str, field: str) -> int:
+    raw = _decode((ks.get(key, dict) or {}).get(field))
+    try:
+        return int(float(raw)) if raw is not None else 0
+    except ValueError:
+        return 0
+
+
+def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[int]:
+    stats, usage, receipts, receipt, memories = keys[0], keys[1], keys[2], keys[3], keys[4:]
+    now, reinforce = int(_s(argv[0])), _s(argv[1]) == "1"
+    _hincrby(ks, [stats, "recalls", "1"])
+    _hincrby(ks, [stats, _s(argv[3]), "1"])
+    out: list[int] = []
+    for key, memory_id in zip(memories, argv[7:], strict=True):
+        exposures = accesses = -1
+        if ks._alive(key):
+            exposures = _hincrby(ks, [usage, "x:" + _s(memory_id), "1"]) - 1
+            if reinforce:
+                accesses = _hincrby(ks, [usage, "a:" + _s(memory_id), "1"]) - 1
+                _touch(ks, [key], [argv[0], argv[2]])
+            else:
+                accesses = _stored_int(ks, usage, "a:" + _s(memory_id))
+        out += [exposures, accesses]
+    if memories:
+        _set(ks, [receipt, argv[4], "PX", argv[5]])
+        _zadd(ks, [receipts, str(now), argv[6]])
+        out.append(len(ks.get(receipts, dict) or {}))
+    return out
+
+
+def _touch(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
-    _hincrby(ks, [keys[0], "exposures", "1"])
-    if len(argv) > 1 and _s(argv[1]) == "0":
-        return -1
-    _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
-    return _hincrby(ks, [keys[0], "access_count", "1"])
+    now, step = int(_s(argv[0])), int(_s(argv[1]))
+    if _stored_int(ks, keys[0], "last_accessed_at") > now - step:
+        return 0
+    _hash_set(ks, [keys[0], "last_accessed_at", str(now)])
+    return 1
 
 
 def _apply_eval(ks: Keyspace, key: str, argv: list[Any]) -> int:
@@ -147,7 +180,8 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     lexical.ADJUST_STATS: _adjust_stats,
     lexical.DELETE_RETURNING_CONTENT: _delete_returning_content,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
-    scripts.REINFORCE: _reinforce,
+    scripts.RECALL_EFFECTS: _recall_effects,
+    scripts.TOUCH: _touch,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,
     cache_scripts.COUNTED_GET: _counted_get,

@@ -32,7 +32,7 @@ from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.lexical import LEX_DIM
+from agent_memory.store.lexical import LEX_DIM, VECTOR_FORM
 from agent_memory.store.records import blob_vector
 from agent_memory.store.scoring import cosine_distances
 
@@ -116,7 +116,8 @@ class PortableBackend:
 
     def prepare(self, ctx: StoreContext) -> Operation[bool]:
         """No index to create; records the analyzer (backfilling ``lex`` and the term
-        statistics of a store written before hybrid recall)."""
+        statistics of a store written before hybrid recall or by a full-text server)."""
+        ctx.lexical_form = VECTOR_FORM
         yield from ensure_lexical(ctx)
         return False
 

@@ -1,14 +1,19 @@
-"""Lexical data of a store: record the analyzer, backfill ``lex`` and recount statistics.
+"""Lexical data of a store: record the analyzer and form, backfill, recount statistics.
 
-``{name}:__mem_meta`` field ``lexical`` names the analyzer (``lex-v1:d=256``) whose
-vectors the store holds. A store without it (written by schema version 1, before hybrid
-recall) is upgraded once by :func:`ensure_lexical`: every registered memory gets its
-``lex`` vector (only if it still exists) and each namespace's term statistics are
-recounted from the contents. A store recorded with another analyzer raises
-:class:`~agent_memory.errors.IndexMismatchError` (its vectors would not match queries).
+``{name}:__mem_meta`` field ``lexical`` names the analyzer and the form in which the
+store's memories carry their terms (:data:`~agent_memory.store.lexical.VECTOR_FORM`, the
+hashed ``lex`` vector, or :data:`~agent_memory.store.lexical.TEXT_FORM`, the ``lex_text``
+terms a server-side full-text index searches). The backend decides which form it needs
+(``ctx.lexical_form``); :func:`ensure_lexical` converts a store recorded in another form
+of the same analyzer once (every registered memory gets the new field, loses the old
+one, and each namespace's term statistics are recounted), and upgrades a store written
+before hybrid recall (no record). A store recorded with another analyzer raises
+:class:`~agent_memory.errors.IndexMismatchError` (its terms would not match queries).
 """
 
 from __future__ import annotations
+
+import logging
 
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
 from agent_memory.core.replies import optional_text, text
@@ -16,10 +21,12 @@ from agent_memory.errors import AgentMemoryError, IndexMismatchError
 from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
-from agent_memory.store.lexical import ANALYZER_ID, adjust_args, lex_blob, stats_delta
+from agent_memory.store.lexical import ANALYZER, adjust_args, stats_delta
+from agent_memory.store.records import lexical_fields
 
 _CHUNK = 500
 _GLOB_SPECIAL = set("*?[]\\")
+logger = logging.getLogger("agent_memory.store")
 
 
 def _glob_escape(value: str) -> str:
@@ -32,31 +39,44 @@ def _raise_errors(replies: list[object]) -> None:
             raise reply
 
 
+def _other_field(form_fields: list[str | bytes]) -> str:
+    return L.F_LEX if form_fields[0] == L.F_LEX_TEXT else L.F_LEX_TEXT
+
+
 def ensure_lexical(ctx: StoreContext, *, force: bool = False) -> Operation[bool]:
-    """Make sure the store's lexical data match :data:`ANALYZER_ID`; True when rebuilt.
+    """Make sure the store's memories carry their terms in ``ctx.lexical_form``; True
+    when the lexical data were rebuilt now.
 
     Raises:
         IndexMismatchError: the store records another analyzer.
     """
+    wanted = ctx.lexical_form
     replies = yield from execute_batch([command("HGET", ctx.keys.meta, L.META_LEXICAL)])
     _raise_errors(replies)
     recorded = optional_text(replies[0])
-    if recorded is not None and recorded != ANALYZER_ID:
+    if recorded is not None and recorded.split(":", 1)[0] != ANALYZER:
         raise IndexMismatchError(
-            f"store {ctx.keys.name!r} holds lexical vectors of analyzer {recorded!r}, not "
-            f"{ANALYZER_ID!r}; export and import the memories into a new store"
+            f"store {ctx.keys.name!r} holds lexical data of analyzer {recorded!r}, not "
+            f"{ANALYZER!r}; export and import the memories into a new store"
         )
-    if recorded == ANALYZER_ID and not force:
+    if recorded == wanted and not force:
         return False
+    if recorded is not None and recorded != wanted:
+        logger.warning(
+            "store %s: converting the lexical data of every memory from %s to %s "
+            "(once; every process sharing the store should use the same ft_dialect)",
+            ctx.keys.name, recorded, wanted,
+        )  # fmt: skip
     yield from rebuild_lexical(ctx)
-    done = yield from execute_batch([command("HSET", ctx.keys.meta, L.META_LEXICAL, ANALYZER_ID)])
+    done = yield from execute_batch([command("HSET", ctx.keys.meta, L.META_LEXICAL, wanted)])
     _raise_errors(done)
     return True
 
 
 def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
-    """Write the ``lex`` vector of every registered memory and recount each namespace's
-    term statistics from the contents; returns how many memories were seen.
+    """Write the lexical field (``ctx.lexical_form``) of every registered memory, drop
+    the other form's field, and recount each namespace's term statistics from the
+    contents; returns how many memories were seen.
 
     Walks every namespace registry (one SCAN, then pipelined chunks): maintenance, not a
     hot path. Memories written concurrently may be counted twice or not at all; run it
@@ -84,10 +104,9 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
                     continue
                 contents.append(content)
                 key = ctx.keys.memory(memory_id)
-                writes.append(
-                    Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", L.F_LEX,
-                             lex_blob(content)))
-                )  # fmt: skip
+                fields = lexical_fields(content, ctx.lexical_form)
+                writes.append(Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *fields)))
+                writes.append(command("HDEL", key, _other_field(fields)))
             written = yield from execute_batch(writes)
             _raise_errors(written)
         seen += len(contents)
@@ -96,9 +115,8 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
         adjust = adjust_args(stats_key, stats_delta(contents, 1))
         if adjust is not None:
             recount.append(Command(adjust))
-        recount.append(command("INCR", ctx.keys.epoch(ns)))  # portable mirrors reload
-        done = yield from execute_batch(recount[:-1], atomic=True)
+        done = yield from execute_batch(recount, atomic=True)
         _raise_errors(done)
-        bumped = yield from execute_batch(recount[-1:])
-        _raise_errors(bumped)
+        bumped = yield from execute_batch([command("INCR", ctx.keys.epoch(ns))])
+        _raise_errors(bumped)  # portable mirrors reload
     return seen

@@ -27,10 +27,17 @@ class Dialect:
         pure_filter_queries: queries without ``=>[KNN ...]`` are accepted.
         tag_or_syntax: ``@t:{a|b}`` is a real OR.
         full_text: TEXT fields and full-text queries.
+        baseline: capped to the valkey-search 1.0.2 dialect whatever the server
+            accepts (``MemoryStore(..., ft_dialect="baseline")``): no feature below is
+            used.
+        hybrid_policy: filtered KNN queries accept ``HYBRID_POLICY`` (RediSearch >= 2.6).
+        native_text: the library may keep its lexical channel in a ``TEXT`` field
+            searched with BM25 (RediSearch; valkey-search's full text is not used yet).
     """
 
     family: str
     version: tuple[int, int, int]
+    baseline: bool = False
 
     @property
     def has_search(self) -> bool:
@@ -38,12 +45,15 @@ class Dialect:
 
     @property
     def pure_filter_queries(self) -> bool:
-        return self.family == "redisearch" or (
-            self.family == "valkey-search" and self.version >= (1, 1, 0)
+        return not self.baseline and (
+            self.family == "redisearch"
+            or (self.family == "valkey-search" and self.version >= (1, 1, 0))
         )
 
     @property
     def tag_or_syntax(self) -> bool:
+        if self.baseline:
+            return False
         if self.family == "redisearch":
             return True
         v = self.version
@@ -51,14 +61,35 @@ class Dialect:
 
     @property
     def full_text(self) -> bool:
-        return self.family == "redisearch" or (
-            self.family == "valkey-search" and self.version >= (1, 2, 0)
+        return not self.baseline and (
+            self.family == "redisearch"
+            or (self.family == "valkey-search" and self.version >= (1, 2, 0))
         )
+
+    @property
+    def hybrid_policy(self) -> bool:
+        return not self.baseline and self.family == "redisearch" and self.version >= (2, 6, 0)
+
+    @property
+    def native_text(self) -> bool:
+        return not self.baseline and self.family == "redisearch" and self.version >= (2, 6, 0)
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The optional features the library uses on this server (beyond valkey-search
+        1.0.2), by name: ``hybrid_policy``, ``native_text``."""
+        named = (("hybrid_policy", self.hybrid_policy), ("native_text", self.native_text))
+        return tuple(name for name, on in named if on)
+
+    def capped(self) -> Dialect:
+        """This dialect limited to the valkey-search 1.0.2 baseline."""
+        return Dialect(self.family, self.version, baseline=True)
 
     def __str__(self) -> str:
         if not self.has_search:
             return "no search module"
-        return f"{self.family} {'.'.join(str(p) for p in self.version)}"
+        text = f"{self.family} {'.'.join(str(p) for p in self.version)}"
+        return f"{text} (baseline dialect)" if self.baseline else text
 
 
 NO_SEARCH = Dialect("none", (0, 0, 0))

@@ -1,9 +1,13 @@
-"""Build FT.CREATE / FT.SEARCH argument lists valid for valkey-search 1.0.2.
+"""Build FT.CREATE / FT.SEARCH argument lists.
 
-Rules kept here (see valkey-search-dialect.md): options in the order
-``ON HASH PREFIX 1 <prefix> SCHEMA``; no TEXT, SORTABLE, FLOAT64; every query carries
-``=>[KNN ...]`` with ``AS <alias>``; tag OR is written as ``(@t:{a} | @t:{b})``; numbers
-in plain decimal; only PARAMS the query uses; ``DIALECT 2``.
+By default every command is valid for valkey-search 1.0.2 (see
+valkey-search-dialect.md): options in the order ``ON HASH PREFIX 1 <prefix> SCHEMA``; no
+TEXT, SORTABLE, FLOAT64; every query carries ``=>[KNN ...]`` with ``AS <alias>``; tag OR
+is written as ``(@t:{a} | @t:{b})``; numbers in plain decimal; only PARAMS the query
+uses; ``DIALECT 2``. Two RediSearch features are emitted only when the caller asks for
+them (after detecting the server, :mod:`agent_memory.search.dialect`): the lexical
+channel as a ``TEXT`` field searched with BM25 (:func:`text_search_args`) and a
+``HYBRID_POLICY`` for filtered KNN queries.
 """
 
 from __future__ import annotations
@@ -16,14 +20,13 @@ from agent_memory.search.encoding import is_token
 from agent_memory.store.filters import MemoryFilter
 from agent_memory.store.layout import (
     DISTANCE_ALIAS,
-    F_ACCESS_COUNT,
-    F_ACCESSED,
     F_AGENT,
     F_CREATED,
     F_EXPIRES,
     F_IMPORTANCE,
     F_LABELS,
     F_LEX,
+    F_LEX_TEXT,
     F_NAMESPACE,
     F_SESSION,
     F_SOURCE,
@@ -51,12 +54,18 @@ class VectorIndexSpec:
     lexical_dim: int = 256  # the ``lex`` field: FLAT (exact), inner product
 
 
-def create_index_args(index: str, prefix: str, spec: VectorIndexSpec) -> list[str]:
+def create_index_args(
+    index: str, prefix: str, spec: VectorIndexSpec, *, native_text: bool = False
+) -> list[str]:
     """Arguments of ``FT.CREATE`` for the memory index (after the command name).
 
-    Two VECTOR fields: ``vector`` (the embedding, cosine) and ``lex`` (hashed term
-    vector of the content, ``FLAT`` so the lexical search is exact and identical to the
-    portable backend's, ``IP``). Both are valid on valkey-search 1.0.2.
+    ``vector`` is the embedding (HNSW, cosine). The lexical channel is either ``lex``,
+    the hashed term vector of the content (``FLAT``, inner product: exact, and valid on
+    valkey-search 1.0.2), or, with ``native_text`` (RediSearch only), ``lex_text``: the
+    analysed terms of the content as a ``TEXT`` field without stemming, stopwords or
+    offsets, so the server's BM25 ranks exactly the library's terms. Tags and the
+    numeric fields the BetterDB TypeScript library filters on (``importance``,
+    ``created_at``) complete the schema; per-read counters are not indexed.
     """
     vector_params = ["TYPE", "FLOAT32", "DIM", str(spec.dim), "DISTANCE_METRIC", spec.metric]
     if spec.algorithm == "HNSW":
@@ -66,11 +75,19 @@ def create_index_args(index: str, prefix: str, spec: VectorIndexSpec) -> list[st
             "EF_RUNTIME", str(spec.ef_runtime),
         ]  # fmt: skip
     tag = ["TAG", "CASESENSITIVE"]
+    if native_text:
+        options = ["NOOFFSETS", "NOFIELDS", "STOPWORDS", "0"]
+        lexical = [F_LEX_TEXT, "TEXT", "NOSTEM"]
+    else:
+        options = []
+        lexical = [
+            F_LEX, "VECTOR", "FLAT", "6",
+            "TYPE", "FLOAT32", "DIM", str(spec.lexical_dim), "DISTANCE_METRIC", "IP",
+        ]  # fmt: skip
     return [
-        index, "ON", "HASH", "PREFIX", "1", prefix, "SCHEMA",
+        index, "ON", "HASH", "PREFIX", "1", prefix, *options, "SCHEMA",
         F_VECTOR, "VECTOR", spec.algorithm, str(len(vector_params)), *vector_params,
-        F_LEX, "VECTOR", "FLAT", "6",
-        "TYPE", "FLOAT32", "DIM", str(spec.lexical_dim), "DISTANCE_METRIC", "IP",
+        *lexical,
         F_NAMESPACE, *tag,
         F_SESSION, *tag,
         F_AGENT, *tag,
@@ -80,8 +97,6 @@ def create_index_args(index: str, prefix: str, spec: VectorIndexSpec) -> list[st
         F_LABELS, "TAG", "SEPARATOR", TAG_SEPARATOR, "CASESENSITIVE",
         F_IMPORTANCE, "NUMERIC",
         F_CREATED, "NUMERIC",
-        F_ACCESSED, "NUMERIC",
-        F_ACCESS_COUNT, "NUMERIC",
         F_EXPIRES, "NUMERIC",
     ]  # fmt: skip
 
@@ -132,11 +147,14 @@ def knn_search_args(
     return_fields: Sequence[str],
     *,
     lexical: bool = False,
+    hybrid_policy: str | None = None,
 ) -> list[str | bytes]:
     """Arguments of ``FT.SEARCH`` for a filtered KNN query returning ``return_fields``.
 
     With ``lexical`` the KNN runs over the ``lex`` field (inner product with a hashed
-    query, distance alias ``__ldist``) instead of the embedding.
+    query, distance alias ``__ldist``) instead of the embedding. ``hybrid_policy``
+    (``"BATCHES"`` or ``"ADHOC_BF"``, RediSearch only) fixes how the filter and the
+    vector search combine.
     """
     if k < 1:
         raise ValueError("k must be >= 1")
@@ -145,12 +163,40 @@ def knn_search_args(
         if lexical
         else (F_VECTOR, VECTOR_PARAM, DISTANCE_ALIAS)
     )
-    query = f"{filter_expression(flt)}=>[KNN {k} @{field} ${param} AS {alias}]"
+    policy = f" HYBRID_POLICY {hybrid_policy}" if hybrid_policy else ""
+    query = f"{filter_expression(flt)}=>[KNN {k} @{field} ${param}{policy} AS {alias}]"
     fields = [*return_fields, alias]
     return [
         index, query,
         "PARAMS", "2", param, vector_blob,
         "RETURN", str(len(fields)), *fields,
+        "LIMIT", "0", str(k),
+        "DIALECT", "2",
+    ]  # fmt: skip
+
+
+def text_search_args(
+    index: str, flt: MemoryFilter, terms: Sequence[str], k: int, return_fields: Sequence[str]
+) -> list[str]:
+    """Arguments of ``FT.SEARCH`` for the lexical channel on a ``TEXT`` field (RediSearch):
+    the filtered memories containing any of ``terms``, best BM25 first.
+
+    ``terms`` are analysed terms (:func:`agent_memory.store.lexical.analyze`): Unicode
+    letters and digits only, so they need no escaping in the query syntax.
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    if not terms:
+        raise ValueError("a text search needs at least one term")
+    for term in terms:
+        if not term or not all(c.isalnum() for c in term):
+            raise ValueError(f"refusing to put an unanalysed term into a text query: {term!r}")
+    query = f"{filter_expression(flt)} @{F_LEX_TEXT}:({'|'.join(terms)})"
+    return [
+        index, query,
+        "VERBATIM",
+        "SCORER", "BM25",
+        "RETURN", str(len(return_fields)), *return_fields,
         "LIMIT", "0", str(k),
         "DIALECT", "2",
     ]  # fmt: skip

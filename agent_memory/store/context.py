@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from agent_memory.search.dialect import Dialect
 from agent_memory.store.labels import LabelPolicy
 from agent_memory.store.layout import Keys
+from agent_memory.store.lexical import VECTOR_FORM
 from agent_memory.store.types import RecallWeights
 from agent_memory.store.utility import Forgetting
 from agent_memory.telemetry import Telemetry
@@ -53,6 +54,7 @@ class StoreContext:
     dim: int | None = None
     dialect: Dialect | None = None
     backend: Backend | None = None
+    lexical_form: str = VECTOR_FORM  # how memories carry their terms (chosen by the backend)
     in_process: bool = False
     dedupe: bool = False
     dedupe_distance: float = 0.05
@@ -65,6 +67,7 @@ class StoreContext:
     receipt_ttl: float = 3600.0
     max_contexts: int = 8
     cluster: bool = False
+    ft_dialect: str = "auto"  # "baseline": only the valkey-search 1.0.2 dialect
     near_miss_warned: bool = False
     counters: dict[str, int] = field(default_factory=dict)
     telemetry: Telemetry | None = None

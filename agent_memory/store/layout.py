@@ -13,6 +13,9 @@ Bookkeeping keys live outside the index prefix so the index never sees them:
 ``{name}:__mem_epoch:{ns}`` (bumped when stored vectors or filters change),
 ``{name}:__mem_df:{ns}`` (term statistics of the lexical channel: ``n``, ``len``,
 ``t:<term>``),
+``{name}:__mem_use`` (per-read counters, so a recall never writes an indexed document
+for them: field ``x:<id>`` counts exposures and ``a:<id>`` accesses, added to the
+``exposures`` / ``access_count`` fields of the hash, which other writers may keep),
 ``{name}:__mem_meta`` (store identity), ``{name}:__mem_stats``, ``{name}:__mem_config``.
 """
 
@@ -50,11 +53,19 @@ F_MANUAL = "manual_utility"
 F_CONTEXTS = "utility_ctx"
 F_REINFORCED = "last_reinforced_at"
 F_LEX = "lex"  # hashed term vector of the content (agent_memory.store.lexical)
+F_LEX_TEXT = "lex_text"  # the content's analysed terms, for a server-side TEXT index
+
+USAGE_EXPOSURES = "x:"  # ``{name}:__mem_use`` field prefix: exposures of a memory
+USAGE_ACCESSES = "a:"  # ``{name}:__mem_use`` field prefix: accesses (reinforced recalls)
 
 TAG_SEPARATOR = ","
 # 2: the ``lex`` field, its FLAT IP index field and the ``__mem_df`` term statistics.
-# Stores of version 1 are upgraded in place by ``ensure_index`` (the backend's prepare).
-SCHEMA_VERSION = 2
+# 3: per-read counters in ``{name}:__mem_use`` (a recall never writes an indexed
+#    document but to refresh ``last_accessed_at``, at most once per recency step), the
+#    lexical channel in a TEXT field (``lex_text``) where the server has full text, and
+#    no index on ``last_accessed_at`` / ``access_count``.
+# Older stores are upgraded in place by ``ensure_index`` (the backend's prepare).
+SCHEMA_VERSION = 3
 DISTANCE_ALIAS = "__dist"
 META_LEXICAL = "lexical"  # ``{name}:__mem_meta`` field naming the analyzer of ``lex``
 
@@ -165,6 +176,15 @@ class Keys:
     @property
     def receipts(self) -> str:
         return f"{self.name}:__mem_receipts"
+
+    @property
+    def usage(self) -> str:
+        """Per-read counters of every memory (one hash: cheap to bump, never indexed)."""
+        return f"{self.name}:__mem_use"
+
+    def usage_fields(self, memory_id: str) -> tuple[str, str]:
+        """The exposure and access fields of a memory in :attr:`usage`."""
+        return USAGE_EXPOSURES + memory_id, USAGE_ACCESSES + memory_id
 
     @property
     def meta(self) -> str:

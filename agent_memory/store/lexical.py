@@ -12,7 +12,12 @@
   ``n``, ``len`` and ``t:<term>``) and :func:`bm25` the exact Okapi BM25 (k1 1.2,
   b 0.75) of a candidate's text computed from them.
 
-The analyzer is versioned by :data:`ANALYZER_ID`; changing anything here that changes
+A store keeps each memory's terms in one of two *forms*, recorded in its metadata:
+:data:`VECTOR_FORM` (the hashed ``lex`` vector, searched as a vector field or client-side)
+or :data:`TEXT_FORM` (``lex_text``: the terms as space-separated text, indexed by a
+server-side full-text index that ranks them with BM25). Both carry the same terms.
+
+The analyzer is versioned by :data:`ANALYZER`; changing anything here that changes
 terms or buckets must change it (stored vectors would no longer match queries).
 """
 
@@ -34,7 +39,10 @@ from agent_memory.core.replies import integer
 from agent_memory.errors import ReplyParseError
 
 LEX_DIM = 256
-ANALYZER_ID = f"lex-v1:d={LEX_DIM}"
+ANALYZER = "lex-v1"
+VECTOR_FORM = f"{ANALYZER}:d={LEX_DIM}"
+TEXT_FORM = f"{ANALYZER}:text"
+ANALYZER_ID = VECTOR_FORM  # the form every store of schema version 2 holds
 MAX_TERM_CHARS = 64
 K1 = 1.2
 B = 0.75
@@ -133,6 +141,11 @@ def query_vector(terms: Iterable[str]) -> NDArray[np.float32] | None:
 def lex_blob(content: str) -> bytes:
     """FLOAT32 little-endian bytes of :func:`document_vector` of ``content``."""
     return np.asarray(document_vector(analyze(content)), dtype="<f4").tobytes()
+
+
+def lex_text(content: str) -> str:
+    """The analysed terms of ``content`` joined by spaces (the ``TEXT_FORM`` field)."""
+    return " ".join(analyze(content))
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.search.encoding import encode_value, namespace_token, session_token
 from agent_memory.store import layout as L
 from agent_memory.store.labels import Labels, label_tokens
-from agent_memory.store.lexical import lex_blob
+from agent_memory.store.lexical import TEXT_FORM, VECTOR_FORM, lex_blob, lex_text
 from agent_memory.store.types import Durability, MemoryItem, Scope
 from agent_memory.store.utility import (
     Forgetting,
@@ -99,7 +99,16 @@ def scope_json(scope: Scope) -> str:
     return json.dumps({k: v for k, v in raw.items() if v is not None}, ensure_ascii=False)
 
 
-def record_fields(memory: NewMemory) -> list[str | bytes]:
+def lexical_fields(content: str, form: str) -> list[str | bytes]:
+    """HSET arguments carrying the terms of ``content`` in the store's lexical ``form``."""
+    if form == TEXT_FORM:
+        return [L.F_LEX_TEXT, lex_text(content)]
+    if form == VECTOR_FORM:
+        return [L.F_LEX, lex_blob(content)]
+    raise ValueError(f"unknown lexical form {form!r}")
+
+
+def record_fields(memory: NewMemory, lexical_form: str = VECTOR_FORM) -> list[str | bytes]:
     """Flat ``field, value, ...`` list for HSET."""
     scope = memory.scope
     created = str(memory.created_at)
@@ -107,7 +116,7 @@ def record_fields(memory: NewMemory) -> list[str | bytes]:
         L.F_ID, memory.id,
         L.F_CONTENT, memory.content,
         L.F_VECTOR, vector_blob(memory.vector),
-        L.F_LEX, lex_blob(memory.content),
+        *lexical_fields(memory.content, lexical_form),
         L.F_IMPORTANCE, repr(memory.importance),
         L.F_CREATED, created,
         L.F_ACCESSED, str(memory.last_accessed_at if memory.last_accessed_at is not None else created),

@@ -13,16 +13,54 @@ return 1
 """
 """ARGV = [ttl_ms, field, value, ...]: the hash never exists without its TTL."""
 
-REINFORCE = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'exposures', 1)
-if ARGV[2] == '0' then return -1 end
-redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])
-return redis.call('HINCRBY', KEYS[1], 'access_count', 1)
+RECALL_EFFECTS = """
+redis.call('HINCRBY', KEYS[1], 'recalls', 1)
+redis.call('HINCRBY', KEYS[1], ARGV[4], 1)
+local n = #KEYS - 4
+local now = tonumber(ARGV[1])
+local out = {}
+for i = 1, n do
+  local key, id = KEYS[4 + i], ARGV[7 + i]
+  local x, a = -1, -1
+  if redis.call('EXISTS', key) == 1 then
+    x = redis.call('HINCRBY', KEYS[2], 'x:' .. id, 1) - 1
+    if ARGV[2] == '1' then
+      a = redis.call('HINCRBY', KEYS[2], 'a:' .. id, 1) - 1
+      local t = tonumber(redis.call('HGET', key, 'last_accessed_at')) or 0
+      if t <= now - tonumber(ARGV[3]) then redis.call('HSET', key, 'last_accessed_at', ARGV[1]) end
+    else
+      a = tonumber(redis.call('HGET', KEYS[2], 'a:' .. id)) or 0
+    end
+  end
+  out[2 * i - 1], out[2 * i] = x, a
+end
+if n > 0 then
+  redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[6])
+  redis.call('ZADD', KEYS[3], ARGV[1], ARGV[7])
+  out[2 * n + 1] = redis.call('ZCARD', KEYS[3])
+end
+return out
 """
-"""ARGV = [now_ms, reinforce ("1"/"0", default "1")]: count an exposure of a recalled
-memory and, when reinforcing, bump its recency and access count. Never re-creates a
-memory forgotten meanwhile."""
+"""Every side effect of a recall (standalone servers: the keys span hash slots).
+KEYS = [stats, usage, receipts, receipt, memory...]; ARGV = [now_ms, reinforce "1"/"0",
+recency_step_ms, outcome counter, receipt JSON, receipt TTL ms, selection id, id...].
+Counts the recall; for each memory that still exists, its exposure and (reinforcing)
+access in the usage hash, and refreshes its ``last_accessed_at`` when that is at least
+one recency step old (the only write to the indexed document, rare by design); then
+stores the receipt. Returns ``[exposures, accesses]`` per memory as they were before
+this recall (``-1, -1`` for a memory forgotten meanwhile, never re-created), then the
+number of receipts."""
+
+TOUCH = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local t = tonumber(redis.call('HGET', KEYS[1], 'last_accessed_at')) or 0
+if t > tonumber(ARGV[1]) - tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])
+return 1
+"""
+"""ARGV = [now_ms, recency_step_ms]: refresh the recency of an existing memory when it
+is at least one step old (the single-key form of :data:`RECALL_EFFECTS`, for
+clusters)."""
 
 UPDATE_IF_EXISTS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end

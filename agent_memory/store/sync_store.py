@@ -85,6 +85,7 @@ _EXPORT_PAGE = 500
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
 DEFAULT_THRESHOLD = 0.33
 _BACKENDS = ("auto", "ft", "portable")
+_FT_DIALECTS = ("auto", "baseline")
 
 
 class SyncMemoryStore:
@@ -134,6 +135,10 @@ class SyncMemoryStore:
             (``get``, ``list(include_suppressed=True)``) until :meth:`prune`.
         max_receipts: most selection receipts kept for ``complete`` (oldest dropped).
         receipt_ttl: seconds a selection can be completed after its recall.
+        ft_dialect: ``"auto"`` uses what the detected search module accepts beyond the
+            valkey-search 1.0.2 dialect (on RediSearch: a ``TEXT`` lexical index and
+            query plans); ``"baseline"`` sends only the valkey-search 1.0.2 dialect
+            whatever the server. Every process sharing a store should use the same value.
 
     Raises:
         InvalidInputError: a bad argument (wrong client kind, bad name, ...).
@@ -164,6 +169,7 @@ class SyncMemoryStore:
         forgetting: Forgetting | None = None,
         max_receipts: int = 10_000,
         receipt_ttl: float = 3600.0,
+        ft_dialect: str = "auto",
     ) -> None:
         if is_async_client(client) != _ASYNC:
             wanted = "an async" if _ASYNC else "a sync"
@@ -179,6 +185,8 @@ class SyncMemoryStore:
             raise InvalidInputError("clock must be callable or None", field="clock")
         if backend not in _BACKENDS:
             raise InvalidInputError(f"backend must be one of {_BACKENDS}", field="backend")
+        if ft_dialect not in _FT_DIALECTS:
+            raise InvalidInputError(f"ft_dialect must be one of {_FT_DIALECTS}", field="ft_dialect")
         if config_refresh is not None and not (
             isinstance(config_refresh, (int, float)) and config_refresh > 0
         ):
@@ -226,6 +234,7 @@ class SyncMemoryStore:
             max_receipts=positive_int(max_receipts, "max_receipts"),
             receipt_ttl=positive_number(receipt_ttl, "receipt_ttl"),
             cluster=is_cluster_client(client),
+            ft_dialect=ft_dialect,
         )
 
     @classmethod

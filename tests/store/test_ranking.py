@@ -97,30 +97,44 @@ async def test_reinforce_bumps_access_and_never_resurrects(env: StoreEnv) -> Non
     embed.set("memory", near(q, 0.1))
     store = env.make(embed, clock=clock)
     mid = await store.remember("memory")
-    clock.now += 60
+    clock.now += 2 * 3600  # older than one recency step (1 h with the 7-day half-life)
     await store.recall("query")
     item = await store.get(mid)
     assert item is not None
     assert item.access_count == 1
     assert item.last_accessed_at == int(clock.now * 1000)
+    refreshed_at = item.last_accessed_at
+    clock.now += 60  # within the step: counted, but the indexed document is not rewritten
+    await store.recall("query")
+    item = await store.get(mid)
+    assert item.access_count == 2 and item.last_accessed_at == refreshed_at  # type: ignore[union-attr]
     await store.recall("query", reinforce=False)
-    assert (await store.get(mid)).access_count == 1  # type: ignore[union-attr]
+    assert (await store.get(mid)).access_count == 2  # type: ignore[union-attr]
     # A memory forgotten between search and reinforcement must stay forgotten.
     hits = await store.recall("query", reinforce=False)
     await store.forget(mid)
     store_obj = getattr(store, "wrapped", store)
     from agent_memory.store import scripts
 
-    key = store_obj._ctx.keys.memory(hits[0].item.id)
+    keys = store_obj._ctx.keys
+    key = keys.memory(mid)
     client = store_obj.client
-    result = client.execute_command("EVAL", scripts.REINFORCE, 1, key, "1")
-    if hasattr(result, "__await__"):
-        result = await result
-    assert int(result) == 0
-    exists = client.execute_command("EXISTS", key)
-    if hasattr(exists, "__await__"):
-        exists = await exists
-    assert exists == 0
+
+    async def run(*args: object) -> object:
+        result = client.execute_command(*args)
+        return await result if hasattr(result, "__await__") else result
+
+    # The recall's side effects, replayed after the forget, as one that raced it would.
+    script = ("EVAL", scripts.RECALL_EFFECTS, 5, keys.stats, keys.usage, keys.receipts)
+    sel = "f" * 32
+    effects = (keys.receipt(sel), key, "1", "1", "1", "recall_hits", "{}", "1000", sel, mid)
+    result = await run(*script, *effects)
+    assert [int(x) for x in result[:2]] == [-1, -1]  # type: ignore[index]
+    assert await run("EXISTS", key) == 0
+    assert await run("HMGET", keys.usage, *keys.usage_fields(mid)) == [None, None]
+    assert await run("EVAL", scripts.TOUCH, 1, key, "1", "1") == 0
+    assert await run("EXISTS", key) == 0
+    assert hits[0].item.id == mid
 
 
 async def test_scopes_and_tags_filter(env: StoreEnv) -> None:

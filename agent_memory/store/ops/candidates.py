@@ -183,7 +183,7 @@ def fused(
 def rank_fields(ctx: StoreContext, with_labels: bool) -> tuple[str, ...]:
     """The fields a recall candidate needs for ranking (the full record is fetched for
     the returned hits only, with the side effects)."""
-    names = [L.F_ID, L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES]
+    names = [L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES]
     if with_labels:
         names.append(L.F_LABELS_RAW)
     if ctx.reinforcement or ctx.forgetting is not None:

@@ -77,13 +77,17 @@ def evict_over_capacity(
         *(command("ZREM", index, *cleanup) for index in indexes),
         command("INCR", ctx.keys.registry_version(namespace_token)),
     ]
-    commands = [*bookkeeping, *(Command(delete_args(ctx.keys.memory(v))) for v in victims)]
-    replies = yield from execute_batch(commands)
+    deletes = [Command(delete_args(ctx.keys.memory(v))) for v in victims]
+    # After the deletes: a recall's side effects never re-create a deleted memory's
+    # usage counters (their script checks the memory first).
+    usage = command("HDEL", ctx.keys.usage, *(f for m in cleanup for f in ctx.keys.usage_fields(m)))
+    replies = yield from execute_batch([*bookkeeping, *deletes, usage])
     _raise_errors(replies)
     # Concurrent writers may pick the same victims: count only the deletions that
     # happened here (the delete script returns the content only to the caller that
     # deleted), so ``evictions`` and the term statistics stay exact across processes.
-    contents = [optional_text(r) or "" for r in replies[len(bookkeeping) :] if r is not None]
+    deleted = replies[len(bookkeeping) : len(bookkeeping) + len(deletes)]
+    contents = [optional_text(r) or "" for r in deleted if r is not None]
     evicted = len(contents)
     if evicted:
         followups = [command("HINCRBY", ctx.keys.stats, "evictions", str(evicted))]

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from agent_memory.core.effects import Command, Operation, call, command, execute_batch
+from agent_memory.core.effects import Operation, call, command, execute_batch
 from agent_memory.core.replies import integer, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError
-from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
 from agent_memory.store.facts import (
     check_fact,
@@ -31,7 +30,7 @@ from agent_memory.store.facts import (
 from agent_memory.store.filters import MemoryFilter, scope_filter
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.forget import delete_ids
-from agent_memory.store.ops.read import fields_of, item_or_none, matching_ids
+from agent_memory.store.ops.read import fetch_items, matching_ids
 from agent_memory.store.ops.write import MemoryInput, remember_many
 from agent_memory.store.types import Fact, MemoryItem, Scope
 
@@ -105,13 +104,8 @@ def select_items(
     ids = [memory_id for memory_id, _ in matched]
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
-        replies = yield from execute_batch(
-            [Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in chunk]
-        )
-        for memory_id, values in zip(chunk, replies, strict=True):
-            if isinstance(values, AgentMemoryError):
-                raise values
-            item = item_or_none(ctx, memory_id, fields_of(values))
+        fetched = yield from fetch_items(ctx, chunk)
+        for _, _, item in fetched:
             if item is None:
                 continue
             if selection.older_than_seconds is not None and (

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from agent_memory.backends.ft import FtBackend
 from agent_memory.backends.portable import PortableBackend
-from agent_memory.core.effects import Operation, call, command, execute_batch
+from agent_memory.core.effects import Operation, call, command, execute, execute_batch
 from agent_memory.core.replies import integer, pairs, text
 from agent_memory.errors import AgentMemoryError, CapabilityError, IndexMismatchError
 from agent_memory.search.dialect import Dialect, detect_dialect
@@ -24,15 +24,20 @@ class IndexStatus:
 
     Attributes:
         backend: ``"ft"``, ``"portable"`` or ``"inprocess"``.
-        dialect: the detected search dialect (``family == "none"`` without a module).
+        dialect: the detected search dialect (``family == "none"`` without a module),
+            capped to the valkey-search 1.0.2 baseline with ``ft_dialect="baseline"``.
         dim: the embedding dimension of the store.
         created: the index (or store identity) was created by this call.
+        features: the optional server features the store uses beyond the valkey-search
+            1.0.2 dialect (``"hybrid_policy"``, ``"native_text"``); empty on valkey-search,
+            without a search module and with ``ft_dialect="baseline"``.
     """
 
     backend: str
     dialect: Dialect
     dim: int
     created: bool
+    features: tuple[str, ...] = ()
 
 
 def _discover_dim(ctx: StoreContext) -> Operation[int]:
@@ -48,7 +53,7 @@ def _discover_dim(ctx: StoreContext) -> Operation[int]:
     return int(unit_vector(vector, None, field="embedding").size)
 
 
-def _check_identity(ctx: StoreContext, dim: int) -> Operation[bool]:
+def _check_identity(ctx: StoreContext, dim: int) -> Operation[tuple[bool, int]]:
     """Record (or verify) schema version, width and embedder in ``{name}:__mem_meta``.
 
     The embedder is identified by its ``id`` attribute when it has one (the built-in
@@ -93,7 +98,7 @@ def _check_identity(ctx: StoreContext, dim: int) -> Operation[bool]:
             f"store {ctx.keys.name!r} was written with schema version {stored_version}, "
             f"newer than this library's {SCHEMA_VERSION}; upgrade agent-memory"
         )
-    return bool(integer(replies[0]))
+    return bool(integer(replies[0])), stored_version
 
 
 def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
@@ -109,17 +114,27 @@ def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
             "backend='ft' needs a search module (valkey-search or RediSearch) but the "
             "server has none; use backend='auto' or 'portable'"
         )
-    created = yield from _check_identity(ctx, dim)
+    created, version = yield from _check_identity(ctx, dim)
     yield from ensure_member_indexes(ctx, fresh=created)
     if ctx.in_process:
         choice = "inprocess"
+    if ctx.ft_dialect == "baseline" and dialect.has_search:
+        dialect = dialect.capped()
+    ctx.dialect = dialect
     backend = ctx.backend
     if backend is None or backend.name != choice:
         backend = FtBackend() if choice == "ft" else PortableBackend(choice)
     created_index = yield from backend.prepare(ctx)
+    if version < SCHEMA_VERSION:  # upgraded in place by prepare: older code must not write
+        yield from execute("HSET", ctx.keys.meta, "schema_version", str(SCHEMA_VERSION))
     ctx.backend = backend
-    ctx.dialect = dialect
-    return IndexStatus(backend=choice, dialect=dialect, dim=dim, created=created or created_index)
+    return IndexStatus(
+        backend=choice,
+        dialect=dialect,
+        dim=dim,
+        created=created or created_index,
+        features=dialect.features if choice == "ft" else (),
+    )
 
 
 def ensure_ready(ctx: StoreContext) -> Operation[None]:

@@ -59,6 +59,10 @@ def delete_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[int]:
                 commands.append(command("ZREM", ctx.keys.scope_bucket(bucket), memory_id))
                 namespaces.add(ns)
         commands += [command("INCR", ctx.keys.registry_version(ns)) for ns in sorted(namespaces)]
+        # After the deletes, so a concurrent recall cannot re-create the counters.
+        commands.append(
+            command("HDEL", ctx.keys.usage, *(f for m in chunk for f in ctx.keys.usage_fields(m)))
+        )
         replies = yield from execute_batch(commands)
         owner = iter(owners)
         for cmd, reply in zip(commands, replies, strict=True):

@@ -50,11 +50,75 @@ def item_or_none(ctx: StoreContext, memory_id: str, fields: dict[str, Any]) -> M
         return None
 
 
+def usage_command(ctx: StoreContext, ids: Sequence[str]) -> Command:
+    """HMGET of the usage counters of ``ids`` (reply order: exposures, accesses per id)."""
+    return command("HMGET", ctx.keys.usage, *(f for i in ids for f in ctx.keys.usage_fields(i)))
+
+
+def usage_counts(reply: Any, count: int) -> list[tuple[int, int]]:
+    """``(exposures, accesses)`` per id from a :func:`usage_command` reply; an unreadable
+    or failed reply counts as zeros (the counters are observability, never a reason to
+    fail a read)."""
+    values = list(reply or []) if not isinstance(reply, AgentMemoryError) else []
+    values += [None] * (2 * count - len(values))
+
+    def value(raw: Any) -> int:
+        try:
+            return max(integer(raw), 0) if raw is not None else 0
+        except ReplyParseError:
+            return 0
+
+    return [(value(values[2 * i]), value(values[2 * i + 1])) for i in range(count)]
+
+
+def with_usage(item: MemoryItem, exposures: int, accesses: int) -> MemoryItem:
+    """``item`` with the usage hash's counters added to the ones in its document."""
+    if not exposures and not accesses:
+        return item
+    return replace(
+        item, exposures=item.exposures + exposures, access_count=item.access_count + accesses
+    )
+
+
+def item_commands(ctx: StoreContext, ids: Sequence[str]) -> list[Command]:
+    """The reads :func:`parse_items` needs for ``ids`` (one HMGET each, then the usage)."""
+    return [
+        *(Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in ids),
+        usage_command(ctx, ids),
+    ]
+
+
+def parse_items(
+    ctx: StoreContext, ids: Sequence[str], replies: Sequence[Any]
+) -> list[tuple[str, dict[str, Any], MemoryItem | None]]:
+    """Each id's stored fields and item (``None``: missing, expired or unreadable) with
+    its usage counters, from the replies of :func:`item_commands`."""
+    counts = usage_counts(replies[len(ids)], len(ids))
+    out = []
+    for memory_id, values, used in zip(ids, replies, counts, strict=False):
+        if isinstance(values, AgentMemoryError):
+            raise values
+        fields = fields_of(values)
+        item = item_or_none(ctx, memory_id, fields)
+        out.append((memory_id, fields, with_usage(item, *used) if item is not None else None))
+    return out
+
+
+def fetch_items(
+    ctx: StoreContext, ids: Sequence[str]
+) -> Operation[list[tuple[str, dict[str, Any], MemoryItem | None]]]:
+    """:func:`parse_items` of ``ids``, read in one round trip."""
+    if not ids:
+        return []
+    replies = yield from execute_batch(item_commands(ctx, ids))
+    return parse_items(ctx, ids, replies)
+
+
 def get(ctx: StoreContext, memory_id: str) -> Operation[MemoryItem | None]:
     """One memory by id, or ``None`` when there is none (or it expired)."""
     check_id(memory_id)
-    values = yield from execute("HMGET", ctx.keys.memory(memory_id), *L.ITEM_FIELDS)
-    return item_or_none(ctx, memory_id, fields_of(values))
+    found = yield from fetch_items(ctx, [memory_id])
+    return found[0][2]
 
 
 def matching_ids(
@@ -117,16 +181,8 @@ def list_items(
     matched = yield from matching_ids(ctx, flt, include_suppressed=include_suppressed)
     matched.sort(key=lambda pair: (-pair[1], pair[0]))
     page = [memory_id for memory_id, _ in matched[offset : offset + limit]]
-    fetched = yield from execute_batch(
-        [Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in page]
-    )
-    items = []
-    for memory_id, values in zip(page, fetched, strict=True):
-        if isinstance(values, AgentMemoryError):
-            raise values
-        item = item_or_none(ctx, memory_id, fields_of(values))
-        if item is not None:
-            items.append(item)
+    fetched = yield from fetch_items(ctx, page)
+    items = [item for _, _, item in fetched if item is not None]
     return ListResult(tuple(items), len(matched))
 
 

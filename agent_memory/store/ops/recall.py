@@ -23,7 +23,6 @@ import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -39,7 +38,8 @@ from agent_memory.store.labels import Labels, check_labels, context_digest, filt
 from agent_memory.store.ops.candidates import Visible, fused, rank_fields, visible_candidates
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.selection import side_effects
+from agent_memory.store.ops.read import with_usage
+from agent_memory.store.ops.selection import HitRecord, side_effects
 from agent_memory.store.records import parse_item
 from agent_memory.store.scoring import Ranked, rank
 from agent_memory.store.types import MemoryHit, RecallResult, RecallWeights, Scope
@@ -48,6 +48,7 @@ from agent_memory.store.validation import check_k, check_tags, check_threshold, 
 logger = logging.getLogger("agent_memory.store")
 
 MAX_CANDIDATES = 1000
+_NO_VECTOR = np.zeros(0, dtype=np.float32)
 
 
 def candidate_count(k: int) -> int:
@@ -131,13 +132,18 @@ def recall_vector(
     lexical_vector = None
     if query_text is not None and weights.lexical > 0:
         terms = sorted(set(lexical.analyze(query_text)))
-        lexical_vector = lexical.query_vector(terms)
+        if ctx.lexical_form == lexical.TEXT_FORM:
+            lexical_vector = _NO_VECTOR  # the server matches the terms themselves
+        else:
+            lexical_vector = lexical.query_vector(terms)
     wanted = rank_fields(ctx, bool(context_labels))
     queries = [KnnQuery(flt, candidates_k, vector, fields=wanted) for flt in filters]
     extra: list[Command] = []
     if lexical_vector is not None and terms:
         queries += [
-            KnnQuery(flt, candidates_k, lexical_vector, lexical=True, fields=wanted)
+            KnnQuery(
+                flt, candidates_k, lexical_vector, lexical=True, fields=wanted, terms=tuple(terms)
+            )
             for flt in filters
         ]
         stats_key = ctx.keys.term_stats(filters[0].namespace)
@@ -196,13 +202,14 @@ def recall_vector(
     )
 
 
-def _hit(ctx: StoreContext, ranked: Ranked, fields: dict[str, Any] | None) -> MemoryHit | None:
+def _hit(ctx: StoreContext, ranked: Ranked, record: HitRecord) -> MemoryHit | None:
     visible = ranked.candidate.payload
     assert isinstance(visible, Visible)
+    fields = record.fields
     if fields is None or L.F_CONTENT not in fields:
         return None  # forgotten between the search and the fetch
     try:
-        item = parse_item(visible.item.id, fields)
+        item = with_usage(parse_item(visible.item.id, fields), record.exposures, record.accesses)
     except ReplyParseError as exc:
         logger.warning(
             "memory %s of store %s is unreadable: %s", visible.item.id, ctx.keys.name, exc

@@ -1,22 +1,58 @@
 """The side effects of a recall, in one pipelined round trip: the hits' full records,
-exposure and reinforcement, counters, and the selection receipt ``complete()`` consumes."""
+exposure and reinforcement, counters, and the selection receipt ``complete()`` consumes.
+
+A recall never writes the indexed documents for its counters (each write would make the
+search module re-index the memory, vector included): exposures and accesses live in the
+store's usage hash (:attr:`~agent_memory.store.layout.Keys.usage`). Reinforcement still
+refreshes a memory's ``last_accessed_at`` (it ranks by recency), but only when it is at
+least one recency step old (:func:`recency_step_ms`), so a memory recalled again and
+again is re-indexed at most once per step.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import integer, optional_text
-from agent_memory.errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
+from agent_memory.store.ops.candidates import Visible
 from agent_memory.store.ops.read import fields_of
 from agent_memory.store.scoring import Ranked
 
 logger = logging.getLogger("agent_memory.store")
+
+MAX_RECENCY_STEP_MS = 3_600_000
+RECEIPT_TRIM_SHARE = 0.9  # trimming keeps this share of max_receipts (amortises the trim)
+
+
+def recency_step_ms(half_life_seconds: float) -> int:
+    """How stale a memory's ``last_accessed_at`` must be before a reinforcing recall
+    refreshes it: one hundredth of the recency half-life, at most one hour. With the
+    default 7-day half-life a skipped refresh changes a recency term by under 0.5%."""
+    return max(1, min(MAX_RECENCY_STEP_MS, int(half_life_seconds * 10)))
+
+
+@dataclass(frozen=True, slots=True)
+class HitRecord:
+    """A hit's stored fields (``None``: forgotten meanwhile) and its usage counters as
+    they were before this recall."""
+
+    fields: dict[str, Any] | None
+    exposures: int = 0
+    accesses: int = 0
+
+
+def _touched_at(hit: Ranked) -> int:
+    payload = hit.candidate.payload
+    assert isinstance(payload, Visible)
+    return payload.item.last_accessed_at
 
 
 def side_effects(
@@ -26,55 +62,127 @@ def side_effects(
     reinforce: bool,
     selection_id: str,
     context: str | None,
-) -> Operation[list[dict[str, Any] | None]]:
+) -> Operation[list[HitRecord]]:
     """The hits' full records, then exposures, reinforcement, counters and the selection
-    receipt, in one round trip. Returns each hit's fields (read before reinforcement)."""
-    stats = ctx.keys.stats
-    fetches = [Command(("HMGET", ctx.keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits]
-    commands: list[Command] = [
-        *fetches,
-        command("HINCRBY", stats, "recalls", "1"),
-        command("HINCRBY", stats, "recall_hits" if hits else "recall_empty", "1"),
-    ]
+    receipt, in one round trip. Returns each hit's record (read before reinforcement)."""
+    keys = ctx.keys
+    fetches = [Command(("HMGET", keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits]
+    step = recency_step_ms(ctx.config.half_life_seconds)
+    outcome = "recall_hits" if hits else "recall_empty"
+    receipt = json.dumps({"ids": [r.candidate.id for r in hits], "ctx": context or ""})
+    ttl_ms = str(max(1, int(ctx.receipt_ttl * 1000)))
     flag = "1" if reinforce else "0"
-    commands += [
-        Command(("EVAL", scripts.REINFORCE, "1", ctx.keys.memory(r.candidate.id), str(now), flag))
-        for r in hits
-    ]
-    if hits:
-        receipt = json.dumps({"ids": [r.candidate.id for r in hits], "ctx": context or ""})
-        ttl_ms = str(max(1, int(ctx.receipt_ttl * 1000)))
-        commands += [
-            command("SET", ctx.keys.receipt(selection_id), receipt, "PX", ttl_ms),
-            command("ZADD", ctx.keys.receipts, str(now), selection_id),
-            command("ZCARD", ctx.keys.receipts),
-        ]
-    replies = yield from execute_batch(commands)
-    records: list[dict[str, Any] | None] = []
+    if ctx.cluster:
+        effects = _per_key_effects(ctx, hits, now, reinforce, step, selection_id, receipt, ttl_ms)
+    else:
+        effects = [
+            Command(
+                (
+                    "EVAL", scripts.RECALL_EFFECTS, str(4 + len(hits)),
+                    keys.stats, keys.usage, keys.receipts, keys.receipt(selection_id),
+                    *(keys.memory(r.candidate.id) for r in hits),
+                    str(now), flag, str(step), outcome, receipt, ttl_ms, selection_id,
+                    *(r.candidate.id for r in hits),
+                )
+            )
+        ]  # fmt: skip
+    replies = yield from execute_batch([*fetches, *effects])
+    fields: list[dict[str, Any] | None] = []
     for reply in replies[: len(fetches)]:
         if isinstance(reply, AgentMemoryError):
             raise reply
-        records.append(fields_of(reply))
-    for reply in replies[len(fetches) :]:
-        if isinstance(reply, AgentMemoryError):
-            # The recall itself succeeded; a failed side effect must not lose it.
-            logger.warning("recall side effect failed on %s: %s", ctx.keys.name, reply)
-            ctx.count("side_effect_failures")
+        fields.append(fields_of(reply))
+    usage, receipts = [(0, 0)] * len(hits), None
+    failed = [r for r in replies[len(fetches) :] if isinstance(r, AgentMemoryError)]
+    for reply in failed:
+        # The recall itself succeeded; a failed side effect must not lose it.
+        logger.warning("recall side effect failed on %s: %s", keys.name, reply)
+        ctx.count("side_effect_failures")
+    try:
+        if ctx.cluster:
+            usage, receipts = _per_key_usage(replies[len(fetches) :], hits, reinforce)
+        elif not failed:
+            flat = [integer(v) for v in replies[-1] or []]
+            usage = [(flat[2 * i], flat[2 * i + 1]) for i in range(len(hits))]
+            receipts = flat[-1] if hits else None
+    except (ReplyParseError, IndexError) as exc:
+        logger.warning("recall side effect reply of %s unreadable: %s", keys.name, exc)
+        ctx.count("side_effect_failures")
     ctx.count("recalls")
-    ctx.count("recall_hits" if hits else "recall_empty")
-    card = replies[-1] if hits else None
-    if (
-        card is not None
-        and not isinstance(card, AgentMemoryError)
-        and integer(card) > ctx.max_receipts
-    ):
-        yield from _trim_receipts(ctx, integer(card))
-    return records
+    ctx.count(outcome)
+    if receipts is not None and receipts > ctx.max_receipts:
+        yield from _trim_receipts(ctx, receipts)
+    return [
+        HitRecord(f if used[0] >= 0 else None, max(used[0], 0), max(used[1], 0))
+        for f, used in zip(fields, usage, strict=True)
+    ]
+
+
+def _per_key_effects(
+    ctx: StoreContext,
+    hits: list[Ranked],
+    now: int,
+    reinforce: bool,
+    step: int,
+    selection_id: str,
+    receipt: str,
+    ttl_ms: str,
+) -> list[Command]:
+    """The side effects as single-key commands (clusters). Not atomic with a concurrent
+    ``forget``: usage counters of a memory forgotten meanwhile may outlive it (a few
+    bytes in the usage hash); the memory itself is never re-created."""
+    keys = ctx.keys
+    commands = [
+        command("HINCRBY", keys.stats, "recalls", "1"),
+        command("HINCRBY", keys.stats, "recall_hits" if hits else "recall_empty", "1"),
+    ]
+    for r in hits:
+        exposures, accesses = keys.usage_fields(r.candidate.id)
+        commands.append(command("HINCRBY", keys.usage, exposures, "1"))
+        if reinforce:
+            commands.append(command("HINCRBY", keys.usage, accesses, "1"))
+        else:
+            commands.append(command("HGET", keys.usage, accesses))
+    if reinforce:
+        commands += [
+            Command(("EVAL", scripts.TOUCH, "1", keys.memory(r.candidate.id), str(now), str(step)))
+            for r in hits
+            if _touched_at(r) <= now - step
+        ]
+    if hits:
+        commands += [
+            command("SET", keys.receipt(selection_id), receipt, "PX", ttl_ms),
+            command("ZADD", keys.receipts, str(now), selection_id),
+            command("ZCARD", keys.receipts),
+        ]
+    return commands
+
+
+def _per_key_usage(
+    replies: list[Any], hits: list[Ranked], reinforce: bool
+) -> tuple[list[tuple[int, int]], int | None]:
+    usage = []
+    for i in range(len(hits)):
+        exposures, accesses = replies[2 + 2 * i], replies[3 + 2 * i]
+        before = (
+            integer(exposures) - 1 if not isinstance(exposures, AgentMemoryError) else 0,
+            (integer(accesses) - (1 if reinforce else 0))
+            if accesses is not None and not isinstance(accesses, AgentMemoryError)
+            else 0,
+        )
+        usage.append(before)
+    last = replies[-1] if hits else None
+    receipts = (
+        integer(last) if last is not None and not isinstance(last, AgentMemoryError) else None
+    )
+    return usage, receipts
 
 
 def _trim_receipts(ctx: StoreContext, count: int) -> Operation[None]:
-    """Keep the newest ``max_receipts`` receipts (oldest are dropped first)."""
-    excess = count - ctx.max_receipts
+    """Drop the oldest receipts down to ``RECEIPT_TRIM_SHARE`` of ``max_receipts``, so
+    the two extra round trips happen once per tenth of ``max_receipts`` recalls."""
+    keep = int(ctx.max_receipts * RECEIPT_TRIM_SHARE)
+    excess = count - keep
     replies = yield from execute_batch([command("ZRANGE", ctx.keys.receipts, "0", str(excess - 1))])
     if isinstance(replies[0], AgentMemoryError):
         logger.warning("trimming receipts of %s failed: %s", ctx.keys.name, replies[0])

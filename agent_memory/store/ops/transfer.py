@@ -28,7 +28,7 @@ from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
 from agent_memory.store.ops.embedding import embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.read import fields_of, item_or_none, matching_ids
+from agent_memory.store.ops.read import item_commands, matching_ids, parse_items
 from agent_memory.store.ops.write import MemoryInput, validate_input, write_memories
 from agent_memory.store.records import NewMemory, blob_vector
 from agent_memory.store.types import Scope
@@ -48,20 +48,17 @@ def export_records(
     ctx: StoreContext, ids: Sequence[str], *, include_vectors: bool
 ) -> Operation[list[dict[str, Any]]]:
     """Records of ``ids`` (those still alive), in order."""
-    commands = []
-    for memory_id in ids:
-        commands.append(Command(("HMGET", ctx.keys.memory(memory_id), *L.ITEM_FIELDS)))
-        if include_vectors:
-            commands.append(Command(("HGET", ctx.keys.memory(memory_id), L.F_VECTOR), binary=True))
+    if not ids:
+        return []
+    commands = item_commands(ctx, ids)
+    if include_vectors:
+        commands += [Command(("HGET", ctx.keys.memory(m), L.F_VECTOR), binary=True) for m in ids]
     replies = yield from execute_batch(commands)
-    step = 2 if include_vectors else 1
+    fetched = parse_items(ctx, ids, replies)
+    vectors = replies[len(ids) + 1 :]
     now = ctx.now_ms()
     records = []
-    for index, memory_id in enumerate(ids):
-        values = replies[index * step]
-        if isinstance(values, AgentMemoryError):
-            raise values
-        item = item_or_none(ctx, memory_id, fields_of(values))
+    for index, (_, fields, item) in enumerate(fetched):
         if item is None:
             continue
         record: dict[str, Any] = {
@@ -75,10 +72,10 @@ def export_records(
             "metadata": dict(item.metadata), "dim": ctx.dim,
             "labels": {k: list(v) for k, v in item.labels.items()},
             "exposures": item.exposures,
-            "learning": _learning(fields_of(values)),
+            "learning": _learning(fields),
         }  # fmt: skip
         if include_vectors:
-            blob = replies[index * step + 1]
+            blob = vectors[index]
             if isinstance(blob, AgentMemoryError):
                 raise blob
             if blob is not None:

@@ -18,7 +18,7 @@ from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.labels import LabelPolicy, Labels, check_labels
-from agent_memory.store.lexical import adjust_args, lex_blob, stats_delta
+from agent_memory.store.lexical import adjust_args, stats_delta
 from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
 from agent_memory.store.ops.embedding import embed_one, embed_texts
@@ -26,6 +26,7 @@ from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.records import (
     NewMemory,
     label_fields,
+    lexical_fields,
     parse_item,
     record_fields,
     vector_blob,
@@ -110,7 +111,7 @@ def validate_input(
 
 def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> list[Command]:
     key = ctx.keys.memory(memory.id)
-    fields = record_fields(memory)
+    fields = record_fields(memory, ctx.lexical_form)
     if ttl is None:
         write = Command(("HSET", key, *fields))
     else:
@@ -120,8 +121,11 @@ def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> 
     indexes = ctx.keys.member_indexes(
         memory.namespace_token, memory.agent_token, memory.thread_token
     )
+    # A caller-chosen id may replace a memory: the new one starts with no usage.
+    reset = [command("HDEL", ctx.keys.usage, *ctx.keys.usage_fields(memory.id))]
     return [
         write,
+        *(reset if memory.explicit_id else ()),
         command("ZADD", ctx.keys.registry(memory.namespace_token), expiry, memory.id),
         *(command("ZADD", index, expiry, memory.id) for index in indexes),
         command("ZADD", ctx.keys.scope_bucket(memory.bucket), str(memory.created_at), memory.id),
@@ -292,7 +296,7 @@ def update(
     if new_content is not None and content_changed:
         vector = yield from embed_one(ctx, new_content)
         changes += [L.F_CONTENT, new_content, L.F_VECTOR, vector_blob(vector)]
-        changes += [L.F_LEX, lex_blob(new_content)]
+        changes += lexical_fields(new_content, ctx.lexical_form)
     if new_importance is not None:
         changes += [L.F_IMPORTANCE, repr(new_importance)]
     if new_tags is not None:
