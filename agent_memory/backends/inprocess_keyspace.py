@@ -82,7 +82,7 @@ class Keyspace:
 
     def execute(self, args: tuple[Any, ...]) -> Any:
         name = _s(args[0]).upper()
-        if name == "EVAL":
+        if name in ("EVAL", "EVALSHA"):
             from agent_memory.backends.inprocess_scripts import run_script
 
             handler: Callable[[Keyspace, list[Any]], Any] | None = run_script

@@ -14,18 +14,21 @@ from agent_memory.backends.inprocess_keyspace import (
     _hash_set,
     _hdel,
     _hincrby,
+    _hmget,
     _s,
     _set,
     _zadd,
 )
 from agent_memory.cache import scripts as cache_scripts
+from agent_memory.core.clients import script_sha
 from agent_memory.errors import ServerResponseError
 from agent_memory.store import lexical, scripts
 
 
 def run_script(ks: Keyspace, a: list[Any]) -> Any:
+    """EVAL (by source) or EVALSHA (by digest: every twin's script is "loaded")."""
     source, nkeys = _s(a[0]), int(_s(a[1]))
-    twin = _SCRIPT_TWINS.get(source)
+    twin = _SCRIPT_TWINS.get(source) or _SCRIPT_TWINS.get(_BY_SHA.get(source, ""))
     if twin is None:
         raise ServerResponseError("NOSCRIPT script has no in-process twin", command="EVAL")
     return twin(ks, [_s(k) for k in a[2 : 2 + nkeys]], a[2 + nkeys :])
@@ -45,22 +48,26 @@ def _stored_int(ks: Keyspace, key: str, field: str) -> int:
         return 0
 
 
-def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[int]:
+def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]:
     stats, usage, receipts, receipt, memories = keys[0], keys[1], keys[2], keys[3], keys[4:]
     now, reinforce = int(_s(argv[0])), _s(argv[1]) == "1"
     _hincrby(ks, [stats, "recalls", "1"])
     _hincrby(ks, [stats, _s(argv[3]), "1"])
-    out: list[int] = []
-    for key, memory_id in zip(memories, argv[7:], strict=True):
+    count = int(_s(argv[7]))
+    fields, ids = argv[8 : 8 + count], argv[8 + count :]
+    out: list[Any] = []
+    for key, memory_id in zip(memories, ids, strict=True):
         exposures = accesses = -1
+        values: list[Any] = []
         if ks._alive(key):
+            values = _hmget(ks, [key, *fields])
             exposures = _hincrby(ks, [usage, "x:" + _s(memory_id), "1"]) - 1
             if reinforce:
                 accesses = _hincrby(ks, [usage, "a:" + _s(memory_id), "1"]) - 1
                 _touch(ks, [key], [argv[0], argv[2]])
             else:
                 accesses = _stored_int(ks, usage, "a:" + _s(memory_id))
-        out += [exposures, accesses]
+        out.append([exposures, accesses, values])
     if memories:
         _set(ks, [receipt, argv[4], "PX", argv[5]])
         _zadd(ks, [receipts, str(now), argv[6]])
@@ -196,3 +203,7 @@ def register_script_twin(
 ) -> None:
     """Register the Python twin of a Lua script (for library modules adding scripts)."""
     _SCRIPT_TWINS[source] = twin
+    _BY_SHA[script_sha(source)] = source
+
+
+_BY_SHA: dict[str, str] = {script_sha(source): source for source in _SCRIPT_TWINS}

@@ -9,8 +9,10 @@ executors, and maps the packages' exceptions onto :mod:`agent_memory.errors`.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import inspect
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -115,6 +117,37 @@ def _split_cluster_batch(client: Any, b: Batch) -> tuple[list[int], list[int]]:
     return keyless, [i for i in range(len(b.commands)) if i not in keyless]
 
 
+@lru_cache(maxsize=256)
+def script_sha(source: str | bytes) -> str:
+    """The SHA1 a server names a script by (``EVALSHA``)."""
+    raw = source.encode("utf-8") if isinstance(source, str) else source
+    return hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+
+
+def _by_sha(cmd: Command) -> Command:
+    """``EVAL source ...`` as ``EVALSHA sha ...`` (the script body is sent only when the
+    server does not know it yet: see :func:`_unknown_scripts`)."""
+    if cmd.name.upper() != "EVAL":
+        return cmd
+    return Command(("EVALSHA", script_sha(cmd.args[1]), *cmd.args[2:]), binary=cmd.binary)
+
+
+def _is_noscript(reply: Any) -> bool:
+    return isinstance(reply, BaseException) and (
+        "NoScriptError" in {c.__name__ for c in type(reply).__mro__}
+        or str(reply).startswith("NOSCRIPT")
+    )
+
+
+def _unknown_scripts(b: Batch, replies: list[Any]) -> list[int]:
+    """Indexes of the batch's scripts the server did not know (sent again as EVAL)."""
+    return [
+        i
+        for i, reply in enumerate(replies)
+        if _is_noscript(reply) and b.commands[i].name.upper() == "EVAL"
+    ]
+
+
 class SyncExecutor:
     """Runs effects on a blocking client."""
 
@@ -125,9 +158,24 @@ class SyncExecutor:
 
     def command(self, cmd: Command) -> Any:
         with map_client_errors(cmd.name):
+            if cmd.name.upper() == "EVAL":
+                try:
+                    return self.client.execute_command(*_by_sha(cmd).args, **_options(cmd))
+                except Exception as exc:
+                    if not _is_noscript(exc):
+                        raise
             return self.client.execute_command(*cmd.args, **_options(cmd))
 
     def batch(self, b: Batch) -> list[Any]:
+        replies = self._batch(b if b.atomic else _sha_batch(b))
+        retry = _unknown_scripts(b, replies)
+        if retry:
+            again = self._batch(Batch(tuple(b.commands[i] for i in retry)))
+            for i, reply in zip(retry, again, strict=True):
+                replies[i] = reply
+        return _map_batch_errors(b, replies)
+
+    def _batch(self, b: Batch) -> list[Any]:
         keyless, keyed = _split_cluster_batch(self.client, b)
         replies: list[Any] = [None] * len(b.commands)
         for i in keyless:
@@ -146,7 +194,7 @@ class SyncExecutor:
                     pipe.execute_command(*b.commands[i].args, **_options(b.commands[i]))
                 for i, reply in zip(keyed, pipe.execute(raise_on_error=False), strict=True):
                     replies[i] = reply
-        return _map_batch_errors(b, replies)
+        return replies
 
     def scan(self, scan: ScanKeys) -> list[Any]:
         # scan_iter covers every primary on ValkeyCluster/RedisCluster.
@@ -164,9 +212,24 @@ class AsyncExecutor:
 
     async def command(self, cmd: Command) -> Any:
         with map_client_errors(cmd.name):
+            if cmd.name.upper() == "EVAL":
+                try:
+                    return await self.client.execute_command(*_by_sha(cmd).args, **_options(cmd))
+                except Exception as exc:
+                    if not _is_noscript(exc):
+                        raise
             return await self.client.execute_command(*cmd.args, **_options(cmd))
 
     async def batch(self, b: Batch) -> list[Any]:
+        replies = await self._batch(b if b.atomic else _sha_batch(b))
+        retry = _unknown_scripts(b, replies)
+        if retry:
+            again = await self._batch(Batch(tuple(b.commands[i] for i in retry)))
+            for i, reply in zip(retry, again, strict=True):
+                replies[i] = reply
+        return _map_batch_errors(b, replies)
+
+    async def _batch(self, b: Batch) -> list[Any]:
         keyless, keyed = _split_cluster_batch(self.client, b)
         replies: list[Any] = [None] * len(b.commands)
         for i in keyless:
@@ -186,11 +249,17 @@ class AsyncExecutor:
                 results = await pipe.execute(raise_on_error=False)
                 for i, reply in zip(keyed, results, strict=True):
                     replies[i] = reply
-        return _map_batch_errors(b, replies)
+        return replies
 
     async def scan(self, scan: ScanKeys) -> list[Any]:
         with map_client_errors("SCAN"):
             return [key async for key in self.client.scan_iter(match=scan.match, count=scan.count)]
+
+
+def _sha_batch(b: Batch) -> Batch:
+    """A non-atomic batch with its scripts sent by SHA (inside MULTI/EXEC an unknown
+    script would fail alone while the rest commits, so atomic batches keep EVAL)."""
+    return Batch(tuple(_by_sha(cmd) for cmd in b.commands))
 
 
 def _map_batch_errors(b: Batch, replies: list[Any]) -> list[Any]:

@@ -18,11 +18,15 @@ redis.call('HINCRBY', KEYS[1], 'recalls', 1)
 redis.call('HINCRBY', KEYS[1], ARGV[4], 1)
 local n = #KEYS - 4
 local now = tonumber(ARGV[1])
+local nf = tonumber(ARGV[8])
+local fields = {}
+for j = 1, nf do fields[j] = ARGV[8 + j] end
 local out = {}
 for i = 1, n do
-  local key, id = KEYS[4 + i], ARGV[7 + i]
-  local x, a = -1, -1
+  local key, id = KEYS[4 + i], ARGV[8 + nf + i]
+  local x, a, values = -1, -1, {}
   if redis.call('EXISTS', key) == 1 then
+    values = redis.call('HMGET', key, unpack(fields))
     x = redis.call('HINCRBY', KEYS[2], 'x:' .. id, 1) - 1
     if ARGV[2] == '1' then
       a = redis.call('HINCRBY', KEYS[2], 'a:' .. id, 1) - 1
@@ -32,24 +36,25 @@ for i = 1, n do
       a = tonumber(redis.call('HGET', KEYS[2], 'a:' .. id)) or 0
     end
   end
-  out[2 * i - 1], out[2 * i] = x, a
+  out[i] = {x, a, values}
 end
 if n > 0 then
   redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[6])
   redis.call('ZADD', KEYS[3], ARGV[1], ARGV[7])
-  out[2 * n + 1] = redis.call('ZCARD', KEYS[3])
+  out[n + 1] = redis.call('ZCARD', KEYS[3])
 end
 return out
 """
-"""Every side effect of a recall (standalone servers: the keys span hash slots).
-KEYS = [stats, usage, receipts, receipt, memory...]; ARGV = [now_ms, reinforce "1"/"0",
-recency_step_ms, outcome counter, receipt JSON, receipt TTL ms, selection id, id...].
-Counts the recall; for each memory that still exists, its exposure and (reinforcing)
-access in the usage hash, and refreshes its ``last_accessed_at`` when that is at least
-one recency step old (the only write to the indexed document, rare by design); then
-stores the receipt. Returns ``[exposures, accesses]`` per memory as they were before
-this recall (``-1, -1`` for a memory forgotten meanwhile, never re-created), then the
-number of receipts."""
+"""Every side effect of a recall, and the hits' records (standalone servers: the keys
+span hash slots). KEYS = [stats, usage, receipts, receipt, memory...]; ARGV = [now_ms,
+reinforce "1"/"0", recency_step_ms, outcome counter, receipt JSON, receipt TTL ms,
+selection id, field count, field..., id...]. Counts the recall; for each memory that
+still exists, reads its fields, counts its exposure and (reinforcing) access in the
+usage hash, and refreshes its ``last_accessed_at`` when that is at least one recency
+step old (the only write to the indexed document, rare by design); then stores the
+receipt. Returns ``[exposures, accesses, [field values]]`` per memory, as they were
+before this recall (``-1, -1, []`` for a memory forgotten meanwhile, never re-created),
+then the number of receipts."""
 
 TOUCH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end

@@ -22,7 +22,9 @@ import pytest
 
 from agent_memory import MemoryStore, Scope
 from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
+from agent_memory.core.clients import script_sha
 from agent_memory.store import layout as L
+from agent_memory.store import scripts
 from tests.conftest import _Servers
 from tests.reliability.conftest import soak
 from tests.reliability.workers import Job, Tally, run
@@ -108,7 +110,8 @@ def _ns(scope: Scope) -> str:
 
 
 class _VanishingClient(AsyncInProcessClient):
-    """Deletes one memory right before the recall's field fetch reaches the server."""
+    """Deletes one memory right before the recall's record fetch (with its side effects)
+    reaches the server."""
 
     def __init__(self, keyspace: Keyspace, victim_key: str) -> None:
         super().__init__(keyspace)
@@ -119,9 +122,15 @@ class _VanishingClient(AsyncInProcessClient):
         pipe = super().pipeline(transaction)
         execute = pipe.execute
 
+        def fetches_victim(args: tuple[Any, ...]) -> bool:
+            name = str(args[0]).upper()
+            if name == "HMGET":  # the per-key record fetch (clusters)
+                return len(args) == 2 + len(L.ITEM_FIELDS) and args[1] == self.victim_key
+            effects = (scripts.RECALL_EFFECTS, script_sha(scripts.RECALL_EFFECTS))
+            return name in ("EVAL", "EVALSHA") and args[1] in effects and self.victim_key in args
+
         async def execute_after_delete(raise_on_error: bool = True) -> list[Any]:
-            fetch = [a for a in pipe._queued if len(a) == 2 + len(L.ITEM_FIELDS)]
-            if any(str(a[0]) == "HMGET" and a[1] == self.victim_key for a in fetch):
+            if any(fetches_victim(a) for a in pipe._queued):
                 self.keyspace.execute(("DEL", self.victim_key))
                 self.struck = True
             return await execute(raise_on_error)

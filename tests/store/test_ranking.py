@@ -127,9 +127,10 @@ async def test_reinforce_bumps_access_and_never_resurrects(env: StoreEnv) -> Non
     # The recall's side effects, replayed after the forget, as one that raced it would.
     script = ("EVAL", scripts.RECALL_EFFECTS, 5, keys.stats, keys.usage, keys.receipts)
     sel = "f" * 32
-    effects = (keys.receipt(sel), key, "1", "1", "1", "recall_hits", "{}", "1000", sel, mid)
-    result = await run(*script, *effects)
-    assert [int(x) for x in result[:2]] == [-1, -1]  # type: ignore[index]
+    effects = (keys.receipt(sel), key, "1", "1", "1", "recall_hits", "{}", "1000", sel)
+    result = await run(*script, *effects, "1", "content", mid)
+    assert [int(x) for x in result[0][:2]] == [-1, -1]  # type: ignore[index]
+    assert not result[0][2]  # type: ignore[index]
     assert await run("EXISTS", key) == 0
     assert await run("HMGET", keys.usage, *keys.usage_fields(mid)) == [None, None]
     assert await run("EVAL", scripts.TOUCH, 1, key, "1", "1") == 0

@@ -66,7 +66,11 @@ def side_effects(
     """The hits' full records, then exposures, reinforcement, counters and the selection
     receipt, in one round trip. Returns each hit's record (read before reinforcement)."""
     keys = ctx.keys
-    fetches = [Command(("HMGET", keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits]
+    fetches = (
+        [Command(("HMGET", keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits]
+        if ctx.cluster
+        else []  # read by the effects script
+    )
     step = recency_step_ms(ctx.config.half_life_seconds)
     outcome = "recall_hits" if hits else "recall_empty"
     receipt = json.dumps({"ids": [r.candidate.id for r in hits], "ctx": context or ""})
@@ -82,32 +86,43 @@ def side_effects(
                     keys.stats, keys.usage, keys.receipts, keys.receipt(selection_id),
                     *(keys.memory(r.candidate.id) for r in hits),
                     str(now), flag, str(step), outcome, receipt, ttl_ms, selection_id,
+                    str(len(L.ITEM_FIELDS)), *L.ITEM_FIELDS,
                     *(r.candidate.id for r in hits),
                 )
             )
         ]  # fmt: skip
     replies = yield from execute_batch([*fetches, *effects])
-    fields: list[dict[str, Any] | None] = []
-    for reply in replies[: len(fetches)]:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
-        fields.append(fields_of(reply))
-    usage, receipts = [(0, 0)] * len(hits), None
     failed = [r for r in replies[len(fetches) :] if isinstance(r, AgentMemoryError)]
     for reply in failed:
         # The recall itself succeeded; a failed side effect must not lose it.
         logger.warning("recall side effect failed on %s: %s", keys.name, reply)
         ctx.count("side_effect_failures")
+    usage: list[tuple[int, int]] = [(0, 0)] * len(hits)
+    receipts: int | None = None
+    fields: list[dict[str, Any] | None] = []
     try:
         if ctx.cluster:
             usage, receipts = _per_key_usage(replies[len(fetches) :], hits, reinforce)
         elif not failed:
-            flat = [integer(v) for v in replies[-1] or []]
-            usage = [(flat[2 * i], flat[2 * i + 1]) for i in range(len(hits))]
-            receipts = flat[-1] if hits else None
-    except (ReplyParseError, IndexError) as exc:
+            entries = list(replies[0])
+            usage = [(integer(e[0]), integer(e[1])) for e in entries[: len(hits)]]
+            fields = [fields_of(e[2]) for e in entries[: len(hits)]]
+            receipts = integer(entries[-1]) if hits else None
+    except (ReplyParseError, IndexError, TypeError) as exc:
         logger.warning("recall side effect reply of %s unreadable: %s", keys.name, exc)
         ctx.count("side_effect_failures")
+        fields = []
+    if len(fields) != len(hits):
+        # Read by the per-key fetches (clusters), or again when the script failed (a
+        # server refusing writes, say): the recall still returns its hits.
+        reads = fetches or [
+            Command(("HMGET", keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits
+        ]
+        values = replies[: len(fetches)] if fetches else (yield from execute_batch(reads))
+        for reply in values:
+            if isinstance(reply, AgentMemoryError):
+                raise reply
+        fields = [fields_of(v) for v in values]
     ctx.count("recalls")
     ctx.count(outcome)
     if receipts is not None and receipts > ctx.max_receipts:
