@@ -250,12 +250,15 @@ def _matches(ctx: StoreContext, q: KnnQuery, reply: Any) -> list[KnnMatch]:
     if not (q.lexical and (ctx.dialect or NO_SEARCH).native_text):
         alias = LEX_DISTANCE_ALIAS if q.lexical else DISTANCE_ALIAS
     matches = []
+    prefix = ctx.keys.prefix
+    cut = len(prefix)
     for doc in parse_search_reply(reply).documents:
-        fields = dict(doc.fields)
+        fields = doc.fields  # a fresh dict per document: ours to change
         distance = fields.pop(alias, None) if alias is not None else 0.0
-        if distance is None or "content" not in fields:
+        if distance is None or not fields:
             continue  # deleted or expired between match and fetch
-        memory_id = text(fields["id"]) if "id" in fields else ctx.keys.id_of(doc.key)
+        key = doc.key
+        memory_id = key[cut:] if key.startswith(prefix) else key
         value = number(distance)
         if not q.lexical:
             value = min(max(value, 0.0), 2.0)

@@ -174,18 +174,19 @@ def _adjust_stats(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
-def _delete_returning_content(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
+def _delete_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     h = ks.get(keys[0], dict)
     if h is None:
         return None
-    content = _decode(h.get("content"))
+    found = [_decode(h.get(f)) for f in ("content", "namespace", "agentId", "threadId", "session")]
     ks.delete(keys[0])
-    return content if content is not None else ""
+    found[0] = found[0] if found[0] is not None else ""
+    return found
 
 
 _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     lexical.ADJUST_STATS: _adjust_stats,
-    lexical.DELETE_RETURNING_CONTENT: _delete_returning_content,
+    scripts.DELETE_MEMORY: _delete_memory,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.RECALL_EFFECTS: _recall_effects,
     scripts.TOUCH: _touch,

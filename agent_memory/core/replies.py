@@ -53,6 +53,11 @@ def integer(value: Any) -> int:
         return int(value)
     if isinstance(value, int):
         return value
+    if isinstance(value, (bytes, str)):
+        try:
+            return int(value)  # the common case: an integer's digits
+        except ValueError:
+            pass
     try:
         return int(float(text(value)))
     except (ValueError, OverflowError) as exc:
@@ -65,7 +70,7 @@ def number(value: Any) -> float:
         result = float(value)
     else:
         try:
-            result = float(text(value))
+            result = float(value if isinstance(value, (bytes, str)) else text(value))
         except ValueError as exc:
             raise ReplyParseError(f"expected a numeric reply, got {value!r}") from exc
     if math.isnan(result):
@@ -73,16 +78,36 @@ def number(value: Any) -> float:
     return result
 
 
+_NAMES: dict[bytes, str] = {}
+_MAX_NAMES = 4096
+
+
+def name(value: Any) -> str:
+    """:func:`text` of a map key; the decodings of byte keys are remembered (replies
+    repeat the same few field names), up to a bound."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        known = _NAMES.get(value)
+        if known is not None:
+            return known
+        decoded = text(value)
+        if len(_NAMES) < _MAX_NAMES:
+            _NAMES[value] = decoded
+        return decoded
+    return text(value)
+
+
 def pairs(value: Any) -> dict[str, Any]:
     """A map reply (dict, or flat ``[k, v, k, v]`` list) as ``{str: raw value}``."""
     if value is None:
         return {}
     if isinstance(value, Mapping):
-        return {text(k): v for k, v in value.items()}
+        return {name(k): v for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         if len(value) % 2:
             raise ReplyParseError(f"map reply has an odd number of elements ({len(value)})")
-        return {text(value[i]): value[i + 1] for i in range(0, len(value), 2)}
+        return {name(k): v for k, v in zip(value[::2], value[1::2], strict=True)}
     raise ReplyParseError(f"expected a map reply, got {type(value).__name__}")
 
 

@@ -12,10 +12,11 @@ from agent_memory.errors import OperationTimeoutError, ReplyParseError
 
 @dataclass(frozen=True, slots=True)
 class SearchDocument:
-    """One document of a search reply: its key and the returned fields (raw values)."""
+    """One document of a search reply: its key and the returned fields (raw values, in
+    a dict built for this document alone)."""
 
     key: str
-    fields: Mapping[str, Any]
+    fields: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ def _parse_array_shape(reply: Sequence[Any]) -> SearchReply:
     i = 1
     while i < len(reply):
         key = text(reply[i])
-        fields: Mapping[str, Any] = {}
+        fields: dict[str, Any] = {}
         if i + 1 < len(reply) and isinstance(reply[i + 1], (list, tuple, dict)):
             fields = pairs(reply[i + 1])
             i += 2

@@ -230,17 +230,3 @@ def adjust_args(key: str, delta: Mapping[str, int]) -> tuple[str, ...] | None:
         return None
     flat = [x for name in sorted(delta) for x in (name, str(delta[name]))]
     return ("EVAL", ADJUST_STATS, "1", key, *flat)
-
-
-DELETE_RETURNING_CONTENT = """
-local content = redis.call('HGET', KEYS[1], 'content')
-if redis.call('DEL', KEYS[1]) == 0 then return false end
-return content or ''
-"""
-"""Delete a memory and return the content it had (nil when it did not exist), so the
-term statistics lose exactly the texts this caller deleted, even under concurrency."""
-
-
-def delete_args(key: str) -> tuple[str, ...]:
-    """``EVAL`` arguments deleting the memory at ``key`` and returning its content."""
-    return ("EVAL", DELETE_RETURNING_CONTENT, "1", key)

@@ -67,6 +67,17 @@ return 1
 is at least one step old (the single-key form of :data:`RECALL_EFFECTS`, for
 clusters)."""
 
+DELETE_MEMORY = """
+local found = redis.call('HMGET', KEYS[1], 'content', 'namespace', 'agentId', 'threadId', 'session')
+if redis.call('DEL', KEYS[1]) == 0 then return false end
+found[1] = found[1] or ''
+return found
+"""
+"""Delete a memory and return what its bookkeeping needs: ``[content, namespace token,
+agent token, thread token, session token]`` (nil when it did not exist). Only the caller
+that deleted it gets them, so counters and term statistics stay exact under
+concurrency."""
+
 UPDATE_IF_EXISTS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local ttl = tonumber(ARGV[1])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,7 @@ class _Light:
     importance: float
     created_at: int
     last_accessed_at: int
-    fields: dict[str, Any]
+    fields: Mapping[str, Any]
 
     @property
     def touched(self) -> int:
@@ -44,17 +45,18 @@ class _Light:
 
 def light(ctx: StoreContext, match: KnnMatch, now: int) -> _Light | None:
     """The ranking fields of a match; None when it is gone, expired or unreadable."""
-    fields = dict(match.fields)
-    if L.F_CONTENT not in fields:
-        return None
+    fields = match.fields
+    if not fields:
+        return None  # deleted between the match and the read of its fields
     try:
         if is_expired(fields, now):
             return None
         created = integer(fields.get(L.F_CREATED, 0))
         accessed = fields.get(L.F_ACCESSED)
+        content = fields.get(L.F_CONTENT)
         return _Light(
             match.id,
-            text(fields[L.F_CONTENT]),
+            text(content) if content is not None else "",
             number(fields.get(L.F_IMPORTANCE, 0.5)),
             created,
             integer(accessed) if accessed is not None else created,
@@ -133,7 +135,7 @@ def visible_candidates(
     return out
 
 
-def _labels_of(fields: dict[str, Any]) -> Labels:
+def _labels_of(fields: Mapping[str, Any]) -> Labels:
     raw = fields.get(L.F_LABELS_RAW)
     if raw is None:
         return {}
@@ -180,10 +182,13 @@ def fused(
     ]
 
 
-def rank_fields(ctx: StoreContext, with_labels: bool) -> tuple[str, ...]:
+def rank_fields(ctx: StoreContext, *, with_labels: bool, with_content: bool) -> tuple[str, ...]:
     """The fields a recall candidate needs for ranking (the full record is fetched for
-    the returned hits only, with the side effects)."""
-    names = [L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES]
+    the returned hits only, with the side effects); the content only for hybrid
+    recalls, which rescore it with BM25."""
+    names = [L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES]
+    if with_content:
+        names.insert(0, L.F_CONTENT)
     if with_labels:
         names.append(L.F_LABELS_RAW)
     if ctx.reinforcement or ctx.forgetting is not None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import integer, number, optional_text, text
+from agent_memory.core.replies import integer, number, text
 from agent_memory.errors import AgentMemoryError
 from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
-from agent_memory.store.lexical import adjust_args, delete_args, stats_delta
+from agent_memory.store.ops.forget import bookkeeping, delete_command, deleted_from
 from agent_memory.store.scoring import eviction_order
 
 
@@ -68,33 +68,21 @@ def evict_over_capacity(
         if excess > 0
         else []
     )
-    cleanup = [*gone, *victims]
-    if not cleanup:
+    if not gone and not victims:
         return 0
-    bookkeeping = [
-        command("ZREM", bucket_key, *cleanup),
-        command("ZREM", ctx.keys.registry(namespace_token), *cleanup),
-        *(command("ZREM", index, *cleanup) for index in indexes),
-        command("INCR", ctx.keys.registry_version(namespace_token)),
-    ]
-    deletes = [Command(delete_args(ctx.keys.memory(v))) for v in victims]
-    # After the deletes: a recall's side effects never re-create a deleted memory's
-    # usage counters (their script checks the memory first).
-    usage = command("HDEL", ctx.keys.usage, *(f for m in cleanup for f in ctx.keys.usage_fields(m)))
-    replies = yield from execute_batch([*bookkeeping, *deletes, usage])
-    _raise_errors(replies)
-    # Concurrent writers may pick the same victims: count only the deletions that
-    # happened here (the delete script returns the content only to the caller that
-    # deleted), so ``evictions`` and the term statistics stay exact across processes.
-    deleted = replies[len(bookkeeping) : len(bookkeeping) + len(deletes)]
-    contents = [optional_text(r) or "" for r in deleted if r is not None]
-    evicted = len(contents)
-    if evicted:
-        followups = [command("HINCRBY", ctx.keys.stats, "evictions", str(evicted))]
-        adjust = adjust_args(ctx.keys.term_stats(namespace_token), stats_delta(contents, -1))
-        if adjust is not None:
-            followups.append(Command(adjust))
-        counted = yield from execute_batch(followups)
-        _raise_errors(counted)
-    ctx.count("evictions", evicted)
-    return evicted
+    replies = yield from execute_batch([delete_command(ctx, v) for v in victims])
+    # Concurrent writers may pick the same victims: only the deletions that happened here
+    # are unregistered, counted and removed from the term statistics, so ``evictions``
+    # and the statistics stay exact across processes.
+    deleted = [d for v, r in zip(victims, replies, strict=True) if (d := deleted_from(v, r))]
+    commands = bookkeeping(ctx, deleted, counter="evictions")
+    if gone:  # expired or deleted elsewhere: their entries only
+        commands += [
+            command("ZREM", bucket_key, *gone),
+            command("ZREM", ctx.keys.registry(namespace_token), *gone),
+            *(command("ZREM", index, *gone) for index in indexes),
+        ]
+    done = yield from execute_batch(commands)
+    _raise_errors(done)
+    ctx.count("evictions", len(deleted))
+    return len(deleted)

@@ -1,91 +1,111 @@
-"""``forget`` / ``forget_by_scope``: delete memories and their bookkeeping."""
+"""``forget`` / ``forget_by_scope``: delete memories and their bookkeeping.
+
+Each memory is deleted by a script that returns what its bookkeeping needs (content and
+location), so only the caller that deleted it unregisters it, counts it and removes its
+text from the term statistics. A batch costs two round trips: the deletions, then the
+bookkeeping of what was deleted (registries, agent/thread indexes, scope buckets, usage
+counters, the ``forgets`` counter and the term statistics).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import optional_text
 from agent_memory.errors import AgentMemoryError
 from agent_memory.store import layout as L
+from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.lexical import adjust_args, delete_args, stats_delta
-from agent_memory.store.ops.read import matching_ids
+from agent_memory.store.lexical import adjust_args, stats_delta
+from agent_memory.store.ops.read import exact_index, matching_ids
 from agent_memory.store.validation import check_id
 
-_LOCATION_FIELDS = (L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_SESSION)
-_CHUNK = 500
+_CHUNK = 1000
 
 
-def _bucket_of(values: Sequence[object]) -> tuple[str, str] | None:
-    ns, agent, thread, session = (optional_text(v) for v in values)
-    if ns is None:
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """A memory this caller deleted, with what its bookkeeping needs."""
+
+    id: str
+    content: str
+    namespace: str | None
+    agent: str | None
+    thread: str | None
+    session: str | None
+
+
+def delete_command(ctx: StoreContext, memory_id: str) -> Command:
+    """The deletion of one memory (reply: see :func:`deleted_from`)."""
+    return Command(("EVAL", scripts.DELETE_MEMORY, "1", ctx.keys.memory(memory_id)))
+
+
+def deleted_from(memory_id: str, reply: Any) -> Deleted | None:
+    """What a :func:`delete_command` deleted (``None``: the memory was already gone)."""
+    if isinstance(reply, AgentMemoryError):
+        raise reply
+    if reply is None:
         return None
-    return ns, L.bucket_digest(ns, agent or "", thread or "", session or "")
+    values = [optional_text(v) for v in list(reply)[:5]]
+    values += [None] * (5 - len(values))
+    return Deleted(memory_id, values[0] or "", *values[1:])
 
 
-def delete_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[int]:
-    """Delete memories by id with their registry and bucket entries; returns how many.
+def bookkeeping(
+    ctx: StoreContext, deleted: Sequence[Deleted], *, counter: str = "forgets"
+) -> list[Command]:
+    """Unregister deleted memories everywhere, count them and remove their texts from
+    the term statistics (one batch)."""
+    if not deleted:
+        return []
+    by_key: dict[str, list[str]] = {}
+    texts: dict[str, list[str]] = {}
+    for d in deleted:
+        if d.namespace is None:
+            continue  # not written by this library: in none of its sets
+        keys = [ctx.keys.registry(d.namespace)]
+        keys += ctx.keys.member_indexes(d.namespace, d.agent, d.thread)
+        bucket = L.bucket_digest(d.namespace, d.agent or "", d.thread or "", d.session or "")
+        keys.append(ctx.keys.scope_bucket(bucket))
+        for key in keys:
+            by_key.setdefault(key, []).append(d.id)
+        texts.setdefault(d.namespace, []).append(d.content)
+    commands = [command("ZREM", key, *ids) for key, ids in by_key.items()]
+    commands += [command("INCR", ctx.keys.registry_version(ns)) for ns in sorted(texts)]
+    usage = [f for d in deleted for f in ctx.keys.usage_fields(d.id)]
+    commands.append(command("HDEL", ctx.keys.usage, *usage))
+    commands.append(command("HINCRBY", ctx.keys.stats, counter, str(len(deleted))))
+    for ns in sorted(texts):
+        adjust = adjust_args(ctx.keys.term_stats(ns), stats_delta(texts[ns], -1))
+        if adjust is not None:
+            commands.append(Command(adjust))
+    return commands
 
-    Each memory is deleted by a script that returns its content, so the namespace's
-    term statistics lose exactly the texts deleted here; that adjustment rides with the
-    ``forgets`` counter in the final round trip.
-    """
-    deleted = 0
-    removed: dict[str, list[str]] = {}
+
+def delete_ids(
+    ctx: StoreContext, ids: Sequence[str], *, listed_in: str | None = None
+) -> Operation[int]:
+    """Delete memories by id with all their bookkeeping; returns how many were deleted
+    here. ``listed_in``: a set the ids were read from, cleared of all of them (also of
+    those already gone, expired say)."""
+    total = 0
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
-        located = yield from execute_batch(
-            [Command(("HMGET", ctx.keys.memory(m), *_LOCATION_FIELDS)) for m in chunk]
-        )
-        commands: list[Command] = []
-        owners: list[str | None] = []
-        namespaces: set[str] = set()
-        for memory_id, values in zip(chunk, located, strict=True):
-            if isinstance(values, AgentMemoryError):
-                raise values
-            commands.append(Command(delete_args(ctx.keys.memory(memory_id))))
-            where = _bucket_of(values or [None] * 4)
-            owners.append(where[0] if where is not None else None)
-            if where is not None:
-                ns, bucket = where
-                _, agent, thread, _ = (optional_text(v) for v in values or [None] * 4)
-                commands.append(command("ZREM", ctx.keys.registry(ns), memory_id))
-                commands += [
-                    command("ZREM", index, memory_id)
-                    for index in ctx.keys.member_indexes(ns, agent, thread)
-                ]
-                commands.append(command("ZREM", ctx.keys.scope_bucket(bucket), memory_id))
-                namespaces.add(ns)
-        commands += [command("INCR", ctx.keys.registry_version(ns)) for ns in sorted(namespaces)]
-        # After the deletes, so a concurrent recall cannot re-create the counters.
-        commands.append(
-            command("HDEL", ctx.keys.usage, *(f for m in chunk for f in ctx.keys.usage_fields(m)))
-        )
-        replies = yield from execute_batch(commands)
-        owner = iter(owners)
-        for cmd, reply in zip(commands, replies, strict=True):
+        replies = yield from execute_batch([delete_command(ctx, m) for m in chunk])
+        deleted = [d for m, r in zip(chunk, replies, strict=True) if (d := deleted_from(m, r))]
+        commands = bookkeeping(ctx, deleted)
+        if listed_in is not None:
+            commands.append(command("ZREM", listed_in, *chunk))
+        done = yield from execute_batch(commands)
+        for reply in done:
             if isinstance(reply, AgentMemoryError):
                 raise reply
-            if cmd.name == "EVAL":
-                ns_of = next(owner)
-                if reply is not None:
-                    deleted += 1
-                    if ns_of is not None:
-                        removed.setdefault(ns_of, []).append(optional_text(reply) or "")
-    finals: list[Command] = []
-    if deleted:
-        finals.append(command("HINCRBY", ctx.keys.stats, "forgets", str(deleted)))
-    for ns in sorted(removed):
-        adjust = adjust_args(ctx.keys.term_stats(ns), stats_delta(removed[ns], -1))
-        if adjust is not None:
-            finals.append(Command(adjust))
-    replies = yield from execute_batch(finals)
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
-    return deleted
+        total += len(deleted)
+    return total
 
 
 def forget(ctx: StoreContext, memory_id: str) -> Operation[bool]:
@@ -96,7 +116,18 @@ def forget(ctx: StoreContext, memory_id: str) -> Operation[bool]:
 
 
 def forget_matching(ctx: StoreContext, flt: MemoryFilter) -> Operation[int]:
-    """Delete every memory of the filter's namespace that matches it."""
-    matched = yield from matching_ids(ctx, flt, include_expired=True)
-    deleted = yield from delete_ids(ctx, [memory_id for memory_id, _ in matched])
+    """Delete every memory of the filter's namespace that matches it.
+
+    When one id set holds exactly the filter's memories (a namespace, an agent or a
+    thread), its members are deleted without reading any field first."""
+    exact = exact_index(ctx, flt)
+    if exact is None:
+        matched = yield from matching_ids(ctx, flt, include_expired=True)
+        deleted = yield from delete_ids(ctx, [memory_id for memory_id, _ in matched])
+        return deleted
+    listing = yield from execute_batch([command("ZRANGE", exact, "0", "-1")])
+    if isinstance(listing[0], AgentMemoryError):
+        raise listing[0]
+    ids = [optional_text(x) or "" for x in listing[0] or []]
+    deleted = yield from delete_ids(ctx, ids, listed_in=exact)
     return deleted

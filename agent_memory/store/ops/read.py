@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,7 +28,7 @@ def fields_of(values: Sequence[Any] | None, names: Sequence[str] = L.ITEM_FIELDS
     return {n: v for n, v in zip(names, values or [], strict=False) if v is not None}
 
 
-def is_expired(fields: dict[str, Any], now_ms: int) -> bool:
+def is_expired(fields: Mapping[str, Any], now_ms: int) -> bool:
     expires = fields.get(L.F_EXPIRES)
     return expires is not None and integer(expires) <= now_ms
 
@@ -119,6 +119,24 @@ def get(ctx: StoreContext, memory_id: str) -> Operation[MemoryItem | None]:
     check_id(memory_id)
     found = yield from fetch_items(ctx, [memory_id])
     return found[0][2]
+
+
+def exact_index(ctx: StoreContext, flt: MemoryFilter) -> str | None:
+    """The id set whose members are exactly the memories ``flt`` matches (expired ones
+    included), when there is one: the namespace registry, an agent's or a thread's
+    index. ``None`` when the filter needs the memories' fields (session, tags, labels,
+    sources, or both an agent and a thread)."""
+    if flt.session is not None or flt.tags or flt.label_groups:
+        return None
+    if flt.sources is not None or flt.exclude_sources:
+        return None
+    if flt.agent is not None and flt.thread is not None:
+        return None
+    if flt.agent is not None:
+        return ctx.keys.agent_index(flt.namespace, flt.agent)
+    if flt.thread is not None:
+        return ctx.keys.thread_index(flt.namespace, flt.thread)
+    return ctx.keys.registry(flt.namespace)
 
 
 def matching_ids(

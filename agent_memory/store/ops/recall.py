@@ -136,7 +136,7 @@ def recall_vector(
             lexical_vector = _NO_VECTOR  # the server matches the terms themselves
         else:
             lexical_vector = lexical.query_vector(terms)
-    wanted = rank_fields(ctx, bool(context_labels))
+    wanted = rank_fields(ctx, with_labels=bool(context_labels), with_content=terms is not None)
     queries = [KnnQuery(flt, candidates_k, vector, fields=wanted) for flt in filters]
     extra: list[Command] = []
     if lexical_vector is not None and terms:
