@@ -143,3 +143,12 @@ class LookupEmbedder:
 
     def many(self, texts: list[str]) -> list[NDArray[np.float32]]:
         return [self.table.get(t, self._fallback) for t in texts]
+
+    async def aembed(self, text: str) -> NDArray[np.float32]:
+        """The async form the async stores get, as the peer's embedder is async: a
+        blocking embedder would run in a worker thread (the store never blocks its
+        event loop), a cost that belongs to the embedder, not to the store."""
+        return self(text)
+
+    async def aembed_many(self, texts: list[str]) -> list[NDArray[np.float32]]:
+        return self.many(texts)

@@ -26,7 +26,7 @@ async def portable_recall(
     embed.add([query_text(i) for i in range(len(data.queries))], data.queries)
     client = valkey_asyncio.Valkey.from_url(url)
     store = MemoryStore(
-        client, "portable", embed, embed_many=embed.many, default_threshold=THRESHOLD
+        client, "portable", embed.aembed, embed_many=embed.aembed_many, default_threshold=THRESHOLD
     )
     status = await store.ensure_index()
     results = []

@@ -40,8 +40,12 @@ class Bench:
         self.client = valkey_asyncio.Valkey.from_url(url, max_connections=64)
         self.sync_client = valkey.Valkey.from_url(url, max_connections=64)
         opts: dict[str, Any] = {"embed_many": self.embed.many, "default_threshold": THRESHOLD}
-        self.store = MemoryStore(self.client, name, self.embed, **opts)
-        self.writes = MemoryStore(self.client, name + "_w", self.embed, **opts)
+        aopts: dict[str, Any] = {
+            "embed_many": self.embed.aembed_many,
+            "default_threshold": THRESHOLD,
+        }
+        self.store = MemoryStore(self.client, name, self.embed.aembed, **aopts)
+        self.writes = MemoryStore(self.client, name + "_w", self.embed.aembed, **aopts)
         self.sync_store = SyncMemoryStore(self.sync_client, name, self.embed, **opts)
         self.sync_writes = SyncMemoryStore(self.sync_client, name + "_w", self.embed, **opts)
         self.llm = LlmCache(self.client, name + "_cache")

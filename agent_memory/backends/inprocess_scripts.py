@@ -15,6 +15,7 @@ from agent_memory.backends.inprocess_keyspace import (
     _hdel,
     _hincrby,
     _hmget,
+    _incrby,
     _s,
     _set,
     _zadd,
@@ -37,6 +38,30 @@ def run_script(ks: Keyspace, a: list[Any]) -> Any:
 def _write_with_ttl(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     _hash_set(ks, [keys[0], *argv[1:]])
     _expire(0.001)(ks, [keys[0], argv[0]])
+    return 1
+
+
+def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    memory, registry, bucket, usage, indexes = keys[0], keys[1], keys[2], keys[3], keys[4:]
+    memory_id, expiry = _s(argv[1]), argv[2]
+    _hash_set(ks, [memory, *argv[5:]])
+    if _s(argv[0]) != "0":
+        _expire(0.001)(ks, [memory, argv[0]])
+    if _s(argv[4]) == "1":
+        _hdel(ks, [usage, "x:" + memory_id, "a:" + memory_id])
+    _zadd(ks, [registry, expiry, memory_id])
+    _zadd(ks, [bucket, argv[3], memory_id])
+    for index in indexes:
+        _zadd(ks, [index, expiry, memory_id])
+    return 1
+
+
+def _write_batch(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    _hincrby(ks, [keys[0], "remembers", argv[0]])
+    _incrby(ks, [keys[2]])
+    if _s(argv[1]) == "1":
+        _incrby(ks, [keys[3]])
+    _adjust_stats(ks, [keys[1]], argv[2:])
     return 1
 
 
@@ -188,6 +213,8 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     lexical.ADJUST_STATS: _adjust_stats,
     scripts.DELETE_MEMORY: _delete_memory,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
+    scripts.WRITE_MEMORY: _write_memory,
+    scripts.WRITE_BATCH: _write_batch,
     scripts.RECALL_EFFECTS: _recall_effects,
     scripts.TOUCH: _touch,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,

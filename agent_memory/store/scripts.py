@@ -87,6 +87,33 @@ return 1
 """
 """ARGV = [ttl_ms or 0 (keep), field, value, ...]: update only a memory that still exists."""
 
+WRITE_MEMORY = """
+redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+if ARGV[1] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if ARGV[5] == '1' then redis.call('HDEL', KEYS[4], 'x:' .. ARGV[2], 'a:' .. ARGV[2]) end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
+for i = 5, #KEYS do redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2]) end
+return 1
+"""
+"""A memory and its registrations in one step (standalone servers: the keys span hash
+slots). KEYS = [memory, registry, scope bucket, usage, agent/thread index...]; ARGV =
+[ttl_ms or "0", id, expiry score, created_at, reset usage "1"/"0", field, value, ...]."""
+
+WRITE_BATCH = """
+redis.call('HINCRBY', KEYS[1], 'remembers', ARGV[1])
+redis.call('INCR', KEYS[3])
+if ARGV[2] == '1' then redis.call('INCR', KEYS[4]) end
+for i = 3, #ARGV, 2 do
+  local v = redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
+  if v <= 0 then redis.call('HDEL', KEYS[2], ARGV[i]) end
+end
+return 1
+"""
+"""The per-namespace bookkeeping of a batch of writes (standalone servers). KEYS =
+[stats, term statistics, registry version, epoch]; ARGV = [memories written, bump the
+epoch "1"/"0" (a caller-chosen id may replace a stored vector), term field, delta, ...]."""
+
 REFRESH_DUPLICATE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])

@@ -110,26 +110,73 @@ def validate_input(
 
 
 def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> list[Command]:
+    """The commands writing one memory and registering it (one script on a standalone
+    server; single-key commands on a cluster, where the keys span slots)."""
     key = ctx.keys.memory(memory.id)
     fields = record_fields(memory, ctx.lexical_form)
-    if ttl is None:
-        write = Command(("HSET", key, *fields))
-    else:
-        ttl_ms = max(1, math.ceil(ttl * 1000))
-        write = Command(("EVAL", scripts.WRITE_WITH_TTL, "1", key, str(ttl_ms), *fields))
+    ttl_ms = max(1, math.ceil(ttl * 1000)) if ttl is not None else 0
     expiry = str(memory.expires_at) if memory.expires_at is not None else "+inf"
     indexes = ctx.keys.member_indexes(
         memory.namespace_token, memory.agent_token, memory.thread_token
     )
+    registry = ctx.keys.registry(memory.namespace_token)
+    bucket = ctx.keys.scope_bucket(memory.bucket)
+    if not ctx.cluster:
+        return [
+            Command(
+                (
+                    "EVAL", scripts.WRITE_MEMORY, str(4 + len(indexes)),
+                    key, registry, bucket, ctx.keys.usage, *indexes,
+                    str(ttl_ms), memory.id, expiry, str(memory.created_at),
+                    "1" if memory.explicit_id else "0", *fields,
+                )
+            )
+        ]  # fmt: skip
+    if ttl is None:
+        write = Command(("HSET", key, *fields))
+    else:
+        write = Command(("EVAL", scripts.WRITE_WITH_TTL, "1", key, str(ttl_ms), *fields))
     # A caller-chosen id may replace a memory: the new one starts with no usage.
     reset = [command("HDEL", ctx.keys.usage, *ctx.keys.usage_fields(memory.id))]
     return [
         write,
         *(reset if memory.explicit_id else ()),
-        command("ZADD", ctx.keys.registry(memory.namespace_token), expiry, memory.id),
+        command("ZADD", registry, expiry, memory.id),
         *(command("ZADD", index, expiry, memory.id) for index in indexes),
-        command("ZADD", ctx.keys.scope_bucket(memory.bucket), str(memory.created_at), memory.id),
+        command("ZADD", bucket, str(memory.created_at), memory.id),
     ]
+
+
+def _batch_commands(ctx: StoreContext, memories: Sequence[NewMemory]) -> list[Command]:
+    """The bookkeeping of a batch of writes, per namespace: the ``remembers`` counter,
+    term statistics (not atomic with the writes: slightly stale statistics do not change
+    rankings measurably), the registry version and, when a caller chose an id (it may
+    replace a vector a portable mirror holds), the epoch."""
+    commands: list[Command] = []
+    for ns in sorted({m.namespace_token for m in memories}):
+        mine = [m for m in memories if m.namespace_token == ns]
+        delta = stats_delta([m.content for m in mine], 1)
+        explicit = any(m.explicit_id for m in mine)
+        if not ctx.cluster:
+            flat = [x for name in sorted(delta) for x in (name, str(delta[name]))]
+            commands.append(
+                Command(
+                    (
+                        "EVAL", scripts.WRITE_BATCH, "4",
+                        ctx.keys.stats, ctx.keys.term_stats(ns), ctx.keys.registry_version(ns),
+                        ctx.keys.epoch(ns), str(len(mine)), "1" if explicit else "0", *flat,
+                    )
+                )
+            )  # fmt: skip
+            continue
+        commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(mine))))
+        adjust = adjust_args(ctx.keys.term_stats(ns), delta)
+        if adjust is not None:
+            commands.append(Command(adjust))
+        commands.append(command("INCR", ctx.keys.registry_version(ns)))
+        if explicit:
+            commands.append(command("INCR", ctx.keys.epoch(ns)))
+    return commands
 
 
 def remember_many(
@@ -227,23 +274,7 @@ def write_memories(
     for start in range(0, len(memories), _WRITE_CHUNK):
         chunk = memories[start : start + _WRITE_CHUNK]
         commands = [c for memory, ttl in chunk for c in _write_commands(ctx, memory, ttl)]
-        commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(chunk))))
-        # Term statistics of the lexical channel ride in the same round trip (not atomic
-        # with the writes: slightly stale statistics do not change rankings measurably).
-        for ns in sorted({memory.namespace_token for memory, _ in chunk}):
-            delta = stats_delta([m.content for m, _ in chunk if m.namespace_token == ns], 1)
-            adjust = adjust_args(ctx.keys.term_stats(ns), delta)
-            if adjust is not None:
-                commands.append(Command(adjust))
-        commands += [
-            command("INCR", ctx.keys.registry_version(ns))
-            for ns in sorted({memory.namespace_token for memory, _ in chunk})
-        ]
-        # A caller-chosen id may replace a memory whose old vector a portable mirror holds.
-        commands += [
-            command("INCR", ctx.keys.epoch(ns))
-            for ns in sorted({m.namespace_token for m, _ in chunk if m.explicit_id})
-        ]
+        commands += _batch_commands(ctx, [memory for memory, _ in chunk])
         replies = yield from execute_batch(commands)
         for reply in replies:
             if isinstance(reply, AgentMemoryError):
