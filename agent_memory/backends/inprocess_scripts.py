@@ -214,6 +214,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.DELETE_MEMORY: _delete_memory,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.WRITE_MEMORY: _write_memory,
+    scripts.HMGET_MANY: lambda ks, keys, argv: [_hmget(ks, [key, *argv]) for key in keys],
     scripts.WRITE_BATCH: _write_batch,
     scripts.RECALL_EFFECTS: _recall_effects,
     scripts.TOUCH: _touch,

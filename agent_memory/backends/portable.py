@@ -33,6 +33,7 @@ from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
 from agent_memory.store.lexical import LEX_DIM, VECTOR_FORM
+from agent_memory.store.ops.read import fields_of, read_many, read_many_replies
 from agent_memory.store.records import blob_vector
 from agent_memory.store.scoring import cosine_distances
 
@@ -50,12 +51,17 @@ class _Entry:
 
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
-    """An immutable view of one namespace: readers never see a half-built state."""
+    """An immutable view of one namespace: readers never see a half-built state.
+
+    Session, agent and thread tokens are stored as integer codes (``codes`` maps each
+    token to its code; -1 for no value), so a filter on them is one vectorised compare.
+    """
 
     ids: tuple[str, ...]
     expires: NDArray[np.float64]
     matrix: NDArray[np.float32]
-    columns: dict[str, NDArray[Any]]
+    columns: dict[str, NDArray[np.int32]]
+    codes: dict[str, dict[str, int]]
     tokens: tuple[dict[str, str | None], ...]
     lex: NDArray[np.float32]
 
@@ -65,16 +71,22 @@ class _Snapshot:
     ) -> _Snapshot:
         rows = [entries[i] for i in ids]
         matrix = np.stack([r.vector for r in rows]) if rows else np.zeros((0, dim), np.float32)
-        columns = {
-            name: np.array([r.tokens.get(name) for r in rows], dtype=object)
-            for name in (L.F_SESSION, L.F_AGENT, L.F_THREAD)
-        }
+        columns: dict[str, NDArray[np.int32]] = {}
+        codes: dict[str, dict[str, int]] = {}
+        for name in (L.F_SESSION, L.F_AGENT, L.F_THREAD):
+            table: dict[str, int] = {}
+            column = np.empty(len(rows), dtype=np.int32)
+            for i, r in enumerate(rows):
+                token = r.tokens.get(name)
+                column[i] = -1 if token is None else table.setdefault(token, len(table))
+            columns[name], codes[name] = column, table
         lex = np.stack([r.lex for r in rows]) if rows else np.zeros((0, LEX_DIM), np.float32)
         return cls(
             ids,
             np.asarray(expires, dtype=np.float64),
             matrix,
             columns,
+            codes,
             tuple(r.tokens for r in rows),
             lex,
         )
@@ -87,7 +99,10 @@ class _Snapshot:
             (flt.thread, L.F_THREAD),
         ):
             if value is not None:
-                mask &= self.columns[name] == value
+                code = self.codes[name].get(value)
+                if code is None:
+                    return np.zeros(len(self.ids), dtype=np.bool_)
+                mask &= self.columns[name] == code
         if flt.tags or flt.label_groups or flt.sources is not None or flt.exclude_sources:
             for row in np.nonzero(mask)[0]:
                 if not flt.matches(self.tokens[row]):
@@ -227,32 +242,24 @@ class PortableBackend:
                 picked.append(_nearest(snap, rows, q))
         wanted = sorted({memory_id for chosen in picked for memory_id, _ in chosen})
         names = tuple(dict.fromkeys(name for q in queries for name in q.fields))
-        if L.F_CONTENT not in names:
-            names = (*names, L.F_CONTENT)
-        fetched = yield from execute_batch(
-            [Command(("HMGET", ctx.keys.memory(m), *names)) for m in wanted] + list(extra)
-        )
+        reads = read_many(ctx, [ctx.keys.memory(m) for m in wanted], names)
+        fetched = yield from execute_batch([*reads, *extra])
         fields_by_id: dict[str, dict[str, Any]] = {}
-        for memory_id, values in zip(wanted, fetched, strict=False):
-            if isinstance(values, AgentMemoryError):
-                raise values
-            fields = {
-                name: value
-                for name, value in zip(names, values or [], strict=False)
-                if value is not None
-            }
-            if L.F_CONTENT in fields:
+        values_of = read_many_replies(ctx, fetched[: len(reads)], len(wanted))
+        for memory_id, values in zip(wanted, values_of, strict=True):
+            fields = fields_of(values, names)
+            if fields:  # empty: deleted or expired since the mirror was read
                 fields_by_id[memory_id] = fields
         matches = [
             [KnnMatch(m, d, fields_by_id[m]) for m, d in chosen if m in fields_by_id]
             for chosen in picked
         ]
-        return SearchOutcome(matches, list(fetched[len(wanted) :]))
+        return SearchOutcome(matches, list(fetched[len(reads) :]))
 
 
 def _nearest(snap: _Snapshot, rows: NDArray[np.intp], q: KnnQuery) -> list[tuple[str, float]]:
     """The ``q.k`` nearest rows by cosine distance (ties: registry order)."""
-    distances = cosine_distances(snap.matrix[rows], q.vector)
+    distances = cosine_distances(snap.matrix, q.vector)[rows]
     take = min(q.k, rows.size)
     best = np.argpartition(distances, take - 1)[:take] if take < rows.size else np.arange(rows.size)
     best = best[np.lexsort((best, distances[best]))]
@@ -262,8 +269,12 @@ def _nearest(snap: _Snapshot, rows: NDArray[np.intp], q: KnnQuery) -> list[tuple
 def _lexical_top(snap: _Snapshot, rows: NDArray[np.intp], q: KnnQuery) -> list[tuple[str, float]]:
     """The ``q.k`` rows of highest positive inner product with the hashed query, ties by
     id (distance ``1 - ip``, the FT ``IP`` metric)."""
-    scores = snap.lex[rows].astype(np.float64) @ q.vector.astype(np.float64)
+    scores = (snap.lex @ q.vector)[rows].astype(np.float64)
     positive = np.nonzero(scores > 0)[0]
+    if positive.size > q.k:
+        # Everything tied with the k-th best score stays in, so the id tie-break is exact.
+        kth = np.partition(scores[positive], positive.size - q.k)[positive.size - q.k]
+        positive = positive[scores[positive] >= kth]
     order = sorted(positive.tolist(), key=lambda b: (-float(scores[b]), snap.ids[rows[b]]))
     return [(snap.ids[rows[b]], 1.0 - float(scores[b])) for b in order[: q.k]]
 

@@ -138,5 +138,7 @@ def cosine_distances(
     """Cosine distance of each (unit-length) row to a unit-length query, clipped to [0, 2]."""
     if matrix.size == 0:
         return np.zeros(0, dtype=np.float64)
-    sims = matrix.astype(np.float64) @ query.astype(np.float64)
+    # FLOAT32 products, as the search modules compute them (and without copying the
+    # matrix); the distances are then widened for ranking.
+    sims = (matrix @ np.asarray(query, dtype=np.float32)).astype(np.float64)
     return np.clip(1.0 - sims, 0.0, 2.0)

@@ -87,6 +87,14 @@ return 1
 """
 """ARGV = [ttl_ms or 0 (keep), field, value, ...]: update only a memory that still exists."""
 
+HMGET_MANY = """
+local out = {}
+for i = 1, #KEYS do out[i] = redis.call('HMGET', KEYS[i], unpack(ARGV)) end
+return out
+"""
+"""KEYS = hashes, ARGV = fields: the fields of every hash in one command (standalone
+servers), so a read of many memories packs each field name once."""
+
 WRITE_MEMORY = """
 redis.call('HSET', KEYS[1], unpack(ARGV, 6))
 if ARGV[1] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end

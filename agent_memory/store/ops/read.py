@@ -11,6 +11,7 @@ from agent_memory.core.effects import Command, Operation, command, execute, exec
 from agent_memory.core.replies import integer, pairs, text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.store import layout as L
+from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
 from agent_memory.store.records import parse_item, retention_from_fields
@@ -50,6 +51,27 @@ def item_or_none(ctx: StoreContext, memory_id: str, fields: dict[str, Any]) -> M
         return None
 
 
+def read_many(ctx: StoreContext, keys: Sequence[str], names: Sequence[str]) -> list[Command]:
+    """Commands reading ``names`` of every hash in ``keys`` (one script on a standalone
+    server, one HMGET per key on a cluster); :func:`read_many_replies` parses them."""
+    if not keys:
+        return []
+    if ctx.cluster:
+        return [Command(("HMGET", key, *names)) for key in keys]
+    return [Command(("EVAL", scripts.HMGET_MANY, str(len(keys)), *keys, *names))]
+
+
+def read_many_replies(ctx: StoreContext, replies: Sequence[Any], count: int) -> list[Any]:
+    """Each hash's HMGET values, in order, from the replies of :func:`read_many`
+    (raises the first error)."""
+    if count == 0:
+        return []
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+    return list(replies) if ctx.cluster else list(replies[0] or [])
+
+
 def usage_command(ctx: StoreContext, ids: Sequence[str]) -> Command:
     """HMGET of the usage counters of ``ids`` (reply order: exposures, accesses per id)."""
     return command("HMGET", ctx.keys.usage, *(f for i in ids for f in ctx.keys.usage_fields(i)))
@@ -81,9 +103,9 @@ def with_usage(item: MemoryItem, exposures: int, accesses: int) -> MemoryItem:
 
 
 def item_commands(ctx: StoreContext, ids: Sequence[str]) -> list[Command]:
-    """The reads :func:`parse_items` needs for ``ids`` (one HMGET each, then the usage)."""
+    """The reads :func:`parse_items` needs for ``ids``: their records, then the usage."""
     return [
-        *(Command(("HMGET", ctx.keys.memory(m), *L.ITEM_FIELDS)) for m in ids),
+        *read_many(ctx, [ctx.keys.memory(m) for m in ids], L.ITEM_FIELDS),
         usage_command(ctx, ids),
     ]
 
@@ -92,12 +114,11 @@ def parse_items(
     ctx: StoreContext, ids: Sequence[str], replies: Sequence[Any]
 ) -> list[tuple[str, dict[str, Any], MemoryItem | None]]:
     """Each id's stored fields and item (``None``: missing, expired or unreadable) with
-    its usage counters, from the replies of :func:`item_commands`."""
-    counts = usage_counts(replies[len(ids)], len(ids))
+    its usage counters, from the replies of :func:`item_commands` (exactly those)."""
+    records = read_many_replies(ctx, replies[:-1], len(ids))
+    counts = usage_counts(replies[-1], len(ids))
     out = []
-    for memory_id, values, used in zip(ids, replies, counts, strict=False):
-        if isinstance(values, AgentMemoryError):
-            raise values
+    for memory_id, values, used in zip(ids, records, counts, strict=True):
         fields = fields_of(values)
         item = item_or_none(ctx, memory_id, fields)
         out.append((memory_id, fields, with_usage(item, *used) if item is not None else None))

@@ -50,12 +50,13 @@ def export_records(
     """Records of ``ids`` (those still alive), in order."""
     if not ids:
         return []
-    commands = item_commands(ctx, ids)
+    reads = item_commands(ctx, ids)
+    commands = list(reads)
     if include_vectors:
         commands += [Command(("HGET", ctx.keys.memory(m), L.F_VECTOR), binary=True) for m in ids]
     replies = yield from execute_batch(commands)
-    fetched = parse_items(ctx, ids, replies)
-    vectors = replies[len(ids) + 1 :]
+    fetched = parse_items(ctx, ids, replies[: len(reads)])
+    vectors = replies[len(reads) :]
     now = ctx.now_ms()
     records = []
     for index, (_, fields, item) in enumerate(fetched):
