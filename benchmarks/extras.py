@@ -103,3 +103,59 @@ def minilm_speed(quick: bool) -> dict[str, Any]:
         "batched_per_s": len(sentences) / batch,
         "batch_size": len(sentences),
     }
+
+
+async def _ticker(done: Any, lags: list[float]) -> None:
+    """Sleep 1 ms at a time until ``done`` is set, recording how late each wake-up is."""
+    import asyncio
+
+    while not done.is_set():
+        began = time.perf_counter()
+        await asyncio.sleep(0.001)
+        lags.append(max(0.0, time.perf_counter() - began - 0.001))
+
+
+async def event_loop_lag(url: str, data: Dataset, *, rounds: int = 20) -> dict[str, Any]:
+    """How long the event loop stalls while 8 recalls run with a blocking 20 ms embedder.
+
+    A ticker task sleeps 1 ms at a time and records how late it wakes up. The library
+    runs the blocking embedder in a worker thread; the comparison case hands the store
+    an ``async`` embedder that blocks inside (what a sync embedder called on the loop
+    does), so the ticker shows what the thread saves.
+    """
+    import asyncio
+
+    def blocking(text: str) -> Any:
+        time.sleep(0.020)
+        return lookup(text)
+
+    async def blocking_on_loop(text: str) -> Any:
+        time.sleep(0.020)
+        return lookup(text)
+
+    lookup = LookupEmbedder()
+    lookup.add([query_text(i) for i in range(len(data.queries))], data.queries)
+    client = valkey_asyncio.Valkey.from_url(url)
+    out: dict[str, Any] = {"embedder_ms": 20, "concurrent_recalls": 8}
+    try:
+        for label, embed in (("library", blocking), ("on_the_loop", blocking_on_loop)):
+            store = MemoryStore(client, "bench", embed, default_threshold=THRESHOLD)
+            await store.ensure_index()
+            lags: list[float] = []
+            for r in range(rounds):
+                done = asyncio.Event()
+                tick = asyncio.create_task(_ticker(done, lags))
+                await asyncio.gather(
+                    *(store.recall(query_text(r * 8 + i), k=K, reinforce=False) for i in range(8))
+                )
+                done.set()
+                await tick
+            out[label] = {
+                "p50_ms": statistics.median(lags) * 1000,
+                "p99_ms": percentile(lags, 99) * 1000,
+                "max_ms": max(lags) * 1000,
+                "ticks": len(lags),
+            }
+    finally:
+        await client.aclose()
+    return out

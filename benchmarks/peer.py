@@ -8,6 +8,7 @@ The peers are never a dependency of ``agent-memory``: the harness creates
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -24,25 +25,41 @@ def peer_python() -> Path:
     return VENV / "bin" / "python"
 
 
+def compiled_parser() -> bool:
+    """Whether this interpreter's ``valkey`` parses replies with ``libvalkey`` (the
+    ``fast`` extra): the peer venv gets the same parser, so neither side is favoured."""
+    return importlib.util.find_spec("libvalkey") is not None
+
+
 def ensure_venv() -> Path:
-    """Create the peer venv and install the peers (idempotent)."""
+    """Create the peer venv and install the peers (idempotent), with the same reply
+    parser as this interpreter."""
     python = peer_python()
-    probe = [str(python), "-c", "import betterdb_agent_memory, betterdb_agent_cache, numpy"]
-    if python.exists() and subprocess.run(probe, capture_output=True, check=False).returncode == 0:
-        return python
-    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *PACKAGES],
-        check=True,
-    )
+    fast = compiled_parser()
+    modules = "betterdb_agent_memory, betterdb_agent_cache, numpy" + (", libvalkey" if fast else "")
+    probe = [str(python), "-c", f"import {modules}"]
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    pip = [str(python), "-m", "pip", "-q", "--disable-pip-version-check"]
+    if subprocess.run(probe, capture_output=True, check=False).returncode != 0:
+        extra = ("libvalkey",) if fast else ()
+        subprocess.run([*pip, "install", *PACKAGES, *extra], check=True)
+    if not fast:
+        subprocess.run([*pip, "uninstall", "-y", "libvalkey"], capture_output=True, check=False)
     return python
 
 
 def peer_versions() -> dict[str, str]:
     code = (
-        "import importlib.metadata as m, json;"
-        "print(json.dumps({p: m.version(p) for p in "
-        "('betterdb-agent-memory','betterdb-agent-cache','betterdb-valkey-search-kit','valkey')}))"
+        "import importlib.metadata as m, json\n"
+        "def v(p):\n"
+        "    try:\n"
+        "        return m.version(p)\n"
+        "    except m.PackageNotFoundError:\n"
+        "        return 'not installed'\n"
+        "names = ('betterdb-agent-memory', 'betterdb-agent-cache',"
+        " 'betterdb-valkey-search-kit', 'valkey', 'libvalkey')\n"
+        "print(json.dumps({p: v(p) for p in names}))"
     )
     out = subprocess.run(
         [str(peer_python()), "-c", code], capture_output=True, text=True, check=False

@@ -129,6 +129,9 @@ async def speed(args: argparse.Namespace, servers: Servers, result: dict[str, An
                 print(f"#   {sc.label} x{sc.conc} done", flush=True)
             block["scenarios"].append(await runner.run_forget())
             result["sizes"][str(size)] = block
+        result["event_loop_lag"] = await extras.event_loop_lag(
+            url, data, rounds=5 if args.quick else 20
+        )
     finally:
         runner.close()
         if peer is not None:
