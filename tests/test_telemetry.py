@@ -172,3 +172,34 @@ def test_two_stores_share_one_registry() -> None:
         )
         == 2
     )
+
+
+def test_stored_bytes_and_active_sessions_move(server: ServerInfo) -> None:
+    """Every tier reports the bytes it writes; the session tier its live threads."""
+    from agent_memory import SyncLlmCache, SyncSessionStore, SyncToolCache
+
+    registry = CollectorRegistry()
+    name = f"c{uuid.uuid4().hex[:10]}"
+    client = redis.Redis.from_url(server.url)
+    llm = SyncLlmCache(client, name, registry=registry)
+    tool = SyncToolCache(client, name, registry=registry)
+    sessions = SyncSessionStore(client, name, registry=registry)
+    try:
+        params = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+        key = llm.store(params, "hello")
+        stored = client.get(key)
+        assert _value(registry, "agent_cache_stored_bytes_total", name=name, tier="llm") == len(
+            stored
+        )
+        tool.store("search", {"q": "x"}, {"hits": 3})
+        assert _value(registry, "agent_cache_stored_bytes_total", name=name, tier="tool") > 0
+        sessions.set("t1", "k", "v")
+        sessions.set("t2", "k", "v")
+        assert _value(registry, "agent_cache_active_sessions", name=name) == 2
+        assert _value(
+            registry, "agent_cache_stored_bytes_total", name=name, tier="session"
+        ) == 2 * len('"v"')
+        sessions.destroy_thread("t1")
+        assert _value(registry, "agent_cache_active_sessions", name=name) == 1
+    finally:
+        client.close()

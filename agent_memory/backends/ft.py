@@ -16,11 +16,12 @@ from typing import Any
 
 from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
 from agent_memory.backends.upgrade import ensure_lexical
-from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, sleep
 from agent_memory.core.replies import error_text, integer, number, text
 from agent_memory.errors import (
     AgentMemoryError,
     IndexMismatchError,
+    OperationTimeoutError,
     ReplyParseError,
     ServerResponseError,
 )
@@ -42,6 +43,8 @@ from agent_memory.store.lexical import TEXT_FORM, VECTOR_FORM
 from agent_memory.store.records import vector_blob
 
 _INFO_REFRESH_SECONDS = 60.0
+BACKFILL_POLL_SECONDS = 0.02
+BACKFILL_STALL_SECONDS = 30.0  # give up when the backfill makes no progress this long
 _SHARED_SESSION = session_token(None)
 
 
@@ -115,6 +118,33 @@ def size_key(ctx: StoreContext, flt: MemoryFilter) -> str | None:
     return ctx.keys.registry(flt.namespace)
 
 
+def await_backfill(ctx: StoreContext) -> Operation[None]:
+    """Wait until the server has indexed the hashes that existed when the index was
+    created (the module backfills them in the background; a search meanwhile misses
+    some). Polls ``FT.INFO``; waits as long as the backfill progresses.
+
+    Raises:
+        OperationTimeoutError: the backfill made no progress for
+            ``BACKFILL_STALL_SECONDS``.
+    """
+    best, stalled = -1.0, 0.0
+    while True:
+        info = yield from read_index_info(ctx)
+        if info is None or not info.indexing:
+            return
+        progress = info.progress if info.progress is not None else 0.0
+        if progress > best:
+            best, stalled = progress, 0.0
+        elif stalled >= BACKFILL_STALL_SECONDS:
+            raise OperationTimeoutError(
+                f"index {ctx.keys.index} is still backfilling ({best:.0%} done) and made "
+                f"no progress for {BACKFILL_STALL_SECONDS:.0f} s; searches miss memories "
+                "until it finishes"
+            )
+        yield from sleep(BACKFILL_POLL_SECONDS)
+        stalled += BACKFILL_POLL_SECONDS
+
+
 class FtBackend:
     """Filtered KNN through ``FT.SEARCH``; the valkey-search 1.0 dialect unless the
     server is known to accept more."""
@@ -163,7 +193,9 @@ class FtBackend:
             other = yield from read_index_info(ctx)
             if other is not None:
                 _check_compatible(ctx, other)
+            yield from await_backfill(ctx)
             return False
+        yield from await_backfill(ctx)
         return True
 
     def knn(

@@ -15,7 +15,6 @@ from agent_memory.backends.inprocess_keyspace import (
     _hdel,
     _hincrby,
     _hmget,
-    _incrby,
     _s,
     _set,
     _zadd,
@@ -42,26 +41,24 @@ def _write_with_ttl(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
 
 
 def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
-    memory, registry, bucket, usage, indexes = keys[0], keys[1], keys[2], keys[3], keys[4:]
-    memory_id, expiry = _s(argv[1]), argv[2]
-    _hash_set(ks, [memory, *argv[5:]])
+    memory, registry, bucket, usage, stats, terms, version, epoch = keys[:8]
+    memory_id, expiry, token = _s(argv[1]), argv[2], argv[5]
+    nterms = int(_s(argv[6]))
+    pairs, fields = argv[7 : 7 + 2 * nterms], argv[7 + 2 * nterms :]
+    _hash_set(ks, [memory, *fields])
     if _s(argv[0]) != "0":
         _expire(0.001)(ks, [memory, argv[0]])
     if _s(argv[4]) == "1":
         _hdel(ks, [usage, "x:" + memory_id, "a:" + memory_id])
+        _set(ks, [epoch, token])
     _zadd(ks, [registry, expiry, memory_id])
     _zadd(ks, [bucket, argv[3], memory_id])
-    for index in indexes:
+    for index in keys[8:]:
         _zadd(ks, [index, expiry, memory_id])
-    return 1
-
-
-def _write_batch(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
-    _hincrby(ks, [keys[0], "remembers", argv[0]])
-    _incrby(ks, [keys[2]])
-    if _s(argv[1]) == "1":
-        _incrby(ks, [keys[3]])
-    _adjust_stats(ks, [keys[1]], argv[2:])
+    _hincrby(ks, [stats, "remembers", "1"])
+    for i in range(0, len(pairs), 2):
+        _hincrby(ks, [terms, pairs[i], pairs[i + 1]])
+    _set(ks, [version, token])
     return 1
 
 
@@ -84,7 +81,9 @@ def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]
     for key, memory_id in zip(memories, ids, strict=True):
         exposures = accesses = -1
         values: list[Any] = []
-        if ks._alive(key):
+        if ks._alive(key) and not isinstance(ks.data[key], dict):
+            exposures = accesses = -2
+        elif ks._alive(key):
             values = _hmget(ks, [key, *fields])
             exposures = _hincrby(ks, [usage, "x:" + _s(memory_id), "1"]) - 1
             if reinforce:
@@ -199,7 +198,17 @@ def _adjust_stats(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _hmget_or_mark(ks: Keyspace, key: str, fields: list[Any]) -> Any:
+    try:
+        return _hmget(ks, [key, *fields])
+    except ServerResponseError:
+        return "WRONGTYPE"
+
+
 def _delete_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
+    if ks._alive(keys[0]) and not isinstance(ks.data[keys[0]], dict):
+        ks.delete(keys[0])
+        return ["", None, None, None, None]
     h = ks.get(keys[0], dict)
     if h is None:
         return None
@@ -214,8 +223,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.DELETE_MEMORY: _delete_memory,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.WRITE_MEMORY: _write_memory,
-    scripts.HMGET_MANY: lambda ks, keys, argv: [_hmget(ks, [key, *argv]) for key in keys],
-    scripts.WRITE_BATCH: _write_batch,
+    scripts.HMGET_MANY: lambda ks, keys, argv: [_hmget_or_mark(ks, key, argv) for key in keys],
     scripts.RECALL_EFFECTS: _recall_effects,
     scripts.TOUCH: _touch,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,

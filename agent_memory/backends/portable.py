@@ -2,12 +2,15 @@
 
 The ids of each namespace live in a sorted set scored by expiry time
 (``{name}:__mem_reg:{ns}``); the vectors and filter tokens of those ids are read once
-and kept in a per-store mirror, refreshed incrementally: a recall reads the live id list
-and the namespace's epoch counter (one round trip), fetches only ids it has not seen
-(one round trip, skipped when nothing is new), computes exact cosine distances with
-numpy, and reads the returned fields of the nearest candidates (one round trip). Writes
-that change a stored vector or filter field bump the epoch, which drops the mirror of
-that namespace. Results and ranking rules are those of the FT backend.
+and kept in a per-store mirror, refreshed incrementally: a recall reads the namespace's
+change tokens (membership and vectors, :mod:`agent_memory.store.ops.versions`; one round
+trip), re-reads the live id list only when membership changed and fetches only ids it
+has not seen (skipped when nothing changed), computes exact cosine distances with numpy,
+and reads the returned fields of the nearest candidates (one round trip). Writes that
+change a stored vector or filter field change the epoch token, which drops the mirror
+of that namespace. The tokens are random, so a server that restarted empty or from an
+older snapshot is never mistaken for the state the mirror holds. Results and ranking
+rules are those of the FT backend.
 
 The mirror also holds each memory's hashed term vector (``lex``; zeros for a memory
 without one): a lexical query ranks the namespace by exact inner product, keeps positive
@@ -27,13 +30,19 @@ from numpy.typing import NDArray
 from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
 from agent_memory.backends.upgrade import ensure_lexical
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import integer, optional_text, raw_bytes, text
+from agent_memory.core.replies import error_text, lenient_text, optional_text, raw_bytes, text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
 from agent_memory.store.lexical import LEX_DIM, VECTOR_FORM
-from agent_memory.store.ops.read import fields_of, read_many, read_many_replies
+from agent_memory.store.ops.read import (
+    Unreadable,
+    fields_of,
+    read_many,
+    read_many_replies,
+    unreadable,
+)
 from agent_memory.store.records import blob_vector
 from agent_memory.store.scoring import cosine_distances
 
@@ -112,8 +121,8 @@ class _Snapshot:
 
 @dataclass(slots=True)
 class _NamespaceMirror:
-    epoch: int = -1
-    version: int = -1
+    epoch: str | None = None  # change tokens (agent_memory.store.ops.versions)
+    version: str | None = None
     entries: dict[str, _Entry] = field(default_factory=dict)
     snapshot: _Snapshot | None = None
 
@@ -165,8 +174,8 @@ class PortableBackend:
                 raise reply
         snapshots: dict[str, _Snapshot] = {}
         for i, ns in enumerate(namespaces):
-            epoch = integer(counters[2 * i]) if counters[2 * i] is not None else 0
-            version = integer(counters[2 * i + 1]) if counters[2 * i + 1] is not None else 0
+            epoch = optional_text(counters[2 * i]) or ""
+            version = optional_text(counters[2 * i + 1]) or ""
             mirror = self._mirrors.setdefault(ns, _NamespaceMirror())
             if mirror.epoch != epoch:
                 mirror.entries = {}
@@ -182,7 +191,7 @@ class PortableBackend:
         return snapshots
 
     def _refresh(
-        self, ctx: StoreContext, ns: str, mirror: _NamespaceMirror, epoch: int
+        self, ctx: StoreContext, ns: str, mirror: _NamespaceMirror, epoch: str
     ) -> Operation[_Snapshot]:
         listing = yield from execute_batch(
             [
@@ -206,8 +215,15 @@ class PortableBackend:
             )
             for memory_id, values in zip(chunk, fetched, strict=True):
                 if isinstance(values, AgentMemoryError):
-                    raise values
-                entry = _entry(values, ctx.dim)
+                    if "wrongtype" not in error_text(values):
+                        raise values
+                    unreadable(ctx, memory_id, "its key holds no hash")
+                    continue
+                try:
+                    entry = _entry(values, ctx.dim)
+                except ReplyParseError as exc:
+                    unreadable(ctx, memory_id, exc)
+                    continue
                 if entry is not None and mirror.epoch == epoch:
                     entries[memory_id] = entry
         live = [(m, e) for m, e in pairs if m in entries]
@@ -247,6 +263,9 @@ class PortableBackend:
         fields_by_id: dict[str, dict[str, Any]] = {}
         values_of = read_many_replies(ctx, fetched[: len(reads)], len(wanted))
         for memory_id, values in zip(wanted, values_of, strict=True):
+            if isinstance(values, Unreadable):
+                unreadable(ctx, memory_id, "its key holds no hash")
+                continue
             fields = fields_of(values, names)
             if fields:  # empty: deleted or expired since the mirror was read
                 fields_by_id[memory_id] = fields
@@ -310,5 +329,6 @@ def _entry(values: Any, dim: int | None) -> _Entry | None:
             lex = blob_vector(raw_bytes(values[1]), LEX_DIM)
         except ReplyParseError:
             lex = _NO_LEX  # unreadable: found by the semantic channel only, as on FT
-    tokens = {name: optional_text(v) for name, v in zip(L.FILTER_FIELDS, values[2:], strict=True)}
+    # A corrupt token matches no filter value, nothing more (as on FT servers).
+    tokens = {name: lenient_text(v) for name, v in zip(L.FILTER_FIELDS, values[2:], strict=True)}
     return _Entry(vector, tokens, lex)

@@ -22,6 +22,7 @@ from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.lexical import ANALYZER, adjust_args, stats_delta
+from agent_memory.store.ops.versions import bump
 from agent_memory.store.records import lexical_fields
 
 _CHUNK = 500
@@ -117,6 +118,6 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
             recount.append(Command(adjust))
         done = yield from execute_batch(recount, atomic=True)
         _raise_errors(done)
-        bumped = yield from execute_batch([command("INCR", ctx.keys.epoch(ns))])
+        bumped = yield from execute_batch([bump(ctx.keys.epoch(ns))])
         _raise_errors(bumped)  # portable mirrors reload
     return seen

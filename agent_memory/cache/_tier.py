@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -36,6 +37,10 @@ class TierCore:
     def __init__(self, name: str) -> None:
         self.layout = KeyLayout(name)
         self.buffer = StatsBuffer()
+        self._stored = 0
+        self._lock = threading.Lock()
+        # Set by tiers that track sessions: the count the active-sessions gauge shows.
+        self.active_sessions: Callable[[], int] | None = None
         # On a standalone server a lookup counts its own hit or miss in the same
         # round trip (one script); on a cluster the entry and the stats hash live in
         # different slots, so the outcome rides on the tier's next batch instead.
@@ -64,6 +69,17 @@ class TierCore:
         raise_first_error([raw])
         return raw, True
 
+    def note_stored(self, size: int) -> None:
+        """Count bytes an operation wrote (read by the facade into its metric)."""
+        with self._lock:
+            self._stored += size
+
+    def take_stored(self) -> int:
+        """Bytes written since the last call."""
+        with self._lock:
+            size, self._stored = self._stored, 0
+            return size
+
     def stats(self) -> Operation[CacheStats]:
         return stats_op(self.layout, self.buffer)
 
@@ -86,8 +102,13 @@ def _name_of(op: Operation[Any]) -> str:
     return str(getattr(op, "__name__", "operation"))
 
 
-def _record(telemetry: Telemetry, tier: str, scope: OperationScope, result: Any) -> None:
+def _record(
+    telemetry: Telemetry, tier: str, scope: OperationScope, result: Any, core: TierCore
+) -> None:
     describe_result(scope, result)
+    telemetry.cache_stored(tier, core.take_stored())
+    if core.active_sessions is not None:
+        telemetry.cache_sessions(core.active_sessions())
     hit = getattr(result, "hit", None)
     if isinstance(hit, bool):
         telemetry.cache_request(tier, hit)
@@ -110,10 +131,14 @@ class AsyncTier:
         self._tier = tier
         self._telemetry = Telemetry(name, kind="cache", registry=registry)
 
+    def _tier_core(self) -> TierCore:
+        core: TierCore = getattr(self, "_core").tier  # noqa: B009 - every tier sets _core
+        return core
+
     async def _run(self, op: Operation[T]) -> T:
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
             result = await run_async(op, self._executor, self._telemetry.child_span)
-            _record(self._telemetry, self._tier, scope, result)
+            _record(self._telemetry, self._tier, scope, result, self._tier_core())
             return result
 
 
@@ -132,8 +157,12 @@ class SyncTier:
         self._tier = tier
         self._telemetry = Telemetry(name, kind="cache", registry=registry)
 
+    def _tier_core(self) -> TierCore:
+        core: TierCore = getattr(self, "_core").tier  # noqa: B009 - every tier sets _core
+        return core
+
     def _run(self, op: Operation[T]) -> T:
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
             result = run_sync(op, self._executor, self._telemetry.child_span)
-            _record(self._telemetry, self._tier, scope, result)
+            _record(self._telemetry, self._tier, scope, result, self._tier_core())
             return result

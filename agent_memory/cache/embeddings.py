@@ -103,13 +103,15 @@ class EmbeddingCore:
             )
         expiry = ttl_ms(ttl) if ttl is not None else self.ttl_ms
         tail: tuple[Any, ...] = ("PX", expiry) if expiry is not None else ()
+        blobs = [_blob(v, "vectors") for v in vectors]
         commands = [
-            Command(("SET", self._key(embedder_id, t), _blob(v, "vectors"), *tail))
-            for t, v in zip(items, vectors, strict=True)
+            Command(("SET", self._key(embedder_id, t), blob, *tail))
+            for t, blob in zip(items, blobs, strict=True)
         ]
         if commands:
             got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, commands)
             raise_first_error(got)
+            self.tier.note_stored(sum(len(blob) for blob in blobs))
 
     def embed_many(
         self,

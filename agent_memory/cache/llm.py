@@ -191,6 +191,7 @@ class LlmCore:
             args += ("PX", expiry)
         got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [Command(args)])
         raise_first_error(got)
+        self.tier.note_stored(len(value.encode("utf-8")))
         return key
 
     def invalidate_by_model(self, model: str) -> Operation[int]:

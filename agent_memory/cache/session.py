@@ -8,7 +8,9 @@ returned as its text. Every read or write refreshes the thread's TTL (``PEXPIRE`
 the same pipeline); ``ttl=None`` keeps threads forever.
 
 Counters: ``session:reads`` (get, get_all) and ``session:writes`` (set, delete,
-destroy_thread), sent in the operation's own pipeline.
+destroy_thread), sent in the operation's own pipeline. The active-sessions gauge
+(``agent_cache_active_sessions``) counts the threads this process has touched whose TTL
+has not run out since (destroyed threads excluded): a per-process view, no SCAN.
 
 Every method raises :class:`~agent_memory.errors.ServerUnavailableError`,
 :class:`~agent_memory.errors.OperationTimeoutError` or
@@ -20,7 +22,9 @@ key (nothing is written then).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_memory.cache._tier import TierCore
@@ -43,14 +47,37 @@ def _decode(raw: Any) -> Any:
 class SessionCore:
     """The operations of the session store (no I/O)."""
 
-    def __init__(self, name: str, ttl: float | None) -> None:
+    def __init__(
+        self, name: str, ttl: float | None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.tier = TierCore(name)
         self.ttl_ms = ttl_ms(ttl)
+        self._clock = clock
+        self._live: dict[str, float] = {}  # session key -> when its TTL runs out
+        self._lock = threading.Lock()
+        self.tier.active_sessions = self.active
 
     def _key(self, thread_id: str) -> str:
         return self.tier.layout.session(check_text(thread_id, field="thread_id"))
 
+    def _seen(self, key: str, alive: bool = True) -> None:
+        with self._lock:
+            if not alive:
+                self._live.pop(key, None)
+            else:
+                ttl = self.ttl_ms / 1000 if self.ttl_ms is not None else float("inf")
+                self._live[key] = self._clock() + ttl
+
+    def active(self) -> int:
+        """Threads this process touched whose TTL has not run out (see the module doc)."""
+        now = self._clock()
+        with self._lock:
+            for key in [k for k, until in self._live.items() if until <= now]:
+                del self._live[key]
+            return len(self._live)
+
     def _access(self, key: str, command: Command, counter: str | None) -> Operation[Any]:
+        self._seen(key)
         commands = [command]
         if self.ttl_ms is not None:
             commands.append(Command(("PEXPIRE", key, self.ttl_ms)))
@@ -70,6 +97,7 @@ class SessionCore:
         field = check_text(key, field="key")
         encoded = json.dumps(plain(value, "value"), ensure_ascii=False, allow_nan=False)
         yield from self._access(hkey, Command(("HSET", hkey, field, encoded)), "session:writes")
+        self.tier.note_stored(len(encoded.encode("utf-8")))
 
     def get_all(self, thread_id: str) -> Operation[dict[str, Any]]:
         hkey = self._key(thread_id)
@@ -89,6 +117,7 @@ class SessionCore:
             self.tier.layout, self.tier.buffer, commands, {"session:writes": 1}
         )
         raise_first_error(got)
+        self._seen(hkey, alive=False)
         return replies.integer(got[0])
 
     def touch(self, thread_id: str) -> Operation[bool]:
@@ -100,4 +129,6 @@ class SessionCore:
         )
         got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [command])
         raise_first_error(got)
-        return replies.integer(got[0]) > 0
+        alive = replies.integer(got[0]) > 0
+        self._seen(hkey, alive=alive)
+        return alive

@@ -210,6 +210,7 @@ class ToolCore:
             args_ += ("PX", expiry)
         got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [Command(args_)])
         raise_first_error(got)
+        self.tier.note_stored(len(value.encode("utf-8")))
         return key
 
     def set_policy(self, tool: str, ttl: float) -> Operation[None]:

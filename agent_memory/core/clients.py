@@ -96,8 +96,8 @@ def is_cluster_client(client: Any) -> bool:
     return "Cluster" in type(client).__name__ and hasattr(client, "get_primaries")
 
 
-def _options(cmd: Command) -> dict[str, Any]:
-    return {_NEVER_DECODE: True} if cmd.binary else {}
+_RAW = {_NEVER_DECODE: True}
+_DECODED: dict[str, Any] = {}
 
 
 # Commands without a key: a cluster client cannot route them (its pipeline fails as a
@@ -149,22 +149,31 @@ def _unknown_scripts(b: Batch, replies: list[Any]) -> list[int]:
 
 
 class SyncExecutor:
-    """Runs effects on a blocking client."""
+    """Runs effects on a blocking client.
 
-    __slots__ = ("client",)
+    With ``raw_replies`` every reply arrives undecoded, whatever the client's
+    ``decode_responses``: the caller decodes each value itself, so one value that is not
+    valid UTF-8 spoils only what it belongs to, never a whole reply.
+    """
 
-    def __init__(self, client: Any) -> None:
+    __slots__ = ("_raw", "client")
+
+    def __init__(self, client: Any, *, raw_replies: bool = False) -> None:
         self.client = client
+        self._raw = raw_replies
+
+    def _options(self, cmd: Command) -> dict[str, Any]:
+        return _RAW if cmd.binary or self._raw else _DECODED
 
     def command(self, cmd: Command) -> Any:
         with map_client_errors(cmd.name):
             if cmd.name.upper() == "EVAL":
                 try:
-                    return self.client.execute_command(*_by_sha(cmd).args, **_options(cmd))
+                    return self.client.execute_command(*_by_sha(cmd).args, **self._options(cmd))
                 except Exception as exc:
                     if not _is_noscript(exc):
                         raise
-            return self.client.execute_command(*cmd.args, **_options(cmd))
+            return self.client.execute_command(*cmd.args, **self._options(cmd))
 
     def batch(self, b: Batch) -> list[Any]:
         replies = self._batch(b if b.atomic else _sha_batch(b))
@@ -183,7 +192,7 @@ class SyncExecutor:
             try:
                 target = self.client.get_random_node()
                 replies[i] = self.client.execute_command(
-                    *cmd.args, target_nodes=target, **_options(cmd)
+                    *cmd.args, target_nodes=target, **self._options(cmd)
                 )
             except Exception as exc:  # noqa: BLE001 - returned like a pipeline error
                 replies[i] = exc
@@ -191,7 +200,7 @@ class SyncExecutor:
             with map_client_errors(b.commands[keyed[0]].name):
                 pipe = self.client.pipeline(transaction=b.atomic)
                 for i in keyed:
-                    pipe.execute_command(*b.commands[i].args, **_options(b.commands[i]))
+                    pipe.execute_command(*b.commands[i].args, **self._options(b.commands[i]))
                 for i, reply in zip(keyed, pipe.execute(raise_on_error=False), strict=True):
                     replies[i] = reply
         return replies
@@ -203,22 +212,33 @@ class SyncExecutor:
 
 
 class AsyncExecutor:
-    """Runs effects on an asyncio client."""
+    """Runs effects on an asyncio client.
 
-    __slots__ = ("client",)
+    With ``raw_replies`` every reply arrives undecoded, whatever the client's
+    ``decode_responses``: the caller decodes each value itself, so one value that is not
+    valid UTF-8 spoils only what it belongs to, never a whole reply.
+    """
 
-    def __init__(self, client: Any) -> None:
+    __slots__ = ("_raw", "client")
+
+    def __init__(self, client: Any, *, raw_replies: bool = False) -> None:
         self.client = client
+        self._raw = raw_replies
+
+    def _options(self, cmd: Command) -> dict[str, Any]:
+        return _RAW if cmd.binary or self._raw else _DECODED
 
     async def command(self, cmd: Command) -> Any:
         with map_client_errors(cmd.name):
             if cmd.name.upper() == "EVAL":
                 try:
-                    return await self.client.execute_command(*_by_sha(cmd).args, **_options(cmd))
+                    return await self.client.execute_command(
+                        *_by_sha(cmd).args, **self._options(cmd)
+                    )
                 except Exception as exc:
                     if not _is_noscript(exc):
                         raise
-            return await self.client.execute_command(*cmd.args, **_options(cmd))
+            return await self.client.execute_command(*cmd.args, **self._options(cmd))
 
     async def batch(self, b: Batch) -> list[Any]:
         replies = await self._batch(b if b.atomic else _sha_batch(b))
@@ -237,7 +257,7 @@ class AsyncExecutor:
             try:
                 target = self.client.get_random_node()
                 replies[i] = await self.client.execute_command(
-                    *cmd.args, target_nodes=target, **_options(cmd)
+                    *cmd.args, target_nodes=target, **self._options(cmd)
                 )
             except Exception as exc:  # noqa: BLE001 - returned like a pipeline error
                 replies[i] = exc
@@ -245,7 +265,7 @@ class AsyncExecutor:
             with map_client_errors(b.commands[keyed[0]].name):
                 pipe = self.client.pipeline(transaction=b.atomic)
                 for i in keyed:
-                    pipe.execute_command(*b.commands[i].args, **_options(b.commands[i]))
+                    pipe.execute_command(*b.commands[i].args, **self._options(b.commands[i]))
                 results = await pipe.execute(raise_on_error=False)
                 for i, reply in zip(keyed, results, strict=True):
                     replies[i] = reply
@@ -304,7 +324,9 @@ def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
         if package == "redis" and scheme.startswith("valkey"):
             url = "redis" + url[len("valkey") :]
         try:
-            return cls.from_url(url, **options)
+            client = cls.from_url(url, **options)
+            _check_connection_options(client)
+            return client
         except (TypeError, ValueError) as exc:
             # ``from None``: the client's message may quote the URL, credentials included.
             raise InvalidInputError(
@@ -313,6 +335,18 @@ def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
     raise InvalidInputError(
         "neither the 'valkey' nor the 'redis' package can be imported", field="url"
     ) from last_error
+
+
+def _check_connection_options(client: Any) -> None:
+    """Build (without connecting) one connection the way the client's pool will, so an
+    unknown or ill-typed client option fails now, not at the first command.
+
+    Raises:
+        TypeError, ValueError: what the connection class raises for a bad option.
+    """
+    pool = getattr(client, "connection_pool", None)
+    if pool is not None:
+        pool.connection_class(**pool.connection_kwargs)
 
 
 def _redacted(exc: BaseException, url: object) -> str:

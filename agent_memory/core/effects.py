@@ -11,6 +11,7 @@ one body serves blocking and asyncio code and is tested by feeding canned replie
 * :class:`ScanKeys` -> every key matching a pattern, across all cluster primaries.
 * :class:`Call` -> the return value of a user callback (embedder, summariser, ...),
   awaited by the async runner when it is awaitable.
+* :class:`Sleep` -> ``None`` after a pause (``asyncio.sleep`` under the async runner).
 """
 
 from __future__ import annotations
@@ -80,7 +81,14 @@ class ScanKeys:
     count: int = 1000
 
 
-Effect = Command | Batch | Call | ScanKeys
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Pause the operation (polling the server for a background job, say)."""
+
+    seconds: float
+
+
+Effect = Command | Batch | Call | ScanKeys | Sleep
 Operation = Generator[Effect, Any, T]
 
 
@@ -112,6 +120,11 @@ def scan_keys(match: str, *, count: int = 1000) -> Operation[list[Any]]:
     """Sub-operation: every key matching ``match`` (all primaries of a cluster)."""
     keys = yield ScanKeys(match, count)
     return list(keys)
+
+
+def sleep(seconds: float) -> Operation[None]:
+    """Sub-operation: pause for ``seconds`` without blocking an event loop."""
+    yield Sleep(seconds)
 
 
 def call(fn: Callable[..., Any], *args: Any, what: str = "callback") -> Operation[Any]:

@@ -34,6 +34,15 @@ def optional_text(value: Any) -> str | None:
     return None if value is None else text(value)
 
 
+def lenient_text(value: Any) -> str | None:
+    """Like :func:`optional_text`, but a value that is not text (not UTF-8, say) is
+    ``None``: for fields whose corruption must not make a whole record unreadable."""
+    try:
+        return optional_text(value)
+    except ReplyParseError:
+        return None
+
+
 def raw_bytes(value: Any) -> bytes:
     """A binary reply element as ``bytes``."""
     if isinstance(value, bytes):

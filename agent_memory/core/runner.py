@@ -6,12 +6,13 @@ import asyncio
 import contextlib
 import functools
 import inspect
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 from agent_memory.core.clients import AsyncExecutor, SyncExecutor
-from agent_memory.core.effects import Batch, Call, Command, Effect, Operation, ScanKeys, T
+from agent_memory.core.effects import Batch, Call, Command, Effect, Operation, ScanKeys, Sleep, T
 from agent_memory.errors import InvalidInputError
 
 
@@ -75,6 +76,8 @@ def run_sync(op: Operation[T], executor: SyncExecutor, call_span: SpanFactory = 
                 send_value = executor.batch(effect)
             elif isinstance(effect, ScanKeys):
                 send_value = executor.scan(effect)
+            elif isinstance(effect, Sleep):
+                time.sleep(effect.seconds)
             elif isinstance(effect, Call):
                 with call_span(effect.what):
                     send_value = effect.fn(*effect.args)
@@ -116,6 +119,8 @@ async def run_async(
                 send_value = await executor.batch(effect)
             elif isinstance(effect, ScanKeys):
                 send_value = await executor.scan(effect)
+            elif isinstance(effect, Sleep):
+                await asyncio.sleep(effect.seconds)
             elif isinstance(effect, Call):
                 with call_span(effect.what):
                     send_value = await call_off_loop(effect.fn, *effect.args)

@@ -91,6 +91,7 @@ class IndexInfo:
     metric: str | None
     indexing: bool
     failures: int
+    progress: float | None = None  # share of the backfill done (0..1), when reported
 
 
 def _flatten(value: Any) -> list[Any]:
@@ -132,10 +133,24 @@ def parse_index_info(reply: Any) -> IndexInfo:
     metric = _lookup(stream, "distance_metric", "distance metric")
     indexing = _lookup(stream, "indexing", "backfill_in_progress")
     failures = _lookup(stream, "hash_indexing_failures")
+    percent = _lookup(stream, "percent_indexed", "backfill_complete_percent")
     return IndexInfo(
         num_docs=integer(docs),
         dim=integer(dim) if dim is not None else None,
         metric=text(metric).upper() if metric is not None else None,
         indexing=bool(integer(indexing)) if indexing is not None else False,
         failures=integer(failures) if failures is not None else 0,
+        progress=_share(percent),
     )
+
+
+def _share(raw: Any) -> float | None:
+    """RediSearch reports ``percent_indexed`` as a share (0..1), valkey-search
+    ``backfill_complete_percent`` as a percentage: both as a share."""
+    if raw is None:
+        return None
+    try:
+        value = float(text(raw))
+    except (ValueError, ReplyParseError):
+        return None
+    return value / 100.0 if value > 1.0 else value

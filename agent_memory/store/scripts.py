@@ -25,7 +25,9 @@ local out = {}
 for i = 1, n do
   local key, id = KEYS[4 + i], ARGV[8 + nf + i]
   local x, a, values = -1, -1, {}
-  if redis.call('EXISTS', key) == 1 then
+  if redis.call('TYPE', key).ok ~= 'hash' then
+    if redis.call('EXISTS', key) == 1 then x, a = -2, -2 end
+  else
     values = redis.call('HMGET', key, unpack(fields))
     x = redis.call('HINCRBY', KEYS[2], 'x:' .. id, 1) - 1
     if ARGV[2] == '1' then
@@ -53,8 +55,8 @@ still exists, reads its fields, counts its exposure and (reinforcing) access in 
 usage hash, and refreshes its ``last_accessed_at`` when that is at least one recency
 step old (the only write to the indexed document, rare by design); then stores the
 receipt. Returns ``[exposures, accesses, [field values]]`` per memory, as they were
-before this recall (``-1, -1, []`` for a memory forgotten meanwhile, never re-created),
-then the number of receipts."""
+before this recall (``-1, -1, []`` for a memory forgotten meanwhile, never re-created;
+``-2, -2, []`` for a key that no longer holds a hash), then the number of receipts."""
 
 TOUCH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -68,15 +70,16 @@ is at least one step old (the single-key form of :data:`RECALL_EFFECTS`, for
 clusters)."""
 
 DELETE_MEMORY = """
-local found = redis.call('HMGET', KEYS[1], 'content', 'namespace', 'agentId', 'threadId', 'session')
+local found = redis.pcall('HMGET', KEYS[1], 'content', 'namespace', 'agentId', 'threadId', 'session')
+if found.err then found = {false, false, false, false, false} end
 if redis.call('DEL', KEYS[1]) == 0 then return false end
 found[1] = found[1] or ''
 return found
 """
 """Delete a memory and return what its bookkeeping needs: ``[content, namespace token,
-agent token, thread token, session token]`` (nil when it did not exist). Only the caller
-that deleted it gets them, so counters and term statistics stay exact under
-concurrency."""
+agent token, thread token, session token]`` (nil when it did not exist; only the empty
+content when the key held no hash). Only the caller that deleted it gets them, so
+counters and term statistics stay exact under concurrency."""
 
 UPDATE_IF_EXISTS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -89,38 +92,39 @@ return 1
 
 HMGET_MANY = """
 local out = {}
-for i = 1, #KEYS do out[i] = redis.call('HMGET', KEYS[i], unpack(ARGV)) end
+for i = 1, #KEYS do
+  local values = redis.pcall('HMGET', KEYS[i], unpack(ARGV))
+  if values.err then values = 'WRONGTYPE' end
+  out[i] = values
+end
 return out
 """
 """KEYS = hashes, ARGV = fields: the fields of every hash in one command (standalone
-servers), so a read of many memories packs each field name once."""
+servers), so a read of many memories packs each field name once. A key that holds no
+hash gives the string ``WRONGTYPE`` instead of its values (the read goes on)."""
 
 WRITE_MEMORY = """
-redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+local nterms = tonumber(ARGV[7])
+redis.call('HSET', KEYS[1], unpack(ARGV, 8 + 2 * nterms))
 if ARGV[1] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-if ARGV[5] == '1' then redis.call('HDEL', KEYS[4], 'x:' .. ARGV[2], 'a:' .. ARGV[2]) end
+if ARGV[5] == '1' then
+  redis.call('HDEL', KEYS[4], 'x:' .. ARGV[2], 'a:' .. ARGV[2])
+  redis.call('SET', KEYS[8], ARGV[6])
+end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
-for i = 5, #KEYS do redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2]) end
+for i = 9, #KEYS do redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2]) end
+redis.call('HINCRBY', KEYS[5], 'remembers', 1)
+for i = 8, 7 + 2 * nterms, 2 do redis.call('HINCRBY', KEYS[6], ARGV[i], ARGV[i + 1]) end
+redis.call('SET', KEYS[7], ARGV[6])
 return 1
 """
-"""A memory and its registrations in one step (standalone servers: the keys span hash
-slots). KEYS = [memory, registry, scope bucket, usage, agent/thread index...]; ARGV =
-[ttl_ms or "0", id, expiry score, created_at, reset usage "1"/"0", field, value, ...]."""
-
-WRITE_BATCH = """
-redis.call('HINCRBY', KEYS[1], 'remembers', ARGV[1])
-redis.call('INCR', KEYS[3])
-if ARGV[2] == '1' then redis.call('INCR', KEYS[4]) end
-for i = 3, #ARGV, 2 do
-  local v = redis.call('HINCRBY', KEYS[2], ARGV[i], ARGV[i + 1])
-  if v <= 0 then redis.call('HDEL', KEYS[2], ARGV[i]) end
-end
-return 1
-"""
-"""The per-namespace bookkeeping of a batch of writes (standalone servers). KEYS =
-[stats, term statistics, registry version, epoch]; ARGV = [memories written, bump the
-epoch "1"/"0" (a caller-chosen id may replace a stored vector), term field, delta, ...]."""
+"""A memory, its registrations and its bookkeeping in one step (standalone servers: the
+keys span hash slots). KEYS = [memory, registry, scope bucket, usage, stats, term
+statistics, registry version, epoch, agent/thread index...]; ARGV = [ttl_ms or "0", id,
+expiry score, created_at, caller-chosen id "1"/"0" (it may replace a memory: its usage
+is reset and the epoch changes), a fresh change token, term count, (term field, delta)
+..., field, value, ...]."""
 
 REFRESH_DUPLICATE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end

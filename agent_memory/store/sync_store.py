@@ -207,7 +207,9 @@ class SyncMemoryStore:
             default_threshold, weights, half_life_seconds, max_items_per_scope
         )
         self._client = client
-        self._executor = SyncExecutor(client)
+        # Replies stay undecoded: each stored value is decoded on its own, so one corrupt
+        # value spoils one memory (skipped and counted), never a whole read.
+        self._executor = SyncExecutor(client, raw_replies=True)
         self._owns_client = False
         self._closed = False
         self._config_refresh = config_refresh

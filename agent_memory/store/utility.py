@@ -26,6 +26,8 @@ from agent_memory.errors import InvalidInputError
 PRIOR_WEIGHT = 1.0
 MANUAL_SHARE = 0.6
 MIN_CONTEXT_WEIGHT = 0.5
+MIN_HALF_LIFE_SHARE = 1 / 30  # default Forgetting.min_half_life / half_life_seconds
+MAX_HALF_LIFE_SHARE = 365 / 30  # default Forgetting.max_half_life / half_life_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,29 +36,57 @@ class Forgetting:
 
     Attributes:
         half_life_seconds: base half-life-like time constant of retention.
-        min_half_life: shortest effective time constant (seconds).
-        max_half_life: longest effective time constant (seconds).
+        min_half_life: shortest effective time constant (seconds); by default
+            ``half_life_seconds / 30`` (one day for the default 30 days).
+        max_half_life: longest effective time constant (seconds); by default
+            ``half_life_seconds * 365 / 30`` (one year for the default 30 days).
         retention_threshold: memories whose retention falls below this stop appearing
             in recall (they stay inspectable until :meth:`MemoryStore.prune`).
+
+    The bounds default relative to the half-life, so any half-life alone is a valid
+    policy; bounds given explicitly must enclose it.
+
+    Raises:
+        InvalidInputError: a non-finite or non-positive time, bounds that do not enclose
+            the half-life, or a threshold outside [0, 1).
     """
 
     half_life_seconds: float = 30 * 86400.0
-    min_half_life: float = 86400.0
-    max_half_life: float = 365 * 86400.0
+    min_half_life: float | None = None
+    max_half_life: float | None = None
     retention_threshold: float = 0.05
 
     def __post_init__(self) -> None:
-        values = (self.half_life_seconds, self.min_half_life, self.max_half_life)
+        half = self.half_life_seconds
+        if not (isinstance(half, (int, float)) and math.isfinite(half) and half > 0):
+            raise InvalidInputError(
+                "forgetting half-lives must be finite and > 0", field="forgetting"
+            )
+        if self.min_half_life is None:
+            object.__setattr__(self, "min_half_life", half * MIN_HALF_LIFE_SHARE)
+        if self.max_half_life is None:
+            object.__setattr__(self, "max_half_life", half * MAX_HALF_LIFE_SHARE)
+        values = (half, self.min_half_life, self.max_half_life)
         if not all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0 for v in values):
             raise InvalidInputError(
                 "forgetting half-lives must be finite and > 0", field="forgetting"
             )
-        if not self.min_half_life <= self.half_life_seconds <= self.max_half_life:
+        if not self.shortest <= half <= self.longest:
             raise InvalidInputError(
                 "need min_half_life <= half_life_seconds <= max_half_life", field="forgetting"
             )
         if not 0 <= self.retention_threshold < 1:
             raise InvalidInputError("retention_threshold must be in [0, 1)", field="forgetting")
+
+    @property
+    def shortest(self) -> float:
+        """The effective ``min_half_life`` (seconds)."""
+        return float(self.min_half_life or self.half_life_seconds * MIN_HALF_LIFE_SHARE)
+
+    @property
+    def longest(self) -> float:
+        """The effective ``max_half_life`` (seconds)."""
+        return float(self.max_half_life or self.half_life_seconds * MAX_HALF_LIFE_SHARE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +137,8 @@ def retention(
     if state.manual is not None and state.manual < 0:
         stretch *= 1.0 + state.manual  # -1 collapses to the minimum half-life
     effective = min(
-        forgetting.max_half_life,
-        max(forgetting.min_half_life, forgetting.half_life_seconds * stretch),
+        forgetting.longest,
+        max(forgetting.shortest, forgetting.half_life_seconds * stretch),
     )
     return math.exp(-age / effective)
 

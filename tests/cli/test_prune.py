@@ -54,7 +54,8 @@ def test_prune_policy_options(cli: Any, search_url: str) -> None:
     assert doc["policy"]["half_life_seconds"] == 86400.0
     for bad in (["--half-life", "0"], ["--retention-threshold", "1"], ["--half-life", "x"]):
         assert cli(*_opts(search_url, name), "prune", *bad).code == 2
-    wrong = cli(*_opts(search_url, name), "prune", "--half-life", "400")  # above max 365
+    assert cli(*_opts(search_url, name), "prune", "--half-life", "400").code == 0  # bounds follow
+    wrong = cli(*_opts(search_url, name), "prune", "--half-life", "400", "--max-half-life", "365")
     assert wrong.code == 1 and wrong.err.startswith("error: ")
 
 

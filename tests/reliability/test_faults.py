@@ -26,6 +26,7 @@ import pytest
 
 from agent_memory import (
     AgentMemoryError,
+    MemoryInput,
     MemoryStore,
     OperationTimeoutError,
     ServerUnavailableError,
@@ -267,4 +268,42 @@ async def test_server_restarting_empty_remember_before_recall(
     for i, memory_id in enumerate(ids):
         hits = await store.recall(f"after {i}", k=1)
         assert [h.item.id for h in hits] == [memory_id]
+    await store.close()
+
+
+@pytest.mark.parametrize("count", [1, 3])
+async def test_portable_mirror_notices_a_server_that_came_back_different(
+    dedicated: Dedicated, tmp_path: Path, count: int
+) -> None:
+    """As many memories written after an empty restart as were held before: the mirror
+    must still see that the membership changed (tokens, not counters)."""
+    server = dedicated.start("valkey", tmp_path / "first")
+    store = MemoryStore.from_url(
+        server.url, name="mirror", embed=TableEmbedder(), default_threshold=2.0, **FAST_CLIENT
+    )
+    for i in range(count):
+        await store.remember(f"before {i}")
+    assert len(await store.recall("before 0", k=count)) == count  # the mirror is filled
+    server.kill()
+    dedicated.start("valkey", tmp_path / "second", port=server.port)
+    await _until_up(store)
+    after = [await store.remember(f"after {i}") for i in range(count)]
+    for i, memory_id in enumerate(after):
+        hits = await store.recall(f"after {i}", k=1)
+        assert [h.item.id for h in hits] == [memory_id]
+    await store.close()
+
+
+async def test_recall_that_recreates_the_index_waits_for_the_backfill(
+    dedicated: Dedicated, tmp_path: Path
+) -> None:
+    """After FLUSHALL and 200 new writes, the recall that re-creates the lost index
+    finds the newest memory: it waits for the server to index the existing hashes."""
+    server = dedicated.start("valkey-search", tmp_path / "first")
+    store = MemoryStore.from_url(server.url, name="refill", embed=TableEmbedder(), **FAST_CLIENT)
+    await store.remember("before")
+    await store.client.execute_command("FLUSHALL")
+    ids = await store.remember_many([MemoryInput(f"fresh {i}") for i in range(200)])
+    hits = await store.recall("fresh 199", k=1)  # re-creates the index
+    assert [h.item.id for h in hits] == [ids[-1]]
     await store.close()

@@ -136,7 +136,8 @@ def test_scope_validates_itself() -> None:
 
 def test_constructor_arguments(env: StoreEnv) -> None:
     for kwargs in ({"default_threshold": 5}, {"half_life_seconds": 0}, {"max_items_per_scope": 0},
-                   {"backend": "nope"}, {"config_refresh": -1}, {"max_content_bytes": 0}):  # fmt: skip
+                   {"backend": "nope"}, {"config_refresh": -1}, {"max_content_bytes": 0},
+                   {"ft_dialect": "newest"}):  # fmt: skip
         with pytest.raises(InvalidInputError):
             env.make(**kwargs)
     for bad_name in ("", "with space", "{tag}", "x" * 200):
@@ -144,3 +145,19 @@ def test_constructor_arguments(env: StoreEnv) -> None:
             env.make(name=bad_name)
     with pytest.raises(AgentMemoryError):
         env.make(embed="not callable")
+
+
+def test_unknown_client_option_is_bad_input_at_once() -> None:
+    """Raised by from_url itself (before any I/O), with the client's reason, never later
+    as a server error; the URL's password does not appear."""
+    from agent_memory import MemoryStore, SyncMemoryStore
+
+    for cls in (MemoryStore, SyncMemoryStore):
+        with pytest.raises(InvalidInputError) as caught:
+            cls.from_url(
+                "redis://user:hunter2@127.0.0.1:1",
+                name="x",
+                embed=TableEmbedder(),
+                client_no_such_option=1,
+            )
+        assert "no_such_option" in str(caught.value) and "hunter2" not in str(caught.value)

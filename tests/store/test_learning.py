@@ -229,3 +229,17 @@ async def test_memory_tool_writes_only_into_its_bound_scope(env: StoreEnv) -> No
     assert unbound.parameters["properties"]["durability"]["enum"] == ["shared"]
     with pytest.raises(InvalidInputError):
         unbound.prepare({"text": "x", "durability": "session"})
+
+
+def test_forgetting_bounds_default_relative_to_the_half_life() -> None:
+    hour = Forgetting(half_life_seconds=3600)
+    assert hour.min_half_life == pytest.approx(120) and hour.max_half_life == pytest.approx(43800)
+    default = Forgetting()
+    assert default.min_half_life == pytest.approx(DAY) and default.max_half_life == pytest.approx(
+        365 * DAY
+    )
+    assert Forgetting(half_life_seconds=60, min_half_life=1, max_half_life=60).shortest == 1
+    with pytest.raises(InvalidInputError):
+        Forgetting(half_life_seconds=3600, min_half_life=DAY)  # explicit bounds must enclose it
+    with pytest.raises(InvalidInputError):
+        Forgetting(half_life_seconds=0)

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         out(f"cleaned up {cleaned} bookkeeping entries of expired memories")
     pairs = [
         ("half-life", f"{policy.half_life_seconds / DAY:g} days"),
-        ("between", f"{policy.min_half_life / DAY:g} and {policy.max_half_life / DAY:g} days"),
+        ("between", f"{policy.shortest / DAY:g} and {policy.longest / DAY:g} days"),
         ("retention threshold", f"{policy.retention_threshold:g}"),
     ]
     out("policy:")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import optional_text
+from agent_memory.core.replies import lenient_text, optional_text
 from agent_memory.errors import AgentMemoryError
 from agent_memory.store import layout as L
 from agent_memory.store import scripts
@@ -22,6 +22,7 @@ from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
 from agent_memory.store.lexical import adjust_args, stats_delta
 from agent_memory.store.ops.read import exact_index, matching_ids
+from agent_memory.store.ops.versions import bump
 from agent_memory.store.validation import check_id
 
 _CHUNK = 1000
@@ -50,7 +51,9 @@ def deleted_from(memory_id: str, reply: Any) -> Deleted | None:
         raise reply
     if reply is None:
         return None
-    values = [optional_text(v) for v in list(reply)[:5]]
+    # A corrupt field counts as absent, so an unreadable memory can always be deleted
+    # (the terms of corrupt content stay in the statistics).
+    values = [lenient_text(v) for v in list(reply)[:5]]
     values += [None] * (5 - len(values))
     return Deleted(memory_id, values[0] or "", *values[1:])
 
@@ -75,7 +78,7 @@ def bookkeeping(
             by_key.setdefault(key, []).append(d.id)
         texts.setdefault(d.namespace, []).append(d.content)
     commands = [command("ZREM", key, *ids) for key, ids in by_key.items()]
-    commands += [command("INCR", ctx.keys.registry_version(ns)) for ns in sorted(texts)]
+    commands += [bump(ctx.keys.registry_version(ns)) for ns in sorted(texts)]
     usage = [f for d in deleted for f in ctx.keys.usage_fields(d.id)]
     commands.append(command("HDEL", ctx.keys.usage, *usage))
     commands.append(command("HINCRBY", ctx.keys.stats, counter, str(len(deleted))))

@@ -26,6 +26,7 @@ from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.ops.forget import delete_ids
 from agent_memory.store.ops.read import fields_of
+from agent_memory.store.ops.versions import bump
 from agent_memory.store.records import retention_from_fields
 from agent_memory.store.validation import check_id
 
@@ -157,7 +158,7 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
             [
                 command("ZREMRANGEBYSCORE", registry, "-inf", str(now)),
                 command("ZRANGE", registry, "0", "-1"),
-                command("INCR", ctx.keys.registry_version(_namespace_of(ctx, registry))),
+                bump(ctx.keys.registry_version(_namespace_of(ctx, registry))),
             ]
         )
         for reply in replies:

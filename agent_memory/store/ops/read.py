@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
-from agent_memory.core.replies import integer, pairs, text
+from agent_memory.core.replies import error_text, integer, lenient_text, pairs, text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.store import layout as L
 from agent_memory.store import scripts
@@ -46,8 +46,7 @@ def item_or_none(ctx: StoreContext, memory_id: str, fields: dict[str, Any]) -> M
             )
         return item
     except ReplyParseError as exc:
-        logger.warning("memory %s of store %s is unreadable: %s", memory_id, ctx.keys.name, exc)
-        ctx.count("corrupt_records")
+        unreadable(ctx, memory_id, exc)
         return None
 
 
@@ -61,15 +60,40 @@ def read_many(ctx: StoreContext, keys: Sequence[str], names: Sequence[str]) -> l
     return [Command(("EVAL", scripts.HMGET_MANY, str(len(keys)), *keys, *names))]
 
 
-def read_many_replies(ctx: StoreContext, replies: Sequence[Any], count: int) -> list[Any]:
-    """Each hash's HMGET values, in order, from the replies of :func:`read_many`
-    (raises the first error)."""
+class Unreadable:
+    """Stands for a record that could not be read: its key holds no hash."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNREADABLE"
+
+
+UNREADABLE = Unreadable()
+
+
+def read_many_replies(
+    ctx: StoreContext, replies: Sequence[Any], count: int
+) -> list[list[Any] | Unreadable]:
+    """Each hash's HMGET values, in order, from the replies of :func:`read_many`;
+    :data:`UNREADABLE` for a key that holds another type (any other error is raised)."""
     if count == 0:
         return []
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
-    return list(replies) if ctx.cluster else list(replies[0] or [])
+    entries = list(replies) if ctx.cluster else replies[0]
+    if isinstance(entries, AgentMemoryError):
+        raise entries
+    out: list[list[Any] | Unreadable] = []
+    for entry in list(entries or []):
+        if isinstance(entry, AgentMemoryError) and "wrongtype" not in error_text(entry):
+            raise entry
+        out.append(list(entry) if isinstance(entry, (list, tuple)) else UNREADABLE)
+    return out
+
+
+def unreadable(ctx: StoreContext, memory_id: str, why: object) -> None:
+    """Log and count a stored record the store cannot read (it is skipped)."""
+    logger.warning("memory %s of store %s is unreadable: %s", memory_id, ctx.keys.name, why)
+    ctx.count("corrupt_records")
 
 
 def usage_command(ctx: StoreContext, ids: Sequence[str]) -> Command:
@@ -117,8 +141,12 @@ def parse_items(
     its usage counters, from the replies of :func:`item_commands` (exactly those)."""
     records = read_many_replies(ctx, replies[:-1], len(ids))
     counts = usage_counts(replies[-1], len(ids))
-    out = []
+    out: list[tuple[str, dict[str, Any], MemoryItem | None]] = []
     for memory_id, values, used in zip(ids, records, counts, strict=True):
+        if isinstance(values, Unreadable):
+            unreadable(ctx, memory_id, "its key holds no hash")
+            out.append((memory_id, {}, None))
+            continue
         fields = fields_of(values)
         item = item_or_none(ctx, memory_id, fields)
         out.append((memory_id, fields, with_usage(item, *used) if item is not None else None))
@@ -189,22 +217,30 @@ def matching_ids(
     out: list[tuple[str, int]] = []
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
-        fetched = yield from execute_batch(
-            [Command(("HMGET", ctx.keys.memory(m), *names)) for m in chunk]
-        )
-        for memory_id, values in zip(chunk, fetched, strict=True):
-            if isinstance(values, AgentMemoryError):
-                raise values
+        reads = read_many(ctx, [ctx.keys.memory(m) for m in chunk], names)
+        fetched = yield from execute_batch(reads)
+        for memory_id, values in zip(
+            chunk, read_many_replies(ctx, fetched, len(chunk)), strict=True
+        ):
+            if isinstance(values, Unreadable):
+                unreadable(ctx, memory_id, "its key holds no hash")
+                continue
             fields = fields_of(values, names)
             if L.F_CREATED not in fields:
                 continue
-            tokens = {k: text(v) for k, v in fields.items() if k in L.FILTER_FIELDS}
-            if forgetting is not None and (
-                retention_from_fields(fields, forgetting, now) < forgetting.retention_threshold
-            ):
+            try:
+                # A corrupt token matches no filter value (it is None), nothing more.
+                tokens = {k: lenient_text(v) for k, v in fields.items() if k in L.FILTER_FIELDS}
+                if forgetting is not None and (
+                    retention_from_fields(fields, forgetting, now) < forgetting.retention_threshold
+                ):
+                    continue
+                created = integer(fields[L.F_CREATED])
+            except ReplyParseError as exc:
+                unreadable(ctx, memory_id, exc)
                 continue
             if flt.matches(tokens):
-                out.append((memory_id, integer(fields[L.F_CREATED])))
+                out.append((memory_id, created))
     return out
 
 

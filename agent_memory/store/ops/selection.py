@@ -17,19 +17,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import integer, optional_text
+from agent_memory.core.replies import error_text, integer, optional_text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.ops.candidates import Visible
-from agent_memory.store.ops.read import fields_of
+from agent_memory.store.ops.read import fields_of, unreadable
 from agent_memory.store.scoring import Ranked
 
 logger = logging.getLogger("agent_memory.store")
 
 MAX_RECENCY_STEP_MS = 3_600_000
-RECEIPT_TRIM_SHARE = 0.9  # trimming keeps this share of max_receipts (amortises the trim)
+RECEIPT_TRIM_SHARE = 0.9
+_NOT_A_HASH = -2  # the effects script's mark for a key that holds another type  # trimming keeps this share of max_receipts (amortises the trim)
 
 
 def recency_step_ms(half_life_seconds: float) -> int:
@@ -119,14 +120,22 @@ def side_effects(
             Command(("HMGET", keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits
         ]
         values = replies[: len(fetches)] if fetches else (yield from execute_batch(reads))
-        for reply in values:
+        fields = []
+        for r, reply in zip(hits, values, strict=True):
             if isinstance(reply, AgentMemoryError):
-                raise reply
-        fields = [fields_of(v) for v in values]
+                if "wrongtype" not in error_text(reply):
+                    raise reply
+                unreadable(ctx, r.candidate.id, "its key holds no hash")
+                fields.append(None)
+            else:
+                fields.append(fields_of(reply))
     ctx.count("recalls")
     ctx.count(outcome)
     if receipts is not None and receipts > ctx.max_receipts:
         yield from _trim_receipts(ctx, receipts)
+    for r, used in zip(hits, usage, strict=True):
+        if used[0] == _NOT_A_HASH:
+            unreadable(ctx, r.candidate.id, "its key holds no hash")
     return [
         HitRecord(f if used[0] >= 0 else None, max(used[0], 0), max(used[1], 0))
         for f, used in zip(fields, usage, strict=True)

@@ -23,6 +23,7 @@ from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
 from agent_memory.store.ops.embedding import embed_one, embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
+from agent_memory.store.ops.versions import bump, fresh_token
 from agent_memory.store.records import (
     NewMemory,
     label_fields,
@@ -122,13 +123,19 @@ def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> 
     registry = ctx.keys.registry(memory.namespace_token)
     bucket = ctx.keys.scope_bucket(memory.bucket)
     if not ctx.cluster:
+        ns = memory.namespace_token
+        delta = stats_delta([memory.content], 1)
         return [
             Command(
                 (
-                    "EVAL", scripts.WRITE_MEMORY, str(4 + len(indexes)),
-                    key, registry, bucket, ctx.keys.usage, *indexes,
+                    "EVAL", scripts.WRITE_MEMORY, str(8 + len(indexes)),
+                    key, registry, bucket, ctx.keys.usage, ctx.keys.stats,
+                    ctx.keys.term_stats(ns), ctx.keys.registry_version(ns), ctx.keys.epoch(ns),
+                    *indexes,
                     str(ttl_ms), memory.id, expiry, str(memory.created_at),
-                    "1" if memory.explicit_id else "0", *fields,
+                    "1" if memory.explicit_id else "0", fresh_token(), str(len(delta)),
+                    *(x for name, amount in delta.items() for x in (name, str(amount))),
+                    *fields,
                 )
             )
         ]  # fmt: skip
@@ -148,34 +155,23 @@ def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> 
 
 
 def _batch_commands(ctx: StoreContext, memories: Sequence[NewMemory]) -> list[Command]:
-    """The bookkeeping of a batch of writes, per namespace: the ``remembers`` counter,
-    term statistics (not atomic with the writes: slightly stale statistics do not change
+    """The bookkeeping of a batch of writes on a cluster, per namespace (a standalone
+    server does it in each memory's write script): the ``remembers`` counter, term
+    statistics (not atomic with the writes: slightly stale statistics do not change
     rankings measurably), the registry version and, when a caller chose an id (it may
     replace a vector a portable mirror holds), the epoch."""
+    if not ctx.cluster:
+        return []
     commands: list[Command] = []
     for ns in sorted({m.namespace_token for m in memories}):
         mine = [m for m in memories if m.namespace_token == ns]
-        delta = stats_delta([m.content for m in mine], 1)
-        explicit = any(m.explicit_id for m in mine)
-        if not ctx.cluster:
-            flat = [x for name in sorted(delta) for x in (name, str(delta[name]))]
-            commands.append(
-                Command(
-                    (
-                        "EVAL", scripts.WRITE_BATCH, "4",
-                        ctx.keys.stats, ctx.keys.term_stats(ns), ctx.keys.registry_version(ns),
-                        ctx.keys.epoch(ns), str(len(mine)), "1" if explicit else "0", *flat,
-                    )
-                )
-            )  # fmt: skip
-            continue
         commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(mine))))
-        adjust = adjust_args(ctx.keys.term_stats(ns), delta)
+        adjust = adjust_args(ctx.keys.term_stats(ns), stats_delta([m.content for m in mine], 1))
         if adjust is not None:
             commands.append(Command(adjust))
-        commands.append(command("INCR", ctx.keys.registry_version(ns)))
-        if explicit:
-            commands.append(command("INCR", ctx.keys.epoch(ns)))
+        commands.append(bump(ctx.keys.registry_version(ns)))
+        if any(m.explicit_id for m in mine):
+            commands.append(bump(ctx.keys.epoch(ns)))
     return commands
 
 
@@ -258,7 +254,7 @@ def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Oper
             Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *label_fields(merged)))
         )
         namespaces.add(memory.namespace_token)
-    commands += [command("INCR", ctx.keys.epoch(ns)) for ns in sorted(namespaces)]
+    commands += [bump(ctx.keys.epoch(ns)) for ns in sorted(namespaces)]
     replies = yield from execute_batch(commands)
     for reply in replies:
         if isinstance(reply, AgentMemoryError):
@@ -346,9 +342,9 @@ def update(
             command("ZADD", index, "XX", str(expires), memory_id)
             for index in ctx.keys.member_indexes(ns_token, agent, thread)
         ]
-        commands.append(command("INCR", ctx.keys.registry_version(ns_token)))
+        commands.append(bump(ctx.keys.registry_version(ns_token)))
     if new_tags is not None or new_content is not None:
-        commands.append(command("INCR", ctx.keys.epoch(ns_token)))
+        commands.append(bump(ctx.keys.epoch(ns_token)))
     if new_content is not None and content_changed:
         delta = stats_delta([new_content], 1)
         for name, amount in stats_delta([item.content], -1).items():
