@@ -1,8 +1,9 @@
 """Smoke test of the LoCoMo quality harness (benchmarks/quality) on a tiny slice.
 
-Runs the real harness end to end: it starts a Valkey with a search module (FT backend) and
-a plain Valkey (portable backend), stores the first two sessions of one conversation
-through the library, recalls a few questions and computes the numpy research rows.
+Runs the real harness end to end on a tiny conversation kept in the repository
+(``tests/fixtures/locomo``): it starts a Valkey with a search module (FT backend) and a
+plain Valkey (portable backend), stores both sessions through the library, recalls the
+questions and computes the numpy research rows.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 
 from benchmarks.quality.run import main
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+DATA = Path(__file__).resolve().parent / "fixtures" / "locomo"
 METRICS = ("r@1", "r@5", "r@10", "mrr", "mrr_full")
 
 
@@ -34,7 +35,7 @@ def test_quality_harness_tiny_slice(tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     result = main(
         [
-            "--data", str(DATA), "--conversations", "30", "--max-sessions", "2",
+            "--data", str(DATA), "--conversations", "demo", "--max-sessions", "2",
             "--max-questions", "12", "--embedder", "hashing", "--no-peer",
             "--research", "quick", "--out", str(out),
         ]

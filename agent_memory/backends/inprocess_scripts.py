@@ -15,6 +15,7 @@ from agent_memory.backends.inprocess_keyspace import (
     _hdel,
     _hincrby,
     _hmget,
+    _incrby,
     _s,
     _set,
     _zadd,
@@ -45,7 +46,7 @@ def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     memory_id, expiry, token = _s(argv[1]), argv[2], argv[5]
     nterms = int(_s(argv[6]))
     pairs, fields = argv[7 : 7 + 2 * nterms], argv[7 + 2 * nterms :]
-    _hash_set(ks, [memory, *fields])
+    _hash_set(ks, [memory, *fields, "seq", str(_incrby(ks, [keys[8]]))])
     if _s(argv[0]) != "0":
         _expire(0.001)(ks, [memory, argv[0]])
     if _s(argv[4]) == "1":
@@ -53,7 +54,7 @@ def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
         _set(ks, [epoch, token])
     _zadd(ks, [registry, expiry, memory_id])
     _zadd(ks, [bucket, argv[3], memory_id])
-    for index in keys[8:]:
+    for index in keys[9:]:
         _zadd(ks, [index, expiry, memory_id])
     _hincrby(ks, [stats, "remembers", "1"])
     for i in range(0, len(pairs), 2):

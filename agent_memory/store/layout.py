@@ -54,6 +54,7 @@ F_CONTEXTS = "utility_ctx"
 F_REINFORCED = "last_reinforced_at"
 F_LEX = "lex"  # hashed term vector of the content (agent_memory.store.lexical)
 F_LEX_TEXT = "lex_text"  # the content's analysed terms, for a server-side TEXT index
+F_SEQ = "seq"  # write order within the store (ties of created_at)
 
 USAGE_EXPOSURES = "x:"  # ``{name}:__mem_use`` field prefix: exposures of a memory
 USAGE_ACCESSES = "a:"  # ``{name}:__mem_use`` field prefix: accesses (reinforced recalls)
@@ -96,6 +97,7 @@ ITEM_FIELDS: tuple[str, ...] = (
     F_MANUAL,
     F_CONTEXTS,
     F_REINFORCED,
+    F_SEQ,
 )
 
 # Fields that decide whether forgetting suppresses a memory.
@@ -176,6 +178,11 @@ class Keys:
     @property
     def receipts(self) -> str:
         return f"{self.name}:__mem_receipts"
+
+    @property
+    def sequence(self) -> str:
+        """The store's write counter (the ``seq`` of each memory)."""
+        return f"{self.name}:__mem_seq"
 
     @property
     def usage(self) -> str:

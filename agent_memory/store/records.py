@@ -49,6 +49,7 @@ class NewMemory:
     labels: Labels = field(default_factory=dict)
     extra_fields: tuple[str, ...] = ()  # restored learning state (import)
     explicit_id: bool = False  # the caller chose the id: it may overwrite a memory
+    sequence: int | None = None  # assigned by the server-side write (standalone) or ahead
 
     @property
     def namespace_token(self) -> str:
@@ -144,6 +145,8 @@ def record_fields(memory: NewMemory, lexical_form: str = VECTOR_FORM) -> list[st
         fields += [L.F_EXPIRES, str(memory.expires_at)]
     fields += label_fields(memory.labels)
     fields += [L.F_REINFORCED, created]
+    if memory.sequence is not None:
+        fields += [L.F_SEQ, str(memory.sequence)]
     fields += list(memory.extra_fields)
     return fields
 
@@ -246,6 +249,7 @@ def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
         exposures=integer(fields.get(L.F_EXPOSURES, 0)),
         utility=utility(state),
         feedback=state.manual,
+        sequence=integer(fields.get(L.F_SEQ, 0)),
     )
 
 

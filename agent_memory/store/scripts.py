@@ -105,7 +105,10 @@ hash gives the string ``WRONGTYPE`` instead of its values (the read goes on)."""
 
 WRITE_MEMORY = """
 local nterms = tonumber(ARGV[7])
-redis.call('HSET', KEYS[1], unpack(ARGV, 8 + 2 * nterms))
+local fields = {unpack(ARGV, 8 + 2 * nterms)}
+fields[#fields + 1] = 'seq'
+fields[#fields + 1] = redis.call('INCR', KEYS[9])
+redis.call('HSET', KEYS[1], unpack(fields))
 if ARGV[1] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 if ARGV[5] == '1' then
   redis.call('HDEL', KEYS[4], 'x:' .. ARGV[2], 'a:' .. ARGV[2])
@@ -113,7 +116,7 @@ if ARGV[5] == '1' then
 end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
-for i = 9, #KEYS do redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2]) end
+for i = 10, #KEYS do redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2]) end
 redis.call('HINCRBY', KEYS[5], 'remembers', 1)
 for i = 8, 7 + 2 * nterms, 2 do redis.call('HINCRBY', KEYS[6], ARGV[i], ARGV[i + 1]) end
 redis.call('SET', KEYS[7], ARGV[6])
@@ -121,7 +124,8 @@ return 1
 """
 """A memory, its registrations and its bookkeeping in one step (standalone servers: the
 keys span hash slots). KEYS = [memory, registry, scope bucket, usage, stats, term
-statistics, registry version, epoch, agent/thread index...]; ARGV = [ttl_ms or "0", id,
+statistics, registry version, epoch, write counter, agent/thread index...]; the memory
+gets the next ``seq`` of the store in the same HSET. ARGV = [ttl_ms or "0", id,
 expiry score, created_at, caller-chosen id "1"/"0" (it may replace a memory: its usage
 is reset and the epoch changes), a fresh change token, term count, (term field, delta)
 ..., field, value, ...]."""

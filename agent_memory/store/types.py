@@ -72,7 +72,9 @@ class MemoryItem:
     (observability only), ``utility`` is its learned usefulness in [-1, 1] (0 when
     unknown), ``feedback`` the manual value set by ``feedback()``, and ``retention`` its
     retention under the store's forgetting policy (1 without forgetting); memories below
-    the retention threshold are suppressed from recall.
+    the retention threshold are suppressed from recall. ``sequence`` orders memories
+    written in the same millisecond: the store numbers its writes in the order they
+    reach the server (0 for memories written by another library).
     """
 
     id: str
@@ -94,6 +96,7 @@ class MemoryItem:
     utility: float = 0.0
     feedback: float | None = None
     retention: float = 1.0
+    sequence: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,7 +115,7 @@ def select_items(
             if selection.max_importance is not None and item.importance > selection.max_importance:
                 continue
             items.append(item)
-    items.sort(key=lambda i: (i.created_at, i.id))
+    items.sort(key=lambda i: (i.created_at, i.sequence, i.id))
     return items
 
 

@@ -21,7 +21,7 @@ from agent_memory.store.validation import check_id
 logger = logging.getLogger("agent_memory.store")
 
 _CHUNK = 2000
-_SCAN_FIELDS = (L.F_CREATED, *L.FILTER_FIELDS)
+_SCAN_FIELDS = (L.F_CREATED, L.F_SEQ, *L.FILTER_FIELDS)
 
 
 def fields_of(values: Sequence[Any] | None, names: Sequence[str] = L.ITEM_FIELDS) -> dict[str, Any]:
@@ -194,8 +194,9 @@ def matching_ids(
     *,
     include_expired: bool = False,
     include_suppressed: bool = True,
-) -> Operation[list[tuple[str, int]]]:
-    """``(id, created_at)`` of every memory of the filter's namespace that matches it.
+) -> Operation[list[tuple[str, tuple[int, int]]]]:
+    """``(id, (created_at, sequence))`` of every memory of the filter's namespace that
+    matches it: sort by the pair for write order.
 
     Walks the smallest exact id set that covers the filter — the agent's or the thread's
     index when the filter names one, else the namespace registry — and reads only the
@@ -214,7 +215,7 @@ def matching_ids(
     low = "-inf" if include_expired else f"({ctx.now_ms()}"
     reply = yield from execute("ZRANGEBYSCORE", registry, low, "+inf")
     ids = [text(x) for x in reply or []]
-    out: list[tuple[str, int]] = []
+    out: list[tuple[str, tuple[int, int]]] = []
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         reads = read_many(ctx, [ctx.keys.memory(m) for m in chunk], names)
@@ -235,12 +236,12 @@ def matching_ids(
                     retention_from_fields(fields, forgetting, now) < forgetting.retention_threshold
                 ):
                     continue
-                created = integer(fields[L.F_CREATED])
+                order = (integer(fields[L.F_CREATED]), integer(fields.get(L.F_SEQ, 0)))
             except ReplyParseError as exc:
                 unreadable(ctx, memory_id, exc)
                 continue
             if flt.matches(tokens):
-                out.append((memory_id, created))
+                out.append((memory_id, order))
     return out
 
 
@@ -254,7 +255,7 @@ def list_items(
 ) -> Operation[ListResult]:
     """A page of matching memories, newest first, and the total that match."""
     matched = yield from matching_ids(ctx, flt, include_suppressed=include_suppressed)
-    matched.sort(key=lambda pair: (-pair[1], pair[0]))
+    matched.sort(key=lambda pair: (-pair[1][0], -pair[1][1], pair[0]))
     page = [memory_id for memory_id, _ in matched[offset : offset + limit]]
     fetched = yield from fetch_items(ctx, page)
     items = [item for _, _, item in fetched if item is not None]

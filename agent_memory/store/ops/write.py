@@ -7,7 +7,7 @@ import logging
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_memory.core.effects import Command, Operation, call, command, execute, execute_batch
@@ -128,10 +128,10 @@ def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> 
         return [
             Command(
                 (
-                    "EVAL", scripts.WRITE_MEMORY, str(8 + len(indexes)),
+                    "EVAL", scripts.WRITE_MEMORY, str(9 + len(indexes)),
                     key, registry, bucket, ctx.keys.usage, ctx.keys.stats,
                     ctx.keys.term_stats(ns), ctx.keys.registry_version(ns), ctx.keys.epoch(ns),
-                    *indexes,
+                    ctx.keys.sequence, *indexes,
                     str(ttl_ms), memory.id, expiry, str(memory.created_at),
                     "1" if memory.explicit_id else "0", fresh_token(), str(len(delta)),
                     *(x for name, amount in delta.items() for x in (name, str(amount))),
@@ -152,6 +152,16 @@ def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> 
         *(command("ZADD", index, expiry, memory.id) for index in indexes),
         command("ZADD", bucket, str(memory.created_at), memory.id),
     ]
+
+
+def _numbered(
+    ctx: StoreContext, chunk: Sequence[tuple[NewMemory, float | None]]
+) -> Operation[Sequence[tuple[NewMemory, float | None]]]:
+    """The chunk with write numbers reserved ahead (clusters: the write counter and the
+    memories live in different slots, so one round trip reserves the chunk's numbers)."""
+    last = yield from execute("INCRBY", ctx.keys.sequence, str(len(chunk)))
+    first = integer(last) - len(chunk) + 1
+    return [(replace(m, sequence=first + i), ttl) for i, (m, ttl) in enumerate(chunk)]
 
 
 def _batch_commands(ctx: StoreContext, memories: Sequence[NewMemory]) -> list[Command]:
@@ -269,6 +279,8 @@ def write_memories(
     buckets: dict[str, tuple[str, list[str]]] = {}
     for start in range(0, len(memories), _WRITE_CHUNK):
         chunk = memories[start : start + _WRITE_CHUNK]
+        if ctx.cluster:
+            chunk = yield from _numbered(ctx, chunk)
         commands = [c for memory, ttl in chunk for c in _write_commands(ctx, memory, ttl)]
         commands += _batch_commands(ctx, [memory for memory, _ in chunk])
         replies = yield from execute_batch(commands)
