@@ -152,7 +152,7 @@ def test_gate_admits_lexical_matches_and_near_miss_stays_on_distance() -> None:
 def test_recall_weights_lexical_is_validated() -> None:
     from agent_memory.errors import InvalidInputError
 
-    assert RecallWeights().lexical == 0.5
+    assert RecallWeights().lexical == 0.6
     assert RecallWeights(0.6, 0.25, 0.15, lexical=0).lexical == 0
     for bad in (-0.1, 1.5, True, "x"):
         with pytest.raises(InvalidInputError):

@@ -42,8 +42,13 @@ def test_quality_harness_tiny_slice(tmp_path: Path) -> None:
     )  # fmt: skip
     assert time.monotonic() - started < 60
     assert result["dataset"]["memories"] > 0 and result["dataset"]["questions"] > 0
-    assert set(result["library"]) == {"valkey-search", "valkey"}
+    baseline = "valkey-search (baseline dialect)"
+    assert set(result["library"]) == {"valkey-search", baseline, "valkey"}
     assert result["library"]["valkey-search"]["backend"] == "ft"
+    assert result["library"][baseline]["backend"] == "ft"
+    for run in result["library"].values():
+        assert set(run["admissions"]) >= {"default", "cosine"}
+        assert all(value >= 0 for value in run["admissions"].values())
     assert result["library"]["valkey"]["backend"] == "portable"
     for run in result["library"].values():
         for metrics in run["metrics"].values():

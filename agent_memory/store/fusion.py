@@ -2,7 +2,8 @@
 
 The relevance of a candidate is a CombSUM of per-pool min-max normalised channels:
 ``rel = (1 - w) * mm(similarity) + w * mm(bm25)`` with ``w`` = ``RecallWeights.lexical``
-(0.5 by default: equal weights, no fitted constant; see ``benchmarks/quality/HYBRID.md``).
+(0.6 by default, chosen by leave-one-conversation-out on LoCoMo, see
+``benchmarks/quality/PRECISION.md``).
 ``mm(x) = (x - min) / (max - min)`` over the pool; when every candidate has the same
 value the channel gives 1 to all when it has a signal (a semantic match / a positive
 BM25) and 0 otherwise. When no candidate shares a term with the query (no lexical

@@ -201,6 +201,18 @@ def bm25(query_terms: Iterable[str], doc_terms: Sequence[str], stats: TermStats)
     return score
 
 
+def coverage(query_terms: Iterable[str], doc_terms: Sequence[str], stats: TermStats) -> float:
+    """The share of the query's idf mass (over its distinct terms) the document
+    contains: 1 when it has every query term, small when it shares only common words
+    (0 without overlap, or for a query without terms)."""
+    terms = set(query_terms)
+    total = sum(stats.idf(t) for t in terms)
+    if total <= 0:
+        return 0.0
+    present = set(doc_terms)
+    return sum(stats.idf(t) for t in terms if t in present) / total
+
+
 def stats_delta(contents: Iterable[str], sign: int) -> dict[str, int]:
     """HINCRBY amounts that add (``sign=1``) or remove (``-1``) texts from the statistics."""
     delta: Counter[str] = Counter()

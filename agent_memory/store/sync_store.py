@@ -103,7 +103,7 @@ class SyncMemoryStore:
             uses the embedder's ``recommended_threshold`` attribute when it has one (the
             built-in embedders do), else 0.33 (the BetterDB default).
         weights: weights of the composite score (default 0.75 / 0.10 / 0.15, hybrid
-            lexical share 0.5; ``RecallWeights(0.6, 0.25, 0.15, lexical=0)`` is BetterDB's).
+            lexical share 0.6; ``RecallWeights(0.6, 0.25, 0.15, lexical=0)`` is BetterDB's).
         half_life_seconds: recency half-life (default 7 days).
         max_items_per_scope: cap of memories per exact scope; lowest importance +
             recency are evicted after a write that exceeds it.

@@ -206,7 +206,9 @@ class RecallWeights:
 
     The defaults 0.75 / 0.10 / 0.15 (half-life 7 days) were chosen on LoCoMo
     (``benchmarks/quality/RESULTS.md``): recency 0.10 costs at most 0.001 of
-    recall@10 on a months-long history, 0.25 costs 0.044.
+    recall@10 on a months-long history, 0.25 costs 0.044. The lexical share 0.6 is the
+    one leave-one-conversation-out selection picks in 4 of 5 folds (MRR@10 0.471
+    against 0.441 with 0.5; ``benchmarks/quality/PRECISION.md``).
 
     ``utility`` weighs learned usefulness (only with ``reinforcement=True``) and
     ``labels`` the share of the query's labeler labels a memory carries; both only
@@ -218,7 +220,7 @@ class RecallWeights:
     importance: float = 0.15
     utility: float = 0.2
     labels: float = 0.1
-    lexical: float = 0.5
+    lexical: float = 0.6
 
     def __post_init__(self) -> None:
         values = (self.similarity, self.recency, self.importance)

@@ -3,7 +3,9 @@
 One store per conversation; each session's turns are written with ``remember_many`` while
 the injected clock reads that session's date; questions are asked with the clock one hour
 after the last turn, ``k=10`` and ``reinforce=False`` (reinforcement would move
-``last_accessed_at`` and change later recalls). The store gets the cached MiniLM vectors
+``last_accessed_at`` and change later recalls). Every scenario also asks the off-topic
+questions (:mod:`benchmarks.quality.offtopic`) of each conversation and reports how many
+memories it admits per question. The store gets the cached MiniLM vectors
 through :class:`CachedEmbedder`, so the numbers equal a fresh MiniLM run.
 """
 
@@ -18,6 +20,7 @@ from agent_memory import MemoryInput, RecallWeights, Scope, SyncMemoryStore
 from benchmarks.quality.data import Conversation
 from benchmarks.quality.embedcache import CachedEmbedder, embed_cached
 from benchmarks.quality.metrics import Outcome, first_rank, summarize
+from benchmarks.quality.offtopic import QUESTIONS as OFF_TOPIC
 
 K = 10
 
@@ -36,7 +39,7 @@ SCENARIOS = (
     Scenario("lexical", "(l) lexical only (library BM25 over the hybrid pool: lexical=1; "
              "sim=1, rec=0, imp=0; threshold 2.0)", RecallWeights(1.0, 0.0, 0.0, lexical=1.0), 2.0),
     Scenario("default", "(b) DEFAULT: hybrid, 0.75/0.10/0.15, 7 d half-life, default threshold "
-             "(lexical matches pass the gate)", None, None),
+             "(lexical matches pass the gate with half the query's idf mass)", None, None),
     Scenario("default_nogate", "(b') default, threshold 2.0 (no gate)", None, 2.0),
     Scenario("betterdb", "(c) previous default: BetterDB formula (0.6/0.25/0.15, lexical=0, "
              "default threshold)", RecallWeights(0.6, 0.25, 0.15, lexical=0.0), None),
@@ -58,20 +61,23 @@ def run_library(
     *,
     backend: str = "auto",
     prefix: str = "locomo",
+    ft_dialect: str = "auto",
 ) -> dict[str, Any]:
     """Store every turn, recall every question under each scenario; metrics + timings."""
     ranks: dict[str, list[Outcome]] = {s.key: [] for s in SCENARIOS}
+    admitted: dict[str, list[int]] = {s.key: [] for s in SCENARIOS}
     ranks.update({key: [] for key in LEARNING_KEYS})
     timing = {"remember_s": 0.0, "recall_s": 0.0, "recalls": 0, "memories": 0}
     backend_name = "?"
     for conv in convs:
         texts = [t.content() for t in conv.turns] + [q.text for q in conv.questions]
+        texts += [q for q in OFF_TOPIC if q not in set(texts)]
         matrix = embed_cached(embedder, texts)
         cached = CachedEmbedder(embedder, texts, matrix)
         clock = _Clock()
         store = SyncMemoryStore.from_url(
             url, name=f"{prefix}_{conv.id}", embed=cached, embed_many=cached.embed_many,
-            clock=clock, backend=backend,
+            clock=clock, backend=backend, ft_dialect=ft_dialect,
         )  # fmt: skip
         try:
             backend_name = store.ensure_index().backend
@@ -97,6 +103,12 @@ def run_library(
                     ranks[s.key].append(Outcome(q.category, first_rank(ranked, q.evidence)))
                     timing["recalls"] += 1
             timing["recall_s"] += time.perf_counter() - start
+            for question in OFF_TOPIC:
+                for s in SCENARIOS:
+                    hits = store.recall(
+                        question, k=K, weights=s.weights, threshold=s.threshold, reinforce=False
+                    )
+                    admitted[s.key].append(len(hits))
             _learning_run(url, conv, cached, clock, backend, prefix, store, ranks)
             store.forget_by_scope(Scope())  # leave the server as we found it
         finally:
@@ -106,6 +118,7 @@ def run_library(
     return {
         "backend": backend_name,
         "metrics": {key: summarize(ranks[key]) for key in labels},
+        "admissions": {key: sum(v) / max(len(v), 1) for key, v in admitted.items()},
         "labels": labels,
         "timing": timing,
     }

@@ -34,10 +34,14 @@ def _counts(metrics: Mapping[str, Mapping[str, float]]) -> str:
 
 def part1_table(result: Mapping[str, Any]) -> list[str]:
     lines = _header(["system", "server / backend", "scenario"])
+    lines[0] += " off-topic admissions / question |"
+    lines[1] += "---|"
     for kind, run in result["library"].items():
         for key, metrics in run["metrics"].items():
             label = run["labels"][key]
             cells = [_cell(metrics.get(c)) for c in COLUMNS]
+            admissions = run.get("admissions", {}).get(key)
+            cells.append(f"{admissions:.2f}" if admissions is not None else "-")
             lines.append(
                 f"| agent-memory | {kind} / {run['backend']} | {label} | "
                 + " | ".join(cells)
@@ -95,8 +99,14 @@ def markdown(result: Mapping[str, Any]) -> str:
         *part1_table(result),
         "",
         "Server kinds (`scripts/test_servers.py`): `valkey-search` = Valkey 8.0.1 with the "
-        "RediSearch 2.10 module (FT backend; the library sends only valkey-search 1.0.2 "
-        "dialect), `valkey` = the same Valkey without a module (portable backend).",
+        "RediSearch 2.10 module (FT backend with the RediSearch features: the lexical "
+        "channel is a TEXT field ranked by BM25); `valkey-search (baseline dialect)` = the "
+        'same server with `ft_dialect="baseline"`, sending only what valkey-search 1.0.2 '
+        "accepts (the lexical channel is the hashed `lex` vector field), as on production "
+        "valkey-search; `valkey` = the same Valkey without a module (portable backend). "
+        "Off-topic admissions: memories returned (k=10) per question of "
+        "`benchmarks/quality/offtopic.py` (55 questions no conversation answers), asked of "
+        "every conversation.",
         "",
         f"(c) learning features: {result['learning']}.",
         "",
@@ -123,6 +133,25 @@ def markdown(result: Mapping[str, Any]) -> str:
             "",
             *part2_table(research),
         ]
+    rows = result.get("precision")
+    if rows:
+        out += [
+            "",
+            "## Part 3: issue 15 gates and fusion (numpy, same cached vectors)",
+            "",
+            "See `benchmarks/quality/PRECISION.md`. Held-out (leave-one-conversation-out) "
+            "numbers; admissions are memories returned per off-topic question.",
+            "",
+            "| rule | r@1 | r@5 | r@10 | MRR@10 | admissions / off-topic question | LOCO choices |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            m = r["metrics"]["all"]
+            chosen = ", ".join(f"{c:g}" for c in r["chosen"]) if r.get("chosen") else "-"
+            out.append(
+                f"| {r['label']} | {m['r@1']:.3f} | {m['r@5']:.3f} | {m['r@10']:.3f} | "
+                f"{m['mrr']:.3f} | {r['admissions']:.2f} | {chosen} |"
+            )
     probe = result.get("ft_probe")
     if probe:
         out += [

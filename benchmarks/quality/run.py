@@ -21,7 +21,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.quality import data, ft_probe, library_runs, peer, research, research_run
+from benchmarks.quality import (
+    data,
+    ft_probe,
+    library_runs,
+    peer,
+    precision,
+    research,
+    research_run,
+)
 from benchmarks.quality.metrics import summarize
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,6 +106,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             srv = servers.start(kind, Path(tmp))
             try:
                 result["library"][kind] = library_runs.run_library(srv.url, convs, embedder)
+                if kind == "valkey-search":  # the dialect production valkey-search accepts
+                    result["library"][f"{kind} (baseline dialect)"] = library_runs.run_library(
+                        srv.url, convs, embedder, prefix="locomo_base", ft_dialect="baseline"
+                    )
                 if kind == args.servers[0] and not args.no_peer:
                     result["peer"] = _peer(srv.url, convs, embedder, kind)
                 if kind in ("valkey-search", "redis-search") and args.research != "off":
@@ -123,6 +135,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     if args.research != "off":
         result["research"] = research_run.research(preps, quick=args.research == "quick")
+        result["precision"] = [
+            {"label": r.label, "metrics": r.metrics, "admissions": r.admissions,
+             "chosen": r.chosen}
+            for r in precision.run(preps, embedder)
+        ]  # fmt: skip
     result["notes"] = (
         "See `benchmarks/quality/HYBRID.md` for the analysis and the recommended design."
     )

@@ -92,6 +92,30 @@ async def test_lexical_match_is_found_when_the_embedding_misses_it(env: StoreEnv
     assert all(h.matched == frozenset({"semantic"}) for h in by_vector)
 
 
+async def test_one_shared_common_word_does_not_open_the_gate(env: StoreEnv) -> None:
+    """A lexical match passes the gate only when it carries at least half of the
+    query's idf mass: "user" alone does not make "The user's name is Ada" an answer to a
+    question about invoices, while a memory holding the rare words does pass."""
+    embed = TableEmbedder()
+    q = random_unit("q")
+    question = "What is the user's shipping address for invoices?"
+    embed.set(question, q)
+    far = {
+        "The user's name is Ada": near(q, 0.9, "a"),
+        "The user likes green tea": near(q, 0.95, "b"),
+        "The user prefers dark mode": near(q, 0.92, "c"),
+        "Invoices go to the shipping address on file": near(q, 0.9, "d"),
+    }
+    for text, vector in far.items():
+        embed.set(text, vector)
+    store = env.make(embed, default_threshold=0.65)
+    for text in far:
+        await store.remember(text)
+    hits = await store.recall(question, k=10, reinforce=False)
+    assert [h.item.content for h in hits] == ["Invoices go to the shipping address on file"]
+    assert "lexical" in hits[0].matched and hits[0].distance > 0.65
+
+
 async def test_hybrid_respects_filters_and_tenants(env: StoreEnv) -> None:
     embed = TableEmbedder()
     store = env.make(embed)

@@ -19,7 +19,7 @@ from agent_memory.store.fusion import fuse
 from agent_memory.store.labels import Labels, context_digest, overlap
 from agent_memory.store.ops.read import is_expired
 from agent_memory.store.records import utility_state
-from agent_memory.store.scoring import Candidate
+from agent_memory.store.scoring import LEXICAL_GATE, Candidate
 from agent_memory.store.types import RecallWeights
 from agent_memory.store.utility import retention, utility
 
@@ -160,11 +160,17 @@ def fused(
             Candidate(v.item.id, v.distance, v.item.importance, v.item.touched, v, v.bonus)
             for v in visible
         ]
-    scores = [lexical.bm25(terms, lexical.document_terms(v.item.content), stats) for v in visible]
+    docs = [lexical.document_terms(v.item.content) for v in visible]
+    scores = [lexical.bm25(terms, doc, stats) for doc in docs]
+    covered = [lexical.coverage(terms, doc, stats) for doc in docs]
     kept = [
-        (v, s) for v, s in zip(visible, scores, strict=True) if s > 0 or "semantic" in v.matched
+        (v, s, c)
+        for v, s, c in zip(visible, scores, covered, strict=True)
+        if s > 0 or "semantic" in v.matched
     ]
-    relevance = fuse([1.0 - v.distance for v, _ in kept], [s for _, s in kept], weights.lexical)
+    relevance = fuse(
+        [1.0 - v.distance for v, _, _ in kept], [s for _, s, _ in kept], weights.lexical
+    )
     return [
         Candidate(
             v.item.id,
@@ -174,11 +180,11 @@ def fused(
             v,
             v.bonus,
             relevance=rel,
-            lexical_match=s > 0,
+            lexical_match=s > 0 and c >= LEXICAL_GATE,
             lexical_score=s,
             matched=v.matched | {"lexical"} if s > 0 else v.matched - {"lexical"},
         )
-        for (v, s), rel in zip(kept, relevance, strict=True)
+        for (v, s, c), rel in zip(kept, relevance, strict=True)
     ]
 
 

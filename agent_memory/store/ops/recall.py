@@ -236,9 +236,10 @@ def _report_near_miss(ctx: StoreContext, nearest: float | None, threshold: float
         return
     ctx.near_miss_warned = True
     message = (
-        f"recall on store {ctx.keys.name!r} returned nothing, but the nearest memory lay at "
-        f"cosine distance {nearest:.3f}, within twice the threshold {threshold:.3f}; "
-        "the threshold may be too strict for this embedder (warned once per store)"
+        f"recall on store {ctx.keys.name!r} found no memory within the threshold "
+        f"{threshold:.3f}; the nearest was a near miss at cosine distance {nearest:.3f} "
+        "(within twice the threshold). Nothing relevant may be stored; if memories that far "
+        "are relevant with this embedder, raise the threshold (warned once per store)"
     )
     logger.warning(message)
     warnings.warn(message, RuntimeWarning, stacklevel=2)
