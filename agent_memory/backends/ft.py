@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
-from agent_memory.backends.upgrade import ensure_lexical
+from agent_memory.backends.upgrade import choose_form, ensure_lexical, recorded_form
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, sleep
 from agent_memory.core.replies import error_text, integer, number, text
 from agent_memory.errors import (
@@ -163,8 +163,15 @@ class FtBackend:
         index is dropped (never its documents) and created again (the server re-indexes
         the hashes)."""
         dialect = ctx.dialect or NO_SEARCH
-        ctx.lexical_form = TEXT_FORM if dialect.native_text else VECTOR_FORM
-        needed = F_LEX_TEXT if dialect.native_text else F_LEX
+        recorded, version = yield from recorded_form(ctx)
+        ctx.lexical_form = choose_form(
+            recorded,
+            version,
+            wanted=TEXT_FORM if dialect.native_text else VECTOR_FORM,
+            server_has_text=dialect.family == "redisearch",
+        )
+        native_text = ctx.lexical_form == TEXT_FORM
+        needed = F_LEX_TEXT if native_text else F_LEX
         found = yield from _read_info(ctx)
         if found is not None:
             info, raw = found
@@ -182,7 +189,7 @@ class FtBackend:
             ctx.keys.index,
             ctx.keys.prefix,
             VectorIndexSpec(dim=ctx.dim),
-            native_text=dialect.native_text,
+            native_text=native_text,
         )
         try:
             yield from execute("FT.CREATE", *args)
@@ -207,7 +214,7 @@ class FtBackend:
     def _command(self, ctx: StoreContext, q: KnnQuery) -> Command:
         dialect = ctx.dialect or NO_SEARCH
         index = ctx.keys.index
-        if q.lexical and dialect.native_text:
+        if q.lexical and ctx.lexical_form == TEXT_FORM:
             return Command(
                 ("FT.SEARCH", *text_search_args(index, q.filter, q.terms, q.k, q.fields))
             )
@@ -279,7 +286,7 @@ class FtBackend:
 def _matches(ctx: StoreContext, q: KnnQuery, reply: Any) -> list[KnnMatch]:
     """The matches of one search reply (text searches have no distance: 0)."""
     alias = None
-    if not (q.lexical and (ctx.dialect or NO_SEARCH).native_text):
+    if not (q.lexical and ctx.lexical_form == TEXT_FORM):
         alias = LEX_DISTANCE_ALIAS if q.lexical else DISTANCE_ALIAS
     matches = []
     prefix = ctx.keys.prefix

@@ -141,7 +141,7 @@ class PortableBackend:
     def prepare(self, ctx: StoreContext) -> Operation[bool]:
         """No index to create; records the analyzer (backfilling ``lex`` and the term
         statistics of a store written before hybrid recall or by a full-text server)."""
-        ctx.lexical_form = VECTOR_FORM
+        ctx.lexical_form = VECTOR_FORM  # the mirror searches the hashed vectors
         yield from ensure_lexical(ctx)
         return False
 

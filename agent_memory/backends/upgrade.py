@@ -21,7 +21,13 @@ from agent_memory.errors import AgentMemoryError, IndexMismatchError
 from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
-from agent_memory.store.lexical import ANALYZER, adjust_args, stats_delta
+from agent_memory.store.lexical import (
+    ANALYZER,
+    TEXT_FORM,
+    VECTOR_FORM,
+    adjust_args,
+    stats_delta,
+)
 from agent_memory.store.ops.versions import bump
 from agent_memory.store.records import lexical_fields
 
@@ -42,6 +48,46 @@ def _raise_errors(replies: list[object]) -> None:
 
 def _other_field(form_fields: list[str | bytes]) -> str:
     return L.F_LEX if form_fields[0] == L.F_LEX_TEXT else L.F_LEX_TEXT
+
+
+def choose_form(
+    recorded: str | None, schema_version: int, *, wanted: str, server_has_text: bool
+) -> str:
+    """The lexical form a process uses on a store (pure).
+
+    The form belongs to the store, not to the process: the first writer's choice stays,
+    so processes of different settings sharing a store never convert it back and forth.
+    A store of an older schema in the vector form is upgraded to the text form where the
+    server has full text (the point of schema 3); a store in the text form is converted
+    back only where the server has no full text (it moved to valkey-search, or lost its
+    module), the one case where there is no other way.
+
+    Raises:
+        IndexMismatchError: the store is in the text form and this process may not send
+            text queries to a server that has them (``ft_dialect="baseline"``).
+    """
+    if recorded is None or recorded == wanted:
+        return wanted
+    if recorded == VECTOR_FORM:
+        return TEXT_FORM if schema_version < L.SCHEMA_VERSION and wanted == TEXT_FORM else recorded
+    if recorded == TEXT_FORM and server_has_text:
+        raise IndexMismatchError(
+            "the store keeps its lexical channel in a full-text index this process may not "
+            "query (ft_dialect='baseline'); open it with ft_dialect='auto', or export and "
+            "import it into a store written in the baseline dialect"
+        )
+    return wanted
+
+
+def recorded_form(ctx: StoreContext) -> Operation[tuple[str | None, int]]:
+    """The lexical form recorded in the store's metadata and its schema version."""
+    replies = yield from execute_batch(
+        [command("HMGET", ctx.keys.meta, L.META_LEXICAL, "schema_version")]
+    )
+    _raise_errors(replies)
+    values = list(replies[0] or [None, None])
+    version = optional_text(values[1])
+    return optional_text(values[0]), int(version) if version and version.isdigit() else 0
 
 
 def ensure_lexical(ctx: StoreContext, *, force: bool = False) -> Operation[bool]:

@@ -109,7 +109,7 @@ def run_library(
                         question, k=K, weights=s.weights, threshold=s.threshold, reinforce=False
                     )
                     admitted[s.key].append(len(hits))
-            _learning_run(url, conv, cached, clock, backend, prefix, store, ranks)
+            _learning_run(url, conv, cached, clock, backend, prefix, store, ranks, ft_dialect)
             store.forget_by_scope(Scope())  # leave the server as we found it
         finally:
             store.close()
@@ -141,6 +141,7 @@ def _learning_run(
     prefix: str,
     plain: SyncMemoryStore,
     ranks: dict[str, list[Outcome]],
+    ft_dialect: str,
 ) -> None:
     """Learn from evaluated recalls of half the questions, measure on the other half.
 
@@ -150,7 +151,7 @@ def _learning_run(
     """
     learner = SyncMemoryStore.from_url(
         url, name=f"{prefix}_{conv.id}", embed=cached, embed_many=cached.embed_many,
-        clock=clock, backend=backend, reinforcement=True,
+        clock=clock, backend=backend, reinforcement=True, ft_dialect=ft_dialect,
     )  # fmt: skip
     try:
         for q in conv.questions[0::2]:
