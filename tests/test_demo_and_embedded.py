@@ -35,6 +35,14 @@ def test_demo_runs_on_the_embedded_server(tmp_path: Path) -> None:
     # The demo stopped the server it started and persisted its data.
     assert not (data / "server.json").exists()
     assert (data / "appendonlydir").is_dir()
+    # The other commands, with their defaults, see what the demo wrote.
+    listed = subprocess.run(
+        [sys.executable, "-m", "agent_memory.cli.main", "--path", str(data), "--json", "list",
+         "--namespace", "demo"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["total"] == consolidation["memories_after"]
 
 
 def test_second_opener_reuses_the_running_server(tmp_path: Path) -> None:

@@ -62,13 +62,14 @@ class Invocation:
         """``--url``, else ``$AGENT_MEMORY_URL``, else ``None`` (the embedded server)."""
         return self.args.url or os.environ.get(URL_ENV) or None
 
-    def open_embedded(self) -> Any:
-        """The embedded server of ``--path`` (started unless already running)."""
+    def open_embedded(self, port: int | None = None) -> Any:
+        """The embedded server of ``--path`` (started unless already running, on ``port``
+        when given)."""
         if self.server is None:
             from agent_memory.embedded.server import open_embedded
 
             try:
-                self.server = open_embedded(self.args.path)
+                self.server = open_embedded(self.args.path, port=port)
             except OSError as exc:
                 raise CliError(f"cannot use --path {self.args.path}: {exc}") from exc
         return self.server

@@ -21,7 +21,6 @@ HISTORY: list[tuple[str, float, list[str]]] = [
     ("Ada's favourite programming language is Python.", 0.4, ["profile"]),
 ]
 
-DEMO_NAME = "agent_memory_demo"
 
 QUESTIONS = [
     "which colour theme does the user like?",
@@ -43,12 +42,15 @@ def pick_embedder() -> tuple[Callable[[str], Any], str]:
     return embedder, "all-MiniLM-L6-v2 (local, int8 ONNX)"
 
 
-def run_demo(url: str, *, as_json: bool, out: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the scripted demo against ``url``; returns what was shown."""
+def run_demo(
+    url: str, *, name: str, as_json: bool, out: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Run the scripted demo against store ``name`` at ``url`` (namespace ``demo``, so
+    the other commands find it); returns what was shown."""
     embed, embedder_name = pick_embedder()
     scope = Scope(namespace="demo", agent_id="assistant")
-    report: dict[str, Any] = {"embedder": embedder_name, "recalls": []}
-    store = SyncMemoryStore.from_url(url, name=DEMO_NAME, embed=embed)
+    report: dict[str, Any] = {"embedder": embedder_name, "recalls": [], "name": name}
+    store = SyncMemoryStore.from_url(url, name=name, embed=embed)
     with store:
         status = store.ensure_index()
         report["backend"] = status.backend
@@ -87,13 +89,20 @@ def run_demo(url: str, *, as_json: bool, out: Callable[[str], None] = print) -> 
         out(json.dumps(report, indent=2))
         return report
     out(f"backend: {report['backend']} ({report['dialect']}); embedder: {embedder_name}")
-    out(f"remembered {len(ids)} memories in namespace 'demo'\n")
+    out(f"remembered {len(ids)} memories in store '{name}', namespace 'demo'\n")
+    out(
+        "score: how well a memory answers (relevance, recency, importance; higher is "
+        "better)\ndistance: cosine distance of the embeddings (0 same meaning, 2 opposite; "
+        "a memory\n  found by its words may be returned at a large distance)\n"
+    )
     for entry in report["recalls"]:
         out(f"? {entry['question']}")
         if not entry["hits"]:
-            out("    (nothing relevant enough: the similarity threshold holds)")
+            out("    nothing relevant stored: no memory passed the threshold")
+        else:
+            out(f"    {'score':>5}  {'distance':>8}  memory")
         for hit in entry["hits"]:
-            out(f"    {hit['score']:.3f}  d={hit['distance']:.3f}  {hit['content']}")
+            out(f"    {hit['score']:5.3f}  {hit['distance']:8.3f}  {hit['content']}")
         out("")
     c = report["consolidation"]
     out(

@@ -98,8 +98,11 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def open_embedded(path: str | os.PathLike[str] = "./agent-memory-data") -> EmbeddedServer:
-    """Reuse the server already serving ``path`` or start one.
+def open_embedded(
+    path: str | os.PathLike[str] = "./agent-memory-data", *, port: int | None = None
+) -> EmbeddedServer:
+    """Reuse the server already serving ``path`` or start one (on ``port`` when given,
+    else on a free loopback port).
 
     Raises:
         CapabilityError: no server binary on PATH and the ``embedded`` extra is not
@@ -112,15 +115,15 @@ def open_embedded(path: str | os.PathLike[str] = "./agent-memory-data") -> Embed
         state_path = folder / STATE_FILE
         if state_path.exists():
             state = _read_state(state_path)
-            port, pid = state.get("port"), state.get("pid")
+            running, pid = state.get("port"), state.get("pid")
             if (
-                isinstance(port, int)
+                isinstance(running, int)
                 and isinstance(pid, int)
                 and _pid_alive(pid)
-                and _answers(port)
+                and _answers(running)
             ):
                 return EmbeddedServer(
-                    f"redis://127.0.0.1:{port}", folder, False, bool(state.get("search"))
+                    f"redis://127.0.0.1:{running}", folder, False, bool(state.get("search"))
                 )
         binary = find_server_binary()
         if binary is None:
@@ -130,7 +133,7 @@ def open_embedded(path: str | os.PathLike[str] = "./agent-memory-data") -> Embed
             )
         module = find_search_module()
         process = start_server(
-            binary, folder, module=module, appendonly=True, log_name="server.log"
+            binary, folder, port=port, module=module, appendonly=True, log_name="server.log"
         )
         state_path.write_text(
             json.dumps(

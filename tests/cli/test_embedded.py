@@ -86,3 +86,35 @@ def test_serve_runs_until_sigterm(tmp_path: Path) -> None:
             serve.kill()
             serve.wait()
     assert not (tmp_path / "server.json").exists()
+
+
+def test_serve_on_a_chosen_port(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port free right now
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "agent_memory.cli.main", "--path", str(tmp_path), "serve",
+         "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None
+        line = serve.stdout.readline()
+        assert line.strip() == f"serving {tmp_path} at redis://127.0.0.1:{port} (Ctrl-C to stop)"
+        url = f"redis://127.0.0.1:{port}"
+        stats = subprocess.run(
+            [sys.executable, "-m", "agent_memory.cli.main", "--url", url, "--embedder",
+             "hashing", "--json", "stats"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert stats.returncode == 0, stats.stderr
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=30) == 0
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+    bad = _cli(tmp_path, "serve", "--port", "70000")
+    assert bad.returncode == 2 and "1..65535" in bad.stderr

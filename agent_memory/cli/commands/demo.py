@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from agent_memory.cli.context import Invocation
-from agent_memory.cli.options import AddParser
+from agent_memory.cli.options import DEFAULT_NAME, AddParser
 from agent_memory.cli.output import out
 
 
@@ -15,9 +15,10 @@ def register(add_parser: AddParser) -> None:
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
-    from agent_memory.cli.demo import DEMO_NAME, run_demo
+    from agent_memory.cli.demo import run_demo
 
-    run_demo(inv.url, as_json=args.json, out=out)
+    run_demo(inv.url, name=args.name, as_json=args.json, out=out)
     if not args.json:
-        out(f"\nlook around: agent-memory --name {DEMO_NAME} list --namespace demo")
+        where = f" --name {args.name}" if args.name != DEFAULT_NAME else ""
+        out(f"\nlook around: agent-memory{where} list --namespace demo")
     return 0

@@ -17,7 +17,23 @@ def register(add_parser: AddParser) -> None:
     parser = add_parser(
         "serve", help="run the embedded server of --path in the foreground (Ctrl-C stops it)"
     )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        help="loopback port to serve on, e.g. 6379 (default: a free one); then "
+        "redis://127.0.0.1:PORT reaches it",
+    )
     parser.set_defaults(run=run)
+
+
+def _port(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {raw!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1..65535, got {value}")
+    return value
 
 
 class _Terminated(Exception):
@@ -31,10 +47,12 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     if args.url:
         raise UsageError("serve runs the embedded server of --path; it takes no --url")
-    server = inv.open_embedded()
+    server = inv.open_embedded(port=args.port)
     url = server.url
     if not server.owned:
         raise CliError(f"{args.path} is already served at {url} by another process")
+    if args.port is not None and not url.endswith(f":{args.port}"):
+        raise CliError(f"{args.path} is served at {url}, not on port {args.port}")
     previous = signal.signal(signal.SIGTERM, _stop)
     out(f"serving {args.path} at {url} (Ctrl-C to stop)")
     sys.stdout.flush()

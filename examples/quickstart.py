@@ -1,0 +1,57 @@
+"""Remember, recall and complete with agent-memory: runs as is on a fresh install.
+
+    pip install -e '.[embedded,local]'
+    python examples/quickstart.py                  # a private embedded server in ./agent-memory-data
+
+To use a server of your own instead (Valkey or Redis, with or without a search module):
+
+    agent-memory serve --port 6379                 # or any valkey-server / redis-server
+    AGENT_MEMORY_URL=redis://127.0.0.1:6379 python examples/quickstart.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from agent_memory import AgentMemory, Scope
+from agent_memory.errors import AgentMemoryError
+
+
+def pick_embedder() -> object:
+    """The local MiniLM model (extra ``local``), else the dependency-free hashing one."""
+    from agent_memory.embedders import HashingEmbedder, MiniLMEmbedder
+
+    try:
+        model = MiniLMEmbedder()
+        model.load()
+        return model
+    except AgentMemoryError:
+        return HashingEmbedder()
+
+
+async def main() -> None:
+    embed = pick_embedder()
+    url = os.environ.get("AGENT_MEMORY_URL")
+    agent = (
+        AgentMemory.from_url(url, name="quickstart", embed=embed)
+        if url
+        else AgentMemory.embedded("./agent-memory-data", name="quickstart", embed=embed)
+    )
+    async with agent:  # creates the index, announces itself to Monitor; closes everything
+        scope = Scope(namespace="acme", agent_id="assistant")
+        await agent.memory.remember(
+            "User prefers dark mode", importance=0.8, tags=["prefs"], scope=scope
+        )
+        await agent.memory.remember("Deploys happen on Tuesdays", scope=scope)
+        hits = await agent.memory.recall("what theme does the user like?", scope=scope, k=5)
+        for hit in hits:
+            print(f"{hit.score:.3f}  distance {hit.distance:.3f}  {hit.item.content}")
+        await agent.memory.complete(hits.selection_id, score=0.9)  # how well that recall served
+        request = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+        cached = await agent.llm.check(request)
+        print("LLM cache hit:", cached.hit)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
