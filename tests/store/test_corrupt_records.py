@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
+from agent_memory import Forgetting, Scope
 from agent_memory.store import layout as L
 from tests.store.conftest import StoreEnv
 from tests.support import TableEmbedder, near, random_unit
 
 BAD_UTF8 = b"\xff\xfe bad"
+DAY = 86400.0
 
 CORRUPTIONS = {
     "tags_json": ("HSET", L.F_TAGS_RAW, BAD_UTF8),
@@ -67,8 +69,20 @@ async def test_an_unreadable_memory_is_skipped_and_counted(env: StoreEnv, corrup
     exported = [r["id"] async for r in _records(store)]
     assert sorted(exported) == sorted(good)
     assert raw._ctx.counters.get("corrupt_records", 0) > before
+    pruner = env.make(embed, name=raw.name, forgetting=Forgetting(half_life_seconds=10 * DAY))
+    assert (await pruner.prune()).deleted == ()  # nothing forgotten, nothing raised
+    summarised: list[str] = []
+
+    def summarize(items: list[Any]) -> str:
+        summarised.extend(item.id for item in items)
+        return "summary"
+
+    await store.consolidate(
+        mode="summary", scope=Scope(), summarize=summarize, delete_sources=False
+    )
+    assert sorted(summarised) == sorted(good)
     assert await store.forget(bad) in (True, False)  # an unreadable memory can be forgotten
-    assert len(await store.recall("query", k=5)) == 2
+    assert bad not in [h.item.id for h in await store.recall("query", k=5)]
 
 
 async def _records(store: Any) -> Any:

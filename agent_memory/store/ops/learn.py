@@ -20,12 +20,18 @@ from typing import Any
 
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
 from agent_memory.core.replies import integer, optional_text, text
-from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
+from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError, ReplyParseError
 from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
 from agent_memory.store.ops.forget import delete_ids
-from agent_memory.store.ops.read import fields_of
+from agent_memory.store.ops.read import (
+    Unreadable,
+    fields_of,
+    read_many,
+    read_many_replies,
+    unreadable,
+)
 from agent_memory.store.ops.versions import bump
 from agent_memory.store.records import retention_from_fields
 from agent_memory.store.validation import check_id
@@ -124,16 +130,21 @@ def suppressed(ctx: StoreContext, ids: Sequence[str]) -> Operation[set[str]]:
     out: set[str] = set()
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
-        replies = yield from execute_batch(
-            [Command(("HMGET", ctx.keys.memory(m), *L.RETENTION_FIELDS)) for m in chunk]
-        )
-        for memory_id, values in zip(chunk, replies, strict=True):
-            if isinstance(values, AgentMemoryError):
-                raise values
+        keys = [ctx.keys.memory(m) for m in chunk]
+        replies = yield from execute_batch(read_many(ctx, keys, L.RETENTION_FIELDS))
+        records = read_many_replies(ctx, replies, len(chunk))
+        for memory_id, values in zip(chunk, records, strict=True):
+            if isinstance(values, Unreadable):
+                unreadable(ctx, memory_id, "its key holds no hash")
+                continue
             fields = fields_of(values, L.RETENTION_FIELDS)
             if L.F_CREATED not in fields:
                 continue
-            kept = retention_from_fields(fields, forgetting, now)
+            try:
+                kept = retention_from_fields(fields, forgetting, now)
+            except ReplyParseError as exc:
+                unreadable(ctx, memory_id, exc)  # never pruned for a value it cannot read
+                continue
             if kept < forgetting.retention_threshold:
                 out.add(memory_id)
     return out
