@@ -15,23 +15,11 @@ import asyncio
 import os
 
 from agent_memory import AgentMemory, Scope
-from agent_memory.errors import AgentMemoryError
-
-
-def pick_embedder() -> object:
-    """The local MiniLM model (extra ``local``), else the dependency-free hashing one."""
-    from agent_memory.embedders import HashingEmbedder, MiniLMEmbedder
-
-    try:
-        model = MiniLMEmbedder()
-        model.load()
-        return model
-    except AgentMemoryError:
-        return HashingEmbedder()
+from agent_memory.embedders import choose_embedder
 
 
 async def main() -> None:
-    embed = pick_embedder()
+    embed, _ = choose_embedder("auto")  # MiniLM with the local extra, else hashing
     url = os.environ.get("AGENT_MEMORY_URL")
     agent = (
         AgentMemory.from_url(url, name="quickstart", embed=embed)

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 EMBEDDERS = ("auto", "minilm", "hashing")
-MINILM_DIM = 384
 URL_ENV = "AGENT_MEMORY_URL"
 
 
@@ -31,19 +30,9 @@ def make_embedder(kind: str, dim: int | None) -> tuple[Callable[[str], Any], str
     Raises:
         CapabilityError: ``minilm`` without the ``local`` extra installed.
     """
-    from agent_memory.embedders import HashingEmbedder, MiniLMEmbedder
+    from agent_memory.embedders import choose_embedder
 
-    if kind == "hashing":
-        embedder = HashingEmbedder(dim) if dim is not None else HashingEmbedder()
-        return embedder, f"hashing ({embedder.dim} dimensions)"
-    if kind == "minilm":
-        minilm = MiniLMEmbedder()
-        minilm.load()
-        return minilm, f"minilm ({MINILM_DIM} dimensions)"
-    from agent_memory.cli.demo import pick_embedder
-
-    embedder_any, label = pick_embedder()
-    return embedder_any, label
+    return choose_embedder(kind, dim)
 
 
 class Invocation:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_memory import MemoryInput, Scope, SyncMemoryStore
-from agent_memory.errors import AgentMemoryError
+from agent_memory.embedders import choose_embedder
 from agent_memory.store.summarizers import extractive_summarizer
 
 HISTORY: list[tuple[str, float, list[str]]] = [
@@ -30,24 +30,12 @@ QUESTIONS = [
 ]
 
 
-def pick_embedder() -> tuple[Callable[[str], Any], str]:
-    """The local semantic embedder when its extra is installed, else the hashing one."""
-    from agent_memory.embedders import HashingEmbedder, MiniLMEmbedder
-
-    try:
-        embedder = MiniLMEmbedder()
-        embedder.load()
-    except AgentMemoryError:
-        return HashingEmbedder(), "hashing (lexical; install agent-memory[local] for semantic)"
-    return embedder, "all-MiniLM-L6-v2 (local, int8 ONNX)"
-
-
 def run_demo(
     url: str, *, name: str, as_json: bool, out: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """Run the scripted demo against store ``name`` at ``url`` (namespace ``demo``, so
     the other commands find it); returns what was shown."""
-    embed, embedder_name = pick_embedder()
+    embed, embedder_name = choose_embedder("auto")
     scope = Scope(namespace="demo", agent_id="assistant")
     report: dict[str, Any] = {"embedder": embedder_name, "recalls": [], "name": name}
     store = SyncMemoryStore.from_url(url, name=name, embed=embed)

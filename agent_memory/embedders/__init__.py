@@ -13,6 +13,7 @@ and ``urllib.request`` load on first use.
 """
 
 from agent_memory.embedders.base import Embedder
+from agent_memory.embedders.choice import choose_embedder
 from agent_memory.embedders.e5 import E5SmallEmbedder
 from agent_memory.embedders.hashing import HashingEmbedder
 from agent_memory.embedders.minilm import MiniLMEmbedder
@@ -24,4 +25,5 @@ __all__ = [
     "HashingEmbedder",
     "MiniLMEmbedder",
     "OpenAICompatibleEmbedder",
+    "choose_embedder",
 ]

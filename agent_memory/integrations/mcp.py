@@ -246,26 +246,15 @@ async def serve_stdio(tools: MemoryTools) -> None:
 
 
 def make_embedder(kind: str, dim: int | None = None) -> Callable[[str], Any]:
-    """The embedder ``--embedder`` names: ``hashing`` (``dim``, default 384),
-    ``minilm`` (loaded now, to fail at start-up rather than at the first call), or
-    ``auto`` (minilm when the ``local`` extra is installed, else hashing; the rule of
-    the other ``agent-memory`` commands).
+    """The embedder ``--embedder`` names (:func:`agent_memory.embedders.choose_embedder`,
+    the rule of every ``agent-memory`` command).
 
     Raises:
         CapabilityError: ``minilm`` without the ``local`` extra.
     """
-    from agent_memory.embedders import HashingEmbedder, MiniLMEmbedder
+    from agent_memory.embedders import choose_embedder
 
-    if kind == "hashing":
-        return HashingEmbedder(dim) if dim is not None else HashingEmbedder()
-    try:
-        embedder = MiniLMEmbedder()
-        embedder.load()
-    except AgentMemoryError:
-        if kind == "auto":
-            return HashingEmbedder()
-        raise
-    return embedder
+    return choose_embedder(kind, dim)[0]
 
 
 async def serve_url(

@@ -31,6 +31,7 @@ def test_all() -> None:
         "HashingEmbedder",
         "MiniLMEmbedder",
         "OpenAICompatibleEmbedder",
+        "choose_embedder",
     ]
 
 
@@ -72,3 +73,14 @@ def test_finish_vectors_validates() -> None:
             finish_vectors(matrix, rows=len(matrix), dim=3, source="t")
     with pytest.raises(ServerResponseError):
         finish_vectors([[0.0]], rows=1, dim=1, source="t", error=ServerResponseError)
+
+
+def test_choose_embedder_one_rule_for_every_command() -> None:
+    from agent_memory.errors import InvalidInputError
+
+    model, label = embedders.choose_embedder("auto")
+    assert isinstance(model, embedders.MiniLMEmbedder) and label.startswith("minilm (384")
+    hashing, label = embedders.choose_embedder("hashing", 64)
+    assert hashing.dim == 64 and label == "hashing (64 dimensions)"
+    with pytest.raises(InvalidInputError):
+        embedders.choose_embedder("bert")

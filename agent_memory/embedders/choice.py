@@ -1,0 +1,43 @@
+"""Pick a built-in embedder by name: the one rule the CLI, the demo and the MCP server
+share (and a user's script can use too)."""
+
+from __future__ import annotations
+
+from agent_memory.embedders.hashing import HashingEmbedder
+from agent_memory.embedders.minilm import MiniLMEmbedder
+from agent_memory.errors import AgentMemoryError, InvalidInputError
+
+KINDS = ("auto", "minilm", "hashing")
+
+
+def choose_embedder(
+    kind: str = "auto", dim: int | None = None
+) -> tuple[MiniLMEmbedder | HashingEmbedder, str]:
+    """The embedder ``kind`` names and a short label describing it.
+
+    ``minilm`` is the local all-MiniLM-L6-v2 (loaded now, so a missing extra fails at
+    start-up, not at the first call); ``hashing`` the dependency-free lexical one (``dim``
+    wide, default 384); ``auto`` MiniLM when the ``local`` extra is installed, else
+    hashing.
+
+    Raises:
+        InvalidInputError: an unknown ``kind``.
+        CapabilityError: ``minilm`` without the ``local`` extra.
+    """
+    if kind not in KINDS:
+        raise InvalidInputError(f"embedder must be one of {KINDS}, got {kind!r}", field="kind")
+    if kind == "hashing":
+        hashing = HashingEmbedder(dim) if dim is not None else HashingEmbedder()
+        return hashing, f"hashing ({hashing.dim} dimensions)"
+    try:
+        model = MiniLMEmbedder()
+        model.load()
+    except AgentMemoryError:
+        if kind == "minilm":
+            raise
+        hashing = HashingEmbedder(dim) if dim is not None else HashingEmbedder()
+        return hashing, (
+            f"hashing ({hashing.dim} dimensions; lexical: install agent-memory[local] for a "
+            "semantic model)"
+        )
+    return model, f"minilm ({model.dim} dimensions, all-MiniLM-L6-v2, local int8 ONNX)"
