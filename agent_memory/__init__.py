@@ -23,6 +23,7 @@ from agent_memory.cache import (
 from agent_memory.errors import (
     AgentMemoryError,
     CapabilityError,
+    EmbedderError,
     IndexMismatchError,
     InvalidInputError,
     NotFoundError,
@@ -60,6 +61,7 @@ __all__ = [
     "AgentStats",
     "CacheStats",
     "CapabilityError",
+    "EmbedderError",
     "ConsolidationResult",
     "EmbeddingCache",
     "Fact",

@@ -18,6 +18,10 @@ Families:
 * :class:`IndexMismatchError`: the existing index or stored identity does not match
   this store's configuration (dimension, metric, schema version).
 * :class:`CapabilityError`: the server lacks something the operation needs.
+* :class:`EmbedderError`: the embedder (your callback) failed or returned something
+  that is not a vector; the original exception is its ``__cause__``. It is both an
+  :class:`InvalidInputError` (the text was not stored) and a :class:`CapabilityError`
+  (the store cannot embed), so either family catches it.
 * :class:`ServerResponseError`: the server answered with an error we do not expect.
 * :class:`ReplyParseError`: a reply had a shape the parser cannot read.
 * :class:`StoreClosedError`: the store was used after ``close()``.
@@ -65,6 +69,11 @@ class CapabilityError(AgentMemoryError):
     """The server does not support what the operation needs."""
 
 
+class EmbedderError(InvalidInputError, CapabilityError):
+    """The embedder failed (its exception is the ``__cause__``) or returned something
+    that is not a usable vector. Nothing was written."""
+
+
 class ServerResponseError(AgentMemoryError):
     """The server answered with an unexpected error.
 
@@ -88,6 +97,7 @@ class StoreClosedError(AgentMemoryError):
 __all__ = [
     "AgentMemoryError",
     "CapabilityError",
+    "EmbedderError",
     "IndexMismatchError",
     "InvalidInputError",
     "NotFoundError",

@@ -161,3 +161,21 @@ def test_unknown_client_option_is_bad_input_at_once() -> None:
                 client_no_such_option=1,
             )
         assert "no_such_option" in str(caught.value) and "hunter2" not in str(caught.value)
+
+
+async def test_embedder_failures_are_one_exception(env: StoreEnv) -> None:
+    """Whether the probe at ensure_index or a write fails, the embedder's failure is an
+    EmbedderError (an InvalidInputError and a CapabilityError) caused by the original."""
+    from agent_memory import CapabilityError, EmbedderError
+
+    class Broken:
+        def __call__(self, text: str) -> list[float]:
+            raise RuntimeError("model not loaded")
+
+    store = env.make(Broken())
+    for call in (store.ensure_index, lambda: store.remember("x")):
+        with pytest.raises(EmbedderError) as caught:
+            await call()
+        assert isinstance(caught.value, InvalidInputError)
+        assert isinstance(caught.value, CapabilityError)
+        assert isinstance(caught.value.__cause__, RuntimeError)

@@ -9,13 +9,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.core.effects import Operation, call
-from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.errors import AgentMemoryError, EmbedderError, InvalidInputError
 from agent_memory.store.context import StoreContext
 from agent_memory.store.validation import unit_vector
 
 
-def _embedder_failed(exc: Exception) -> InvalidInputError:
-    return InvalidInputError(f"the embedder raised {type(exc).__name__}: {exc}", field="embed")
+def _embedder_failed(exc: Exception) -> EmbedderError:
+    return EmbedderError(f"the embedder raised {type(exc).__name__}: {exc}", field="embed")
 
 
 def embed_texts(ctx: StoreContext, texts: Sequence[str]) -> Operation[list[NDArray[np.float32]]]:

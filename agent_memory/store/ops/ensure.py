@@ -8,7 +8,12 @@ from agent_memory.backends.ft import FtBackend
 from agent_memory.backends.portable import PortableBackend
 from agent_memory.core.effects import Operation, call, command, execute, execute_batch
 from agent_memory.core.replies import integer, pairs, text
-from agent_memory.errors import AgentMemoryError, CapabilityError, IndexMismatchError
+from agent_memory.errors import (
+    AgentMemoryError,
+    CapabilityError,
+    EmbedderError,
+    IndexMismatchError,
+)
 from agent_memory.search.dialect import Dialect, detect_dialect
 from agent_memory.store.context import StoreContext
 from agent_memory.store.layout import SCHEMA_VERSION
@@ -49,7 +54,7 @@ def _discover_dim(ctx: StoreContext) -> Operation[int]:
     except AgentMemoryError:
         raise
     except Exception as exc:
-        raise CapabilityError(f"the embedder failed on a probe text: {exc}") from exc
+        raise EmbedderError(f"the embedder failed on a probe text: {exc}", field="embed") from exc
     return int(unit_vector(vector, None, field="embedding").size)
 
 
