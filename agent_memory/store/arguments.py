@@ -14,7 +14,7 @@ from agent_memory.store.context import LiveConfig
 from agent_memory.store.ops.consolidate import Selection
 from agent_memory.store.ops.write import MemoryInput
 from agent_memory.store.types import MemoryItem, RecallWeights, Scope
-from agent_memory.store.validation import check_importance, check_tags, check_threshold
+from agent_memory.store.validation import check_importance, check_scope, check_tags, check_threshold
 
 
 def validated_config(
@@ -72,8 +72,7 @@ def consolidation_args(
 ) -> tuple[Selection, Callable[[list[MemoryItem]], Any]]:
     if mode not in ("summary", "facts"):
         raise InvalidInputError("mode must be 'summary' or 'facts'", field="mode")
-    if scope is not None and not isinstance(scope, Scope):
-        raise InvalidInputError("scope must be a Scope or None", field="scope")
+    check_scope(scope)
     checked_tags = check_tags(tags)
     if scope is None and not checked_tags and older_than_seconds is None and max_importance is None:
         raise InvalidInputError(

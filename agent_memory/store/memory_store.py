@@ -74,9 +74,11 @@ from agent_memory.store.validation import (
     check_id,
     check_k,
     check_name,
+    check_scope,
     check_tags,
     check_text,
     check_threshold,
+    require_scope,
 )
 from agent_memory.telemetry import Telemetry
 from agent_memory.telemetry.core import AttributeValue, describe_result
@@ -455,8 +457,7 @@ class MemoryStore:
         check_k(limit, field="limit", maximum=10_000)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError("offset must be an int >= 0", field="offset")
-        if scope is not None and not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        check_scope(scope)
         flt = scope_filter(scope, check_tags(tags), session=(scope or Scope()).session_id)
         return await self._run(
             list_items(
@@ -501,8 +502,7 @@ class MemoryStore:
         Raises:
             InvalidInputError: bad scope or tags.
         """
-        if not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope", field="scope")
+        require_scope(scope)
         flt = scope_filter(scope, check_tags(tags), session=scope.session_id or False)
         return await self._run(forget_matching(self._ctx, flt), "forget_by_scope")
 
@@ -596,8 +596,7 @@ class MemoryStore:
             InvalidInputError: empty subject or bad scope.
         """
         check_text(subject, field="subject", max_bytes=1024)
-        if scope is not None and not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        check_scope(scope)
         return await self._run(fact_history(self._ctx, subject, scope or Scope()), "fact_history")
 
     async def export(
@@ -612,8 +611,7 @@ class MemoryStore:
         Raises:
             InvalidInputError: bad scope.
         """
-        if scope is not None and not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        check_scope(scope)
         flt = scope_filter(scope, (), session=(scope or Scope()).session_id or False)
         if self._ctx.dim is None:
             await self.ensure_index()
@@ -683,8 +681,7 @@ class MemoryStore:
         Raises:
             InvalidInputError: bad scope.
         """
-        if scope is not None and not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        check_scope(scope)
         token = None if scope is None else namespace_token(scope.namespace)
         return await self._run(prune(self._ctx, token), "prune")
 

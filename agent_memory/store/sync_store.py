@@ -73,9 +73,11 @@ from agent_memory.store.validation import (
     check_id,
     check_k,
     check_name,
+    check_scope,
     check_tags,
     check_text,
     check_threshold,
+    require_scope,
 )
 from agent_memory.telemetry import Telemetry
 from agent_memory.telemetry.core import AttributeValue, describe_result
@@ -450,8 +452,7 @@ class SyncMemoryStore:
         check_k(limit, field="limit", maximum=10_000)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError("offset must be an int >= 0", field="offset")
-        if scope is not None and not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        check_scope(scope)
         flt = scope_filter(scope, check_tags(tags), session=(scope or Scope()).session_id)
         return self._run(
             list_items(
@@ -496,8 +497,7 @@ class SyncMemoryStore:
         Raises:
             InvalidInputError: bad scope or tags.
         """
-        if not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope", field="scope")
+        require_scope(scope)
         flt = scope_filter(scope, check_tags(tags), session=scope.session_id or False)
         return self._run(forget_matching(self._ctx, flt), "forget_by_scope")
 
@@ -591,8 +591,7 @@ class SyncMemoryStore:
             InvalidInputError: empty subject or bad scope.
         """
         check_text(subject, field="subject", max_bytes=1024)
-        if scope is not None and not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        check_scope(scope)
         return self._run(fact_history(self._ctx, subject, scope or Scope()), "fact_history")
 
     def export(
@@ -607,8 +606,7 @@ class SyncMemoryStore:
         Raises:
             InvalidInputError: bad scope.
         """
-        if scope is not None and not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        check_scope(scope)
         flt = scope_filter(scope, (), session=(scope or Scope()).session_id or False)
         if self._ctx.dim is None:
             self.ensure_index()
@@ -678,8 +676,7 @@ class SyncMemoryStore:
         Raises:
             InvalidInputError: bad scope.
         """
-        if scope is not None and not isinstance(scope, Scope):
-            raise InvalidInputError("scope must be a Scope or None", field="scope")
+        check_scope(scope)
         token = None if scope is None else namespace_token(scope.namespace)
         return self._run(prune(self._ctx, token), "prune")
 

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.errors import InvalidInputError
+from agent_memory.store.types import Scope
 
 MAX_TAGS = 64
 MAX_TAG_CHARS = 256
@@ -19,6 +20,22 @@ MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
 MAX_METADATA_BYTES = 64 * 1024
 _NAME = re.compile(r"[A-Za-z0-9_.\-:]{1,128}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def check_scope(scope: object) -> Scope | None:
+    """``scope`` when it is a :class:`Scope` or ``None``."""
+    if scope is not None and not isinstance(scope, Scope):
+        raise InvalidInputError(
+            f"scope must be a Scope or None, got {type(scope).__name__}", field="scope"
+        )
+    return scope
+
+
+def require_scope(scope: object) -> Scope:
+    """``scope`` when it is a :class:`Scope` (no default meaning for ``None`` here)."""
+    if not isinstance(scope, Scope):
+        raise InvalidInputError(f"scope must be a Scope, got {type(scope).__name__}", field="scope")
+    return scope
 
 
 def check_name(name: object) -> str:

@@ -43,7 +43,13 @@ from agent_memory.store.ops.selection import HitRecord, side_effects
 from agent_memory.store.records import parse_item
 from agent_memory.store.scoring import Ranked, rank
 from agent_memory.store.types import MemoryHit, RecallResult, RecallWeights, Scope
-from agent_memory.store.validation import check_k, check_tags, check_threshold, unit_vector
+from agent_memory.store.validation import (
+    check_k,
+    check_scope,
+    check_tags,
+    check_threshold,
+    unit_vector,
+)
 
 logger = logging.getLogger("agent_memory.store")
 
@@ -79,8 +85,7 @@ def make_request(
     labels: Mapping[str, Sequence[str]] | None = None,
 ) -> RecallRequest:
     """Validate recall arguments (before any I/O)."""
-    if scope is not None and not isinstance(scope, Scope):
-        raise InvalidInputError("scope must be a Scope or None", field="scope")
+    check_scope(scope)
     if weights is not None and not isinstance(weights, RecallWeights):
         raise InvalidInputError("weights must be a RecallWeights", field="weights")
     return RecallRequest(

@@ -38,6 +38,7 @@ from agent_memory.store.validation import (
     check_importance,
     check_metadata,
     check_optional_text,
+    check_scope,
     check_tags,
     check_text,
     check_ttl,
@@ -85,9 +86,7 @@ def validate_input(
     item: MemoryInput, max_content_bytes: int, policy: LabelPolicy | None = None
 ) -> _Validated:
     """Check every field of a memory before anything is embedded or written."""
-    scope = item.scope if item.scope is not None else Scope()
-    if not isinstance(scope, Scope):
-        raise InvalidInputError("scope must be a Scope or None", field="scope")
+    scope = check_scope(item.scope) or Scope()
     if item.durability not in ("shared", "session"):
         raise InvalidInputError(
             f"durability must be 'shared' or 'session', got {item.durability!r}", field="durability"
