@@ -38,7 +38,7 @@ from agent_memory.search.query import (
 )
 from agent_memory.store.context import StoreContext
 from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.layout import DISTANCE_ALIAS, F_LEX, F_LEX_TEXT
+from agent_memory.store.layout import DISTANCE_ALIAS, F_LEX, F_LEX_TEXT, F_SESSION
 from agent_memory.store.lexical import TEXT_FORM, VECTOR_FORM
 from agent_memory.store.records import vector_blob
 
@@ -176,6 +176,15 @@ class FtBackend:
         if found is not None:
             info, raw = found
             _check_compatible(ctx, info)
+            if not _mentions(raw, F_SESSION):
+                # Every schema this library ever wrote has a ``session`` tag; an index
+                # without one belongs to another program (the BetterDB TypeScript
+                # library, say): never drop or replace it.
+                raise IndexMismatchError(
+                    f"index {ctx.keys.index} was not created by agent-memory (it has no "
+                    "'session' field; the BetterDB TypeScript library creates such "
+                    "indexes); it is left as it is. Use another store name for this store."
+                )
             if _mentions(raw, needed):
                 yield from ensure_lexical(ctx)
                 self._index_docs = info.num_docs
