@@ -226,6 +226,7 @@ async def test_store_written_before_hybrid_recall_is_upgraded(env: StoreEnv) -> 
             old, "FT.CREATE", f"{name}:mem:idx", "ON", "HASH", "PREFIX", "1", f"{name}:mem:",
             "SCHEMA", "vector", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM",
             str(embed.dim), "DISTANCE_METRIC", "COSINE", "namespace", "TAG", "CASESENSITIVE",
+            "session", "TAG", "CASESENSITIVE",  # every schema of ours has it
         )  # fmt: skip
     fresh = env.make(embed, name=name, default_threshold=0.33)
     status = await fresh.ensure_index()
