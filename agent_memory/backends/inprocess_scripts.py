@@ -15,6 +15,7 @@ from agent_memory.backends.inprocess_keyspace import (
     _hdel,
     _hincrby,
     _hmget,
+    _hsetnx,
     _incrby,
     _s,
     _set,
@@ -23,6 +24,7 @@ from agent_memory.backends.inprocess_keyspace import (
 from agent_memory.cache import scripts as cache_scripts
 from agent_memory.core.clients import script_sha
 from agent_memory.errors import ServerResponseError
+from agent_memory.store import config as config_scripts
 from agent_memory.store import lexical, scripts
 
 
@@ -61,6 +63,25 @@ def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
         _hincrby(ks, [terms, pairs[i], pairs[i + 1]])
     _set(ks, [version, token])
     return 1
+
+
+def _publish(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    h = ks.create(keys[0], dict)
+    marker = _s(argv[0])
+    try:
+        published = json.loads(_s(h.get(marker, "{}")))
+    except ValueError:
+        published = {}
+    if not isinstance(published, dict):
+        published = {}
+    changed = False
+    for i in range(1, len(argv) - 1, 2):
+        if _hsetnx(ks, [keys[0], argv[i], argv[i + 1]]):
+            published[_s(argv[i])] = _s(argv[i + 1])
+            changed = True
+    if changed:
+        h[marker] = json.dumps(published)
+    return int(changed)
 
 
 def _stored_int(ks: Keyspace, key: str, field: str) -> int:
@@ -224,6 +245,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.DELETE_MEMORY: _delete_memory,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.WRITE_MEMORY: _write_memory,
+    config_scripts.PUBLISH: _publish,
     scripts.HMGET_MANY: lambda ks, keys, argv: [_hmget_or_mark(ks, key, argv) for key in keys],
     scripts.RECALL_EFFECTS: _recall_effects,
     scripts.TOUCH: _touch,

@@ -5,10 +5,18 @@ Fields: ``recall.threshold`` (cosine distance, 0..2), ``recall.weights.similarit
 ``recall.halfLifeSeconds`` (> 0) and ``maxItemsPerScope`` (integer >= 1). A field absent
 from the hash falls back to the constructor value. An invalid value is rejected with a
 logged reason and the previous value stays.
+
+``ensure_index`` publishes the store's effective values into the fields that are not set
+(so the BetterDB Monitor shows them) and records what it published in the field
+``agent_memory.published``; a published value is not an operator's override, so a
+refresh ignores a field that still holds it (another process keeps its own
+configuration), and applies it once an operator changed it. Nothing an operator set is
+ever overwritten.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Mapping
@@ -104,10 +112,77 @@ def apply_config(
     return result, rejected
 
 
+PUBLISHED_FIELD = "agent_memory.published"
+
+PUBLISH = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local published = {}
+if raw then
+  local ok, decoded = pcall(cjson.decode, raw)
+  if ok and type(decoded) == 'table' then published = decoded end
+end
+local changed = false
+for i = 2, #ARGV, 2 do
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
+    published[ARGV[i]] = ARGV[i + 1]
+    changed = true
+  end
+end
+if changed then redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(published)) end
+return changed and 1 or 0
+"""
+"""KEYS = [config hash]; ARGV = [published field, (field, value)...]: set the fields that
+are not set and remember what was published (one key: cluster-safe)."""
+
+
+def published_fields(config: LiveConfig) -> list[str]:
+    """``field, value`` pairs of the effective configuration (BetterDB field names)."""
+    values = [
+        ("recall.threshold", config.threshold),
+        ("recall.weights.similarity", config.weights.similarity),
+        ("recall.weights.recency", config.weights.recency),
+        ("recall.weights.importance", config.weights.importance),
+        ("recall.halfLifeSeconds", config.half_life_seconds),
+    ]
+    out = [x for name, value in values for x in (name, repr(float(value)))]
+    if config.max_items_per_scope is not None:
+        out += ["maxItemsPerScope", str(config.max_items_per_scope)]
+    return out
+
+
+def publish_config(ctx: StoreContext) -> Operation[None]:
+    """Fill the unset fields of ``{name}:__mem_config`` with this store's values."""
+    yield from execute(
+        "EVAL", PUBLISH, "1", ctx.keys.config, PUBLISHED_FIELD,
+        *published_fields(ctx.initial_config),
+    )  # fmt: skip
+
+
+def overrides(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields an operator set: those not holding the value the library published."""
+    try:
+        published = json.loads(text(raw.get(PUBLISHED_FIELD) or "{}"))
+    except (ValueError, ReplyParseError):
+        published = {}
+    if not isinstance(published, dict):
+        published = {}
+    out: dict[str, Any] = {}
+    for name, value in raw.items():
+        if name == PUBLISHED_FIELD:
+            continue
+        try:
+            if name in published and text(value) == str(published[name]):
+                continue  # a library default, not an override
+        except ReplyParseError:
+            pass  # unreadable: let apply_config reject it with its reason
+        out[name] = value
+    return out
+
+
 def refresh_config(ctx: StoreContext) -> Operation[LiveConfig]:
-    """Re-read ``{name}:__mem_config`` now and apply it."""
+    """Re-read ``{name}:__mem_config`` now and apply the operator's overrides."""
     reply = yield from execute("HGETALL", ctx.keys.config)
-    raw = {k: v for k, v in pairs(reply).items()}
+    raw = overrides(pairs(reply))
     config, rejected = apply_config(raw, ctx.initial_config, ctx.config)
     for reason in rejected:
         logger.warning("store %s: rejected live config %s", ctx.keys.name, reason)

@@ -206,3 +206,30 @@ async def test_agent_and_thread_indexes_are_built_for_older_stores(env: StoreEnv
     assert (await reopened.list(scope=Scope(thread_id="t"))).total == 2
     assert await reopened.forget_by_scope(Scope(agent_id="b")) == 1
     assert (await reopened.list(scope=Scope(thread_id="t"))).total == 1
+
+
+async def test_effective_config_is_published_never_imposed(env: StoreEnv) -> None:
+    """ensure_index fills the unset fields of {name}:__mem_config (Monitor shows them),
+    never overwrites an operator's value, and another process does not take a published
+    default for an override; an operator's later change is applied."""
+    first = env.make(default_threshold=0.5)
+    name = getattr(first, "wrapped", first).name
+    await _raw(first, "HSET", f"{name}:__mem_config", "recall.weights.recency", "0.2")
+    await first.ensure_index()
+    raw = await _raw(first, "HGETALL", f"{name}:__mem_config")
+    config = {
+        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+        for k, v in (
+            raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
+        )
+    }
+    assert float(config["recall.threshold"]) == 0.5
+    assert config["recall.weights.recency"] == "0.2"  # the operator's, untouched
+    assert float(config["recall.halfLifeSeconds"]) == 604800.0
+    second = env.make(name=name, default_threshold=0.3)
+    await second.ensure_index()
+    seen = await second.refresh_config()
+    assert seen.threshold == 0.3  # 0.5 was the first store's default, not an override
+    assert seen.weights.recency == 0.2  # the operator's override applies to everyone
+    await _raw(first, "HSET", f"{name}:__mem_config", "recall.threshold", "0.9")
+    assert (await second.refresh_config()).threshold == 0.9

@@ -15,6 +15,7 @@ from agent_memory.errors import (
     IndexMismatchError,
 )
 from agent_memory.search.dialect import Dialect, detect_dialect
+from agent_memory.store.config import publish_config
 from agent_memory.store.context import StoreContext
 from agent_memory.store.layout import SCHEMA_VERSION
 from agent_memory.store.ops.membership import ensure_member_indexes
@@ -120,6 +121,7 @@ def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
             "server has none; use backend='auto' or 'portable'"
         )
     created, version = yield from _check_identity(ctx, dim)
+    yield from publish_config(ctx)
     yield from ensure_member_indexes(ctx, fresh=created)
     if ctx.in_process:
         choice = "inprocess"
