@@ -247,15 +247,23 @@ class PortableBackend:
         snapshots = yield from self._sync(ctx, namespaces)
         now = ctx.now_ms()
         picked: list[list[tuple[str, float]]] = []
+        # A recall's pools share their query vectors: score each namespace once per vector.
+        scored: dict[tuple[str, bool, int], NDArray[np.float64]] = {}
         for q in queries:
             snap = snapshots[q.filter.namespace]
             rows = np.nonzero(snap.mask(q.filter, now))[0]
             if rows.size == 0:
                 picked.append([])
-            elif q.lexical:
-                picked.append(_lexical_top(snap, rows, q))
-            else:
-                picked.append(_nearest(snap, rows, q))
+                continue
+            key = (q.filter.namespace, q.lexical, id(q.vector))
+            if key not in scored:
+                scored[key] = (
+                    (snap.lex @ q.vector).astype(np.float64)
+                    if q.lexical
+                    else cosine_distances(snap.matrix, q.vector)
+                )
+            chosen = _lexical_top if q.lexical else _nearest
+            picked.append(chosen(snap, rows, q.k, scored[key][rows]))
         wanted = sorted({memory_id for chosen in picked for memory_id, _ in chosen})
         names = tuple(dict.fromkeys(name for q in queries for name in q.fields))
         reads = read_many(ctx, [ctx.keys.memory(m) for m in wanted], names)
@@ -276,26 +284,28 @@ class PortableBackend:
         return SearchOutcome(matches, list(fetched[len(reads) :]))
 
 
-def _nearest(snap: _Snapshot, rows: NDArray[np.intp], q: KnnQuery) -> list[tuple[str, float]]:
-    """The ``q.k`` nearest rows by cosine distance (ties: registry order)."""
-    distances = cosine_distances(snap.matrix, q.vector)[rows]
-    take = min(q.k, rows.size)
+def _nearest(
+    snap: _Snapshot, rows: NDArray[np.intp], k: int, distances: NDArray[np.float64]
+) -> list[tuple[str, float]]:
+    """The ``k`` nearest ``rows`` by cosine ``distances`` (ties: registry order)."""
+    take = min(k, rows.size)
     best = np.argpartition(distances, take - 1)[:take] if take < rows.size else np.arange(rows.size)
     best = best[np.lexsort((best, distances[best]))]
     return [(snap.ids[rows[b]], float(distances[b])) for b in best]
 
 
-def _lexical_top(snap: _Snapshot, rows: NDArray[np.intp], q: KnnQuery) -> list[tuple[str, float]]:
-    """The ``q.k`` rows of highest positive inner product with the hashed query, ties by
-    id (distance ``1 - ip``, the FT ``IP`` metric)."""
-    scores = (snap.lex @ q.vector)[rows].astype(np.float64)
+def _lexical_top(
+    snap: _Snapshot, rows: NDArray[np.intp], k: int, scores: NDArray[np.float64]
+) -> list[tuple[str, float]]:
+    """The ``k`` ``rows`` of highest positive inner product with the hashed query (their
+    ``scores``), ties by id (distance ``1 - ip``, the FT ``IP`` metric)."""
     positive = np.nonzero(scores > 0)[0]
-    if positive.size > q.k:
+    if positive.size > k:
         # Everything tied with the k-th best score stays in, so the id tie-break is exact.
-        kth = np.partition(scores[positive], positive.size - q.k)[positive.size - q.k]
+        kth = np.partition(scores[positive], positive.size - k)[positive.size - k]
         positive = positive[scores[positive] >= kth]
     order = sorted(positive.tolist(), key=lambda b: (-float(scores[b]), snap.ids[rows[b]]))
-    return [(snap.ids[rows[b]], 1.0 - float(scores[b])) for b in order[: q.k]]
+    return [(snap.ids[rows[b]], 1.0 - float(scores[b])) for b in order[:k]]
 
 
 def _scored(reply: Any) -> list[tuple[str, float]]:
