@@ -157,3 +157,19 @@ def test_recall_weights_lexical_is_validated() -> None:
     for bad in (-0.1, 1.5, True, "x"):
         with pytest.raises(InvalidInputError):
             RecallWeights(lexical=bad)  # type: ignore[arg-type]
+
+
+def test_coverage_is_the_share_of_the_query_idf_mass() -> None:
+    stats = X.TermStats(docs=100, length=1000, df={"user": 80, "invoic": 1, "ship": 2})
+    query = ["user", "invoic", "ship"]
+    full = X.coverage(query, ["user", "invoic", "ship"], stats)
+    common_only = X.coverage(query, ["user", "name", "ada"], stats)
+    rare = X.coverage(query, ["invoic", "ship", "address"], stats)
+    assert full == pytest.approx(1.0)
+    assert common_only < 0.1 < 0.5 < rare < 1.0
+    assert X.coverage([], ["user"], stats) == 0.0
+    scorer = X.QueryScorer.of(query, stats)
+    assert scorer.score(["invoic", "ship"]) == (
+        pytest.approx(X.bm25(query, ["invoic", "ship"], stats)),
+        pytest.approx(rare),
+    )

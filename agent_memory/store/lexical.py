@@ -187,30 +187,47 @@ def parse_stats(query_terms: Sequence[str], reply: Any) -> TermStats:
     return TermStats(count(values[0]), count(values[1]), df)
 
 
+@dataclass(frozen=True, slots=True)
+class QueryScorer:
+    """BM25 and idf coverage of documents for one query, with the query's idf computed
+    once (a recall scores about a hundred candidates against the same query)."""
+
+    terms: tuple[str, ...]
+    idf: tuple[float, ...]
+    mass: float
+    avgdl: float
+
+    @classmethod
+    def of(cls, query_terms: Iterable[str], stats: TermStats) -> QueryScorer:
+        terms = tuple(sorted(set(query_terms)))
+        idf = tuple(stats.idf(t) for t in terms)
+        return cls(terms, idf, sum(idf), stats.avgdl)
+
+    def score(self, doc_terms: Sequence[str]) -> tuple[float, float]:
+        """``(bm25, coverage)`` of one document: Okapi BM25 over the distinct query terms,
+        and the share of the query's idf mass the document contains."""
+        if not doc_terms:
+            return 0.0, 0.0
+        norm = K1 * (1.0 - B + B * len(doc_terms) / self.avgdl)
+        score = covered = 0.0
+        for term, weight in zip(self.terms, self.idf, strict=True):
+            count = doc_terms.count(term)
+            if count:
+                score += weight * count * (K1 + 1.0) / (count + norm)
+                covered += weight
+        return score, (covered / self.mass if self.mass > 0 else 0.0)
+
+
 def bm25(query_terms: Iterable[str], doc_terms: Sequence[str], stats: TermStats) -> float:
     """Okapi BM25 of one document for the distinct query terms (0 without overlap)."""
-    if not doc_terms:
-        return 0.0
-    tf = Counter(doc_terms)
-    norm = K1 * (1.0 - B + B * len(doc_terms) / stats.avgdl)
-    score = 0.0
-    for term in set(query_terms):
-        count = tf.get(term, 0)
-        if count:
-            score += stats.idf(term) * count * (K1 + 1.0) / (count + norm)
-    return score
+    return QueryScorer.of(query_terms, stats).score(doc_terms)[0]
 
 
 def coverage(query_terms: Iterable[str], doc_terms: Sequence[str], stats: TermStats) -> float:
     """The share of the query's idf mass (over its distinct terms) the document
     contains: 1 when it has every query term, small when it shares only common words
     (0 without overlap, or for a query without terms)."""
-    terms = set(query_terms)
-    total = sum(stats.idf(t) for t in terms)
-    if total <= 0:
-        return 0.0
-    present = set(doc_terms)
-    return sum(stats.idf(t) for t in terms if t in present) / total
+    return QueryScorer.of(query_terms, stats).score(doc_terms)[1]
 
 
 def stats_delta(contents: Iterable[str], sign: int) -> dict[str, int]:

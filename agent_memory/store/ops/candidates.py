@@ -160,12 +160,11 @@ def fused(
             Candidate(v.item.id, v.distance, v.item.importance, v.item.touched, v, v.bonus)
             for v in visible
         ]
-    docs = [lexical.document_terms(v.item.content) for v in visible]
-    scores = [lexical.bm25(terms, doc, stats) for doc in docs]
-    covered = [lexical.coverage(terms, doc, stats) for doc in docs]
+    scorer = lexical.QueryScorer.of(terms, stats)
+    scored = [scorer.score(lexical.document_terms(v.item.content)) for v in visible]
     kept = [
         (v, s, c)
-        for v, s, c in zip(visible, scores, covered, strict=True)
+        for v, (s, c) in zip(visible, scored, strict=True)
         if s > 0 or "semantic" in v.matched
     ]
     relevance = fuse(
