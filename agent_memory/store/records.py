@@ -6,6 +6,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -182,6 +183,28 @@ def _json(value: Any, default: Any) -> Any:
         raise ReplyParseError(f"stored JSON field is corrupt: {exc}") from exc
 
 
+@lru_cache(maxsize=4096)
+def _scope_of(raw: str) -> Scope:
+    """The scope stored as JSON (memoised: many memories share a scope; Scope is
+    immutable).
+
+    Raises:
+        ReplyParseError: not JSON. InvalidInputError: not a valid scope.
+    """
+    data = _json(raw, None)
+    if not isinstance(data, dict):
+        raise InvalidInputError("the stored scope is not an object", field="scope")
+    known = Scope.__dataclass_fields__
+    return Scope(**{k: v for k, v in data.items() if k in known})
+
+
+@lru_cache(maxsize=4096)
+def _tags_of(raw: str) -> tuple[str, ...] | None:
+    """The tags stored as JSON (memoised); ``None`` when the field holds no list."""
+    data = _json(raw, None)
+    return tuple(str(t) for t in data) if isinstance(data, list) else None
+
+
 def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
     """Build a :class:`MemoryItem` from hash fields (ours, or the TypeScript library's).
 
@@ -190,11 +213,10 @@ def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
     """
     if L.F_CONTENT not in fields:
         raise ReplyParseError(f"memory {memory_id} has no content field")
-    raw_scope = _json(fields.get(L.F_SCOPE_RAW), None)
+    raw_scope = fields.get(L.F_SCOPE_RAW)
     try:
-        if isinstance(raw_scope, dict):
-            known = Scope.__dataclass_fields__
-            scope = Scope(**{k: v for k, v in raw_scope.items() if k in known})
+        if raw_scope is not None:
+            scope = _scope_of(text(raw_scope))
         else:  # written by another library: plain values
             scope = Scope(
                 namespace=optional_text(fields.get(L.F_NAMESPACE)),
@@ -203,9 +225,10 @@ def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
             )
     except InvalidInputError as exc:
         raise ReplyParseError(f"memory {memory_id} has a corrupt scope: {exc}") from exc
-    raw_tags = _json(fields.get(L.F_TAGS_RAW), None)
-    if isinstance(raw_tags, list):
-        tags = tuple(str(t) for t in raw_tags)
+    raw_tags = fields.get(L.F_TAGS_RAW)
+    parsed_tags = _tags_of(text(raw_tags)) if raw_tags is not None else None
+    if parsed_tags is not None:
+        tags = parsed_tags
     else:
         joined = optional_text(fields.get(L.F_TAGS)) or ""
         tags = tuple(t for t in joined.split(L.TAG_SEPARATOR) if t)
