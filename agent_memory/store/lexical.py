@@ -140,12 +140,12 @@ def query_vector(terms: Iterable[str]) -> NDArray[np.float32] | None:
 
 def lex_blob(content: str) -> bytes:
     """FLOAT32 little-endian bytes of :func:`document_vector` of ``content``."""
-    return np.asarray(document_vector(analyze(content)), dtype="<f4").tobytes()
+    return np.asarray(document_vector(document_terms(content)), dtype="<f4").tobytes()
 
 
 def lex_text(content: str) -> str:
     """The analysed terms of ``content`` joined by spaces (the ``TEXT_FORM`` field)."""
-    return " ".join(analyze(content))
+    return " ".join(document_terms(content))
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +234,7 @@ def stats_delta(contents: Iterable[str], sign: int) -> dict[str, int]:
     """HINCRBY amounts that add (``sign=1``) or remove (``-1``) texts from the statistics."""
     delta: Counter[str] = Counter()
     for content in contents:
-        terms = analyze(content)
+        terms = document_terms(content)
         delta[STATS_DOCS] += sign
         delta[STATS_LENGTH] += sign * len(terms)
         for term in set(terms):
