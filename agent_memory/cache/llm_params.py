@@ -19,13 +19,28 @@ Excluded (they change delivery, accounting or routing, not the answer):
 
 Normalisation (each keeps the meaning of the request):
 
-* a parameter set to ``None`` is the same as an absent one (both mean "default"); an
-  explicit default value (``temperature=1``) is *not* the same as an absent one;
+* a parameter set to ``None`` is the same as an absent one (both mean "default");
+* for the model families whose documented defaults are ``temperature=1`` and
+  ``top_p=1`` (:data:`UNIT_SAMPLING_DEFAULTS`: OpenAI's and Anthropic's), an absent
+  ``temperature`` / ``top_p`` is keyed as 1, as the BetterDB agent-cache keys every
+  request; for other models an explicit 1 is *not* the same as absent (their defaults
+  differ: a shared entry could serve the wrong answer);
 * integral floats equal the integer (``temperature=1.0`` and ``1``);
 * a message whose ``content`` is a list of exactly one ``{"type": "text", "text": s}``
   block (with no other keys) is keyed as ``content = s``; the same holds for a top-level
   ``system`` parameter (Anthropic);
 * object key order never matters; list order always does (messages, tools, stop).
+
+Compatibility with BetterDB agent-cache (TypeScript, and its Python port): for a request
+made only of the parameters it keys (``model``, ``messages``, ``temperature``, ``top_p``,
+``max_tokens``, ``tool_choice``, ``seed``, ``stop``, ``response_format``,
+``reasoning_effort``, ``tools``), the key is byte for byte the one it computes, so either
+side hits what the other stored (the three camelCase names it hashes are used here too).
+Where the rules disagree ours stays, being the correct one: a request with any other
+output-affecting parameter keeps it in the key (agent-cache ignores it, so two such
+requests collide there), tools keep their order (agent-cache sorts them by name), and
+``prompt_cache_key`` stays out (it never changes the answer; agent-cache hashes it).
+Those requests simply do not hit across the two libraries.
 """
 
 from __future__ import annotations
@@ -58,6 +73,17 @@ EXCLUDED_PARAMS: frozenset[str] = frozenset(
         "background",
     }
 )
+
+
+#: Model name prefixes whose documented sampling defaults are temperature 1, top_p 1.
+UNIT_SAMPLING_DEFAULTS: tuple[str, ...] = ("gpt-", "chatgpt-", "o1", "o3", "o4", "claude-")
+
+# Parameters BetterDB agent-cache hashes under another name (camelCase).
+_THEIR_NAMES = {
+    "tool_choice": "toolChoice",
+    "response_format": "responseFormat",
+    "reasoning_effort": "reasoningEffort",
+}
 
 
 def _single_text(content: Any) -> Any:
@@ -104,7 +130,7 @@ def key_params(params: Mapping[str, Any]) -> dict[str, Any]:
         InvalidInputError: no model, a non-string parameter name, or a value that is not
             JSON (see :func:`agent_memory.cache.keys.canonical_json`).
     """
-    model_of(params)
+    model = model_of(params)
     out: dict[str, Any] = {}
     for name, value in params.items():
         if not isinstance(name, str):
@@ -117,6 +143,12 @@ def key_params(params: Mapping[str, Any]) -> dict[str, Any]:
             out[name] = _single_text(value)
         else:
             out[name] = value
+    for ours, theirs in _THEIR_NAMES.items():
+        if ours in out and theirs not in params:
+            out[theirs] = out.pop(ours)
+    if model.startswith(UNIT_SAMPLING_DEFAULTS):
+        out.setdefault("temperature", 1)
+        out.setdefault("top_p", 1)
     return out
 
 

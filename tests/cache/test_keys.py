@@ -99,7 +99,10 @@ def test_normalisations_keep_the_key() -> None:
     assert request_digest({**BASE, "temperature": 1}) == request_digest(
         {**BASE, "temperature": 1.0}
     )
-    assert request_digest({**BASE, "temperature": 1}) != base  # explicit default is not absent
+    # gpt-4o's documented defaults: absent temperature / top_p mean 1 (as agent-cache keys it)
+    assert request_digest({**BASE, "temperature": 1, "top_p": 1.0}) == base
+    other = {"model": "mistral-large", "messages": BASE["messages"]}
+    assert request_digest({**other, "temperature": 1}) != request_digest(other)  # not its default
     tuple_messages = {**BASE, "messages": ({"role": "user", "content": "hello"},)}
     assert request_digest(tuple_messages) == base
     system_block = {**BASE, "system": [{"type": "text", "text": "sys"}]}
