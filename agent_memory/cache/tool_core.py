@@ -30,7 +30,7 @@ from typing import Any
 
 from agent_memory.cache._bulk import scan_and_unlink
 from agent_memory.cache._tier import TierCore
-from agent_memory.cache.keys import check_text, digest, plain, ttl_ms
+from agent_memory.cache.keys import check_text, digest, plain, tool_segment, ttl_ms
 from agent_memory.cache.stats import batch_with_stats, parse_stats, raise_first_error
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, execute_batch
@@ -123,6 +123,10 @@ def _parse_policies(reply: Any) -> dict[str, ToolPolicy]:
     return policies
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _policy_json(ttl: float) -> str:
     return json.dumps({"ttl": plain(float(ttl), "ttl")})
 
@@ -160,10 +164,14 @@ class ToolCore:
             self.loaded_at = self.clock()
 
     def _key(self, tool: str, args: Any) -> str:
+        """``{name}:tool:{tool}:{sha256 of the canonical JSON of args}``: BetterDB
+        agent-cache's key, so both libraries share entries. A tool name that is not plain
+        gets a digest segment (glob- and cluster-safe) and the name joins the hashed
+        value, so no two tools can meet (those entries are not shared)."""
         check_text(tool, field="tool")
-        return self.tier.layout.tool(
-            tool, digest([tool, {} if args is None else args], field="args")
-        )
+        value = {} if args is None else args
+        hashed = value if tool_segment(tool) == tool else [tool, value]
+        return self.tier.layout.tool(tool, digest(hashed, field="args"))
 
     def check(self, tool: str, args: Any) -> Operation[ToolCacheResult]:
         key = self._key(tool, args)
@@ -182,7 +190,8 @@ class ToolCore:
             self.tier.buffer.add({f"tool:{outcome}": 1, f"tool:{tool}:{outcome}": 1})
         if outcome == "misses":
             return ToolCacheResult(False, None, key, tool)
-        return ToolCacheResult(True, entry["response"], key, tool)
+        # Our entries keep the JSON value; agent-cache's hold the response text only.
+        return ToolCacheResult(True, entry.get("value", entry["response"]), key, tool)
 
     def _refresh_policies(self) -> Operation[None]:
         if self._stale():
@@ -194,23 +203,28 @@ class ToolCore:
     def store(self, tool: str, args: Any, result: Any, ttl: float | None) -> Operation[str]:
         key = self._key(tool, args)
         expiry = ttl_ms(ttl)
-        entry = {
-            "response": plain(result, "result"),
+        value = plain(result, "result")
+        entry: dict[str, Any] = {
+            # agent-cache reads ``response`` as text: a JSON value goes there as its JSON
+            # text, and as itself in ``value`` for this library.
+            "response": value if isinstance(value, str) else _compact(value),
             "toolName": tool,
             "args": plain(args, "args"),
             "storedAt": round(self.clock() * 1000),
         }
-        value = json.dumps(entry, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        if not isinstance(value, str):
+            entry["value"] = value
+        stored = json.dumps(entry, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         if expiry is None:
             yield from self._refresh_policies()
             policy = self.policies.get(tool)
             expiry = ttl_ms(policy.ttl) if policy is not None else self.ttl_ms
-        args_: tuple[Any, ...] = ("SET", key, value)
+        args_: tuple[Any, ...] = ("SET", key, stored)
         if expiry is not None:
             args_ += ("PX", expiry)
         got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [Command(args_)])
         raise_first_error(got)
-        self.tier.note_stored(len(value.encode("utf-8")))
+        self.tier.note_stored(len(stored.encode("utf-8")))
         return key
 
     def set_policy(self, tool: str, ttl: float) -> Operation[None]:

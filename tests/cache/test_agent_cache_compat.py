@@ -94,3 +94,47 @@ def test_each_side_hits_what_the_other_stored(servers: _Servers) -> None:
         assert stats["llm:hits"] == 2  # one on each side, in one hash
     finally:
         client.close()
+
+
+TOOL_PEER = r"""
+import asyncio, json, sys
+import valkey.asyncio as valkey
+from betterdb_agent_cache import AgentCache
+from betterdb_agent_cache.types import (AgentCacheOptions, AnalyticsOptions,
+    ConfigRefreshOptions, DiscoveryOptions)
+from betterdb_agent_cache.utils import tool_cache_hash
+
+async def main():
+    url, name = sys.argv[1], sys.argv[2]
+    client = valkey.from_url(url)
+    cache = AgentCache(AgentCacheOptions(client=client, name=name,
+        analytics=AnalyticsOptions(disabled=True),
+        config_refresh=ConfigRefreshOptions(enabled=False),
+        discovery=DiscoveryOptions(enabled=False)))
+    seen = await cache.tool.check("weather", {"units": "C", "city": "Paris"})
+    await cache.tool.store("search", {"q": "valkey"}, "3 results")
+    print(json.dumps({"hit": seen.hit, "response": seen.response,
+                      "hash": tool_cache_hash({"city": "Paris", "units": "C"})}))
+    await client.aclose()
+
+asyncio.run(main())
+"""
+
+
+def test_tool_entries_are_shared_both_ways(servers: _Servers) -> None:
+    from agent_memory import SyncToolCache
+
+    url = servers.get("valkey").url
+    name = f"tools{uuid.uuid4().hex[:8]}"
+    client = redis.Redis.from_url(url)
+    cache = SyncToolCache(client, name)
+    try:
+        key = cache.store("weather", {"city": "Paris", "units": "C"}, {"temp": 21.5})
+        seen = _run(TOOL_PEER, url, name)
+        assert key == f"{name}:tool:weather:{seen['hash']}"
+        assert seen["hit"] and json.loads(seen["response"]) == {"temp": 21.5}
+        theirs = cache.check("search", {"q": "valkey"})
+        assert theirs.hit and theirs.result == "3 results"
+        assert cache.check("weather", {"units": "C", "city": "Paris"}).result == {"temp": 21.5}
+    finally:
+        client.close()
