@@ -14,6 +14,14 @@ from agent_memory.errors import ServerResponseError
 Value = Any
 
 
+class Hash(dict[str, Any]):
+    """A hash's fields and values."""
+
+
+class SortedSet(dict[str, float]):
+    """A sorted set's members and scores (a separate type so WRONGTYPE holds between the two)."""
+
+
 def _s(arg: Any) -> str:
     return arg.decode("utf-8", "surrogateescape") if isinstance(arg, bytes) else str(arg)
 
@@ -95,7 +103,7 @@ class Keyspace:
 
 
 def _hash_set(ks: Keyspace, a: list[Any]) -> int:
-    h = ks.create(_s(a[0]), dict)
+    h = ks.create(_s(a[0]), Hash)
     added = 0
     for i in range(1, len(a), 2):
         field = _s(a[i])
@@ -114,23 +122,23 @@ def _decode(value: Any) -> Any:
 
 
 def _hmget(ks: Keyspace, a: list[Any]) -> list[Any]:
-    h = ks.get(_s(a[0]), dict) or {}
+    h = ks.get(_s(a[0]), Hash) or {}
     return [_decode(h.get(_s(f))) for f in a[1:]]
 
 
 def _hgetall(ks: Keyspace, a: list[Any]) -> dict[str, Any]:
-    return {k: _decode(v) for k, v in (ks.get(_s(a[0]), dict) or {}).items()}
+    return {k: _decode(v) for k, v in (ks.get(_s(a[0]), Hash) or {}).items()}
 
 
 def _hincrby(ks: Keyspace, a: list[Any]) -> int:
-    h = ks.create(_s(a[0]), dict)
+    h = ks.create(_s(a[0]), Hash)
     value = int(_s(h.get(_s(a[1]), "0"))) + int(_s(a[2]))
     h[_s(a[1])] = str(value)
     return value
 
 
 def _hsetnx(ks: Keyspace, a: list[Any]) -> int:
-    h = ks.create(_s(a[0]), dict)
+    h = ks.create(_s(a[0]), Hash)
     if _s(a[1]) in h:
         return 0
     h[_s(a[1])] = a[2]
@@ -138,7 +146,7 @@ def _hsetnx(ks: Keyspace, a: list[Any]) -> int:
 
 
 def _hdel(ks: Keyspace, a: list[Any]) -> int:
-    h = ks.get(_s(a[0]), dict) or {}
+    h = ks.get(_s(a[0]), Hash) or {}
     removed = sum(1 for f in a[1:] if h.pop(_s(f), None) is not None)
     if not h:
         ks.delete(_s(a[0]))
@@ -203,7 +211,7 @@ def _zadd(ks: Keyspace, a: list[Any]) -> int:
     flags = set()
     while rest and _s(rest[0]).upper() in {"NX", "XX", "CH", "GT", "LT"}:
         flags.add(_s(rest.pop(0)).upper())
-    z = ks.get(key, dict) if "XX" in flags else ks.create(key, dict)
+    z = ks.get(key, SortedSet) if "XX" in flags else ks.create(key, SortedSet)
     if z is None:
         return 0
     added = 0
@@ -217,7 +225,7 @@ def _zadd(ks: Keyspace, a: list[Any]) -> int:
 
 
 def _zrem(ks: Keyspace, a: list[Any]) -> int:
-    z = ks.get(_s(a[0]), dict) or {}
+    z = ks.get(_s(a[0]), SortedSet) or {}
     removed = sum(1 for m in a[1:] if z.pop(_s(m), None) is not None)
     if not z:
         ks.delete(_s(a[0]))
@@ -229,7 +237,7 @@ def _sorted(z: dict[str, float]) -> list[str]:
 
 
 def _zrangebyscore(ks: Keyspace, a: list[Any]) -> list[str]:
-    z = ks.get(_s(a[0]), dict) or {}
+    z = ks.get(_s(a[0]), SortedSet) or {}
     low, high = _bound(a[1]), _bound(a[2])
     members = [m for m in _sorted(z) if _in_range(z[m], low, high)]
     if any(_s(x).upper() == "WITHSCORES" for x in a[3:]):
@@ -253,15 +261,19 @@ def _zcount(ks: Keyspace, a: list[Any]) -> int:
 
 
 def _zrange(ks: Keyspace, a: list[Any]) -> list[str]:
-    members = _sorted(ks.get(_s(a[0]), dict) or {})
+    z = ks.get(_s(a[0]), SortedSet) or {}
+    members = _sorted(z)
     start, stop = int(_s(a[1])), int(_s(a[2]))
     stop = len(members) + stop if stop < 0 else stop
     start = max(0, len(members) + start if start < 0 else start)
-    return members[start : stop + 1]
+    members = members[start : stop + 1]
+    if any(_s(x).upper() == "WITHSCORES" for x in a[3:]):
+        return [x for m in members for x in (m, _format_score(z[m]))]
+    return members
 
 
 def _zscore(ks: Keyspace, a: list[Any]) -> Any:
-    score = (ks.get(_s(a[0]), dict) or {}).get(_s(a[1]))
+    score = (ks.get(_s(a[0]), SortedSet) or {}).get(_s(a[1]))
     return None if score is None else float(score)
 
 
@@ -295,6 +307,13 @@ def _lrange(ks: Keyspace, a: list[Any]) -> list[Any]:
     return list(items[start : stop + 1])
 
 
+def _type(ks: Keyspace, key: str) -> str:
+    if not ks._alive(key):
+        return "none"
+    names: dict[type, str] = {Hash: "hash", SortedSet: "zset", set: "set", list: "list"}
+    return names.get(type(ks.data[key]), "string")
+
+
 def _flush(ks: Keyspace) -> bool:
     ks.data.clear()
     ks.expires.clear()
@@ -311,7 +330,7 @@ COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "HINCRBY": _hincrby,
     "HSETNX": _hsetnx,
     "HDEL": _hdel,
-    "HLEN": lambda ks, a: len(ks.get(_s(a[0]), dict) or {}),
+    "HLEN": lambda ks, a: len(ks.get(_s(a[0]), Hash) or {}),
     "SET": _set,
     "GET": _get,
     "GETDEL": _getdel,
@@ -320,6 +339,7 @@ COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "DEL": lambda ks, a: sum(ks.delete(_s(k)) for k in a),
     "UNLINK": lambda ks, a: sum(ks.delete(_s(k)) for k in a),
     "EXISTS": lambda ks, a: sum(int(ks._alive(_s(k))) for k in a),
+    "TYPE": lambda ks, a: _type(ks, _s(a[0])),
     "EXPIRE": _expire(1.0),
     "PEXPIRE": _expire(0.001),
     "TTL": _ttl(1.0),
@@ -331,7 +351,7 @@ COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "ZRANGEBYSCORE": _zrangebyscore,
     "ZCOUNT": _zcount,
     "ZREMRANGEBYSCORE": _zremrangebyscore,
-    "ZCARD": lambda ks, a: len(ks.get(_s(a[0]), dict) or {}),
+    "ZCARD": lambda ks, a: len(ks.get(_s(a[0]), SortedSet) or {}),
     "ZSCORE": _zscore,
     "SADD": _sadd,
     "SREM": _srem,
@@ -341,7 +361,7 @@ COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "RPUSH": _rpush,
     "LRANGE": _lrange,
     "LLEN": lambda ks, a: len(ks.get(_s(a[0]), list) or []),
-    "HKEYS": lambda ks, a: list(ks.get(_s(a[0]), dict) or {}),
+    "HKEYS": lambda ks, a: list(ks.get(_s(a[0]), Hash) or {}),
     "KEYS": lambda ks, a: ks.keys(_s(a[0])),
     "FLUSHDB": lambda ks, a: _flush(ks),
 }

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any
 
 from agent_memory.backends.inprocess_keyspace import (
+    Hash,
     Keyspace,
+    SortedSet,
     _decode,
     _expire,
     _get,
@@ -66,7 +69,7 @@ def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
 
 
 def _publish(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
-    h = ks.create(keys[0], dict)
+    h = ks.create(keys[0], Hash)
     marker = _s(argv[0])
     try:
         published = json.loads(_s(h.get(marker, "{}")))
@@ -80,12 +83,12 @@ def _publish(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
             published[_s(argv[i])] = _s(argv[i + 1])
             changed = True
     if changed:
-        h[marker] = json.dumps(published)
+        h[marker] = json.dumps(published, separators=(",", ":"))
     return int(changed)
 
 
 def _stored_int(ks: Keyspace, key: str, field: str) -> int:
-    raw = _decode((ks.get(key, dict) or {}).get(field))
+    raw = _decode((ks.get(key, Hash) or {}).get(field))
     try:
         return int(float(raw)) if raw is not None else 0
     except ValueError:
@@ -103,7 +106,7 @@ def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]
     for key, memory_id in zip(memories, ids, strict=True):
         exposures = accesses = -1
         values: list[Any] = []
-        if ks._alive(key) and not isinstance(ks.data[key], dict):
+        if ks._alive(key) and not isinstance(ks.data[key], Hash):
             exposures = accesses = -2
         elif ks._alive(key):
             values = _hmget(ks, [key, *fields])
@@ -117,7 +120,7 @@ def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]
     if memories:
         _set(ks, [receipt, argv[4], "PX", argv[5]])
         _zadd(ks, [receipts, str(now), argv[6]])
-        out.append(len(ks.get(receipts, dict) or {}))
+        out.append(len(ks.get(receipts, SortedSet) or {}))
     return out
 
 
@@ -134,7 +137,7 @@ def _touch(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
 def _apply_eval(ks: Keyspace, key: str, argv: list[Any]) -> int:
     if not ks._alive(key):
         return 0
-    h = ks.get(key, dict)
+    h = ks.get(key, Hash)
     for field, arg in (("eval_sum", argv[0]), ("eval_weight", argv[1])):
         h[field] = repr(float(_s(h.get(field, "0"))) + float(_s(arg)))
     now = int(_s(argv[3]))
@@ -149,7 +152,7 @@ def _apply_eval(ks: Keyspace, key: str, argv: list[Any]) -> int:
         if len(contexts) > int(_s(argv[4])):
             oldest = min(contexts, key=lambda k: contexts[k][2])
             del contexts[oldest]
-        h["utility_ctx"] = json.dumps(contexts)
+        h["utility_ctx"] = json.dumps(contexts, separators=(",", ":"))
     return 1
 
 
@@ -165,7 +168,7 @@ def _complete(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
 def _feedback(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
-    h = ks.get(keys[0], dict)
+    h = ks.get(keys[0], Hash)
     if _s(argv[0]) == "clear":
         h.pop("manual_utility", None)
     else:
@@ -196,8 +199,9 @@ def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
             entry = json.loads(_s(value))
         except ValueError:
             entry = None
-        if isinstance(entry, dict) and isinstance(entry.get("costMicros"), (int, float)):
-            _hincrby(ks, [keys[1], "cost_saved_micros", str(int(entry["costMicros"]))])
+        cost = entry.get("costMicros") if isinstance(entry, dict) else None
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            _hincrby(ks, [keys[1], "cost_saved_micros", str(math.floor(cost))])
     return value
 
 
@@ -205,7 +209,7 @@ def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
     _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
-    current = float(_s((ks.get(keys[0], dict) or {}).get("importance", "0")))
+    current = float(_s((ks.get(keys[0], Hash) or {}).get("importance", "0")))
     if float(_s(argv[1])) > current:
         _hash_set(ks, [keys[0], "importance", argv[1]])
     _hincrby(ks, [keys[0], "access_count", "1"])
@@ -228,10 +232,10 @@ def _hmget_or_mark(ks: Keyspace, key: str, fields: list[Any]) -> Any:
 
 
 def _delete_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
-    if ks._alive(keys[0]) and not isinstance(ks.data[keys[0]], dict):
+    if ks._alive(keys[0]) and not isinstance(ks.data[keys[0]], Hash):
         ks.delete(keys[0])
         return ["", None, None, None, None]
-    h = ks.get(keys[0], dict)
+    h = ks.get(keys[0], Hash)
     if h is None:
         return None
     found = [_decode(h.get(f)) for f in ("content", "namespace", "agentId", "threadId", "session")]

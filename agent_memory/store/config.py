@@ -117,7 +117,7 @@ PUBLISHED_FIELD = "agent_memory.published"
 PUBLISH = """
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 local published = {}
-if raw then
+if raw and string.sub(raw, 1, 1) == '{' then
   local ok, decoded = pcall(cjson.decode, raw)
   if ok and type(decoded) == 'table' then published = decoded end
 end
@@ -132,7 +132,8 @@ if changed then redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(published)) en
 return changed and 1 or 0
 """
 """KEYS = [config hash]; ARGV = [published field, (field, value)...]: set the fields that
-are not set and remember what was published (one key: cluster-safe)."""
+are not set and remember what was published (one key: cluster-safe). A published record
+that is not a JSON object is replaced, as the in-process twin does."""
 
 
 def published_fields(config: LiveConfig) -> list[str]:

@@ -1,0 +1,296 @@
+"""The in-process backend's Python twins behave as the Lua scripts the servers run.
+
+Every script the library sends runs twice on generated inputs: as Lua on a real Valkey,
+and as its twin on an in-process keyspace holding the same data. The replies and every
+touched key (type, value, whether it has a TTL) must agree, so a change to a script that
+its twin does not follow fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import valkey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_memory.backends.inprocess import InProcessClient, Keyspace
+from agent_memory.backends.inprocess_scripts import _SCRIPT_TWINS
+from agent_memory.cache import scripts as cache_scripts
+from agent_memory.store import config as store_config
+from agent_memory.store import layout as L
+from agent_memory.store import lexical, scripts
+from tests.conftest import ServerInfo, _Servers
+
+
+@dataclass
+class Scenario:
+    """Keys (named by a letter, prefixed per run), their initial data, and one call."""
+
+    source: str
+    keys: list[str]
+    argv: list[str]
+    hashes: dict[str, dict[str, str]] = field(default_factory=dict)
+    zsets: dict[str, dict[str, float]] = field(default_factory=dict)
+    strings: dict[str, str] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def server(servers: _Servers) -> ServerInfo:
+    return servers.get("valkey")
+
+
+def _prefixed(sc: Scenario, prefix: str) -> Callable[[str], str]:
+    return lambda name: f"{prefix}{name}"
+
+
+def _setup(run: Callable[..., Any], sc: Scenario, p: Callable[[str], str]) -> None:
+    for key, mapping in sc.hashes.items():
+        if mapping:
+            run("HSET", p(key), *[x for kv in mapping.items() for x in kv])
+    for key, members in sc.zsets.items():
+        if members:
+            run("ZADD", p(key), *[x for m, s in members.items() for x in (repr(s), m)])
+    for key, value in sc.strings.items():
+        run("SET", p(key), value)
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, bytes):
+        value = value.decode()
+    if isinstance(value, (list, tuple)):
+        return [_norm(v) for v in value]
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return _json(value)
+        return value if math.isnan(number) else number  # "1" and "1.0" agree
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _json(text: str) -> Any:
+    """JSON documents compare by value: cjson and Python format numbers differently."""
+    if not text.startswith(("{", "[")):
+        return text
+    try:
+        return ("json", _norm(json.loads(text)))
+    except ValueError:
+        return text
+
+
+def _state(run: Callable[..., Any], names: list[str], p: Callable[[str], str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in names:
+        key = p(name)
+        kind = _norm(run("TYPE", key))
+        kind = kind if isinstance(kind, str) else str(kind)
+        if kind == "none":
+            continue
+        if kind == "hash":
+            raw = run("HGETALL", key)
+            pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
+            value: Any = {_norm(k): _norm(v) for k, v in pairs}
+        elif kind == "zset":
+            raw = run("ZRANGE", key, 0, -1, "WITHSCORES")
+            flat = (
+                raw
+                if raw and not isinstance(raw[0], (list, tuple))
+                else [x for pr in raw for x in pr]
+            )
+            value = {_norm(flat[i]): _norm(flat[i + 1]) for i in range(0, len(flat), 2)}
+        else:
+            value = _norm(run("GET", key))
+        out[name] = (kind, value, int(run("PTTL", key)) > 0)
+    return out
+
+
+def _call(run: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, bool]:
+    try:
+        return _norm(run(*args)), False
+    except Exception:  # noqa: BLE001 - either side failing is compared, not its type
+        return None, True
+
+
+def _run_both(server: ServerInfo, sc: Scenario) -> None:
+    client = valkey.Valkey.from_url(server.url)
+    keyspace = Keyspace()
+    twin = InProcessClient(keyspace)
+    prefix = f"twin{uuid.uuid4().hex[:10]}:"
+    p = _prefixed(sc, prefix)
+    names = sorted({*sc.keys, *sc.hashes, *sc.zsets, *sc.strings})
+    try:
+        _setup(client.execute_command, sc, p)
+        _setup(twin.execute_command, sc, p)
+        args = ("EVAL", sc.source, str(len(sc.keys)), *map(p, sc.keys), *sc.argv)
+        lua, lua_error = _call(client.execute_command, args)
+        python, python_error = _call(twin.execute_command, args)
+        assert python_error == lua_error, (python, lua)
+        if lua_error:
+            return  # a failed script keeps what it wrote before the error: not compared
+        assert python == lua
+        assert _state(twin.execute_command, names, p) == _state(client.execute_command, names, p)
+    finally:
+        client.delete(*[p(n) for n in names])
+        client.close()
+
+
+IDS = st.sampled_from(["m1", "m2", "m3"])
+SMALL = st.sampled_from(["0", "1", "2", "7", "0.5", "-1", "10"])
+COUNT = st.sampled_from(["0", "1", "2", "7"])
+WORDS = st.sampled_from(["content", "importance", "last_accessed_at", "access_count", "x"])
+CONTEXTS = st.sampled_from(['{"c": [1, 1, 5]}', '{"a": [1, 1, 5], "b": [0, 1, 9]}', "{}"])
+MEMORY = st.fixed_dictionaries(
+    {"content": st.sampled_from(["a note", "", "ü"]), "importance": SMALL,
+     "last_accessed_at": st.sampled_from(["0", "500", "1000"])},
+    optional={"access_count": COUNT, "eval_sum": SMALL, "utility_ctx": CONTEXTS,
+              "namespace": st.just("ns"), "session": st.just("_s"), "agentId": st.just("a1")},
+)  # fmt: skip
+
+
+@st.composite
+def memories(draw: Any) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Hashes for m1..m3 (some absent), and maybe one memory key holding a string."""
+    hashes = {f"mem:{i}": draw(MEMORY) for i in draw(st.sets(IDS))}
+    strings = {"mem:m3": "not a hash"} if draw(st.booleans()) and "mem:m3" not in hashes else {}
+    return hashes, strings
+
+
+@st.composite
+def recall_effects(draw: Any) -> Scenario:
+    hashes, strings = draw(memories())
+    ids = draw(st.lists(IDS, max_size=3, unique=True))
+    usage = draw(st.dictionaries(st.sampled_from(["x:m1", "a:m1", "a:m2"]), COUNT, max_size=3))
+    fields = draw(st.lists(WORDS, min_size=1, max_size=3, unique=True))
+    argv = ["1000", draw(st.sampled_from(["0", "1"])), draw(st.sampled_from(["1", "600"])),
+            "recall_hits", '{"ids": []}', "60000", "sel", str(len(fields)), *fields, *ids]  # fmt: skip
+    return Scenario(scripts.RECALL_EFFECTS, ["stats", "usage", "receipts", "receipt",
+                    *(f"mem:{i}" for i in ids)], argv, {**hashes, "usage": usage}, strings=strings)  # fmt: skip
+
+
+@st.composite
+def write_memory(draw: Any) -> Scenario:
+    hashes, _ = draw(memories())
+    indexes = draw(st.lists(st.sampled_from(["agent", "thread"]), unique=True))
+    terms = draw(st.dictionaries(st.sampled_from(["t:a", "t:b", "n", "len"]), COUNT, max_size=3))
+    fields = draw(st.dictionaries(WORDS, st.sampled_from(["v", "1", "ü"]), min_size=1, max_size=3))
+    argv = [draw(st.sampled_from(["0", "5000"])), "m1", draw(st.sampled_from(["+inf", "900"])),
+            "100", draw(st.sampled_from(["0", "1"])), "tok",
+            str(len(terms)), *[x for kv in terms.items() for x in kv],
+            *[x for kv in fields.items() for x in kv]]  # fmt: skip
+    keys = ["mem:m1", "registry", "bucket", "usage", "stats", "terms", "version", "epoch",
+            "seq", *indexes]  # fmt: skip
+    usage = {"x:m1": "3", "a:m1": "1"} if draw(st.booleans()) else {}
+    return Scenario(scripts.WRITE_MEMORY, keys, argv, {**hashes, "usage": usage},
+                    strings={"seq": "41"} if draw(st.booleans()) else {})  # fmt: skip
+
+
+@st.composite
+def single_memory(draw: Any) -> Scenario:
+    state = draw(st.sampled_from(["memory", "memory", "memory", "absent", "string"]))
+    hashes = {"mem:m1": draw(MEMORY)} if state == "memory" else {}
+    strings = {"mem:m1": "not a hash"} if state == "string" else {}
+    source, argv = draw(st.sampled_from([
+        (scripts.TOUCH, ["1000", "300"]),
+        (scripts.TOUCH, ["1000", "500"]),
+        (scripts.UPDATE_IF_EXISTS, ["0", "importance", "0.9"]),
+        (scripts.UPDATE_IF_EXISTS, ["4000", "content", "new"]),
+        (scripts.REFRESH_DUPLICATE, ["1200", "0.9"]),
+        (scripts.FEEDBACK, ["set", "0.5", "1300"]),
+        (scripts.FEEDBACK, ["clear", "0", "1300"]),
+        (scripts.DELETE_MEMORY, []),
+        (scripts.WRITE_WITH_TTL, ["5000", "content", "x", "importance", "1"]),
+        (scripts.APPLY_EVAL, ["0.25", "0.5", "c", "1400", "2", "1"]),
+        (scripts.APPLY_EVAL, ["0.25", "0.5", "c", "1400", "1", "1"]),
+        (scripts.APPLY_EVAL, ["1", "1", "a", "1400", "2", "0"]),
+        (scripts.APPLY_EVAL, ["-0.25", "0.5", "", "1400", "8", "0"]),
+    ]))  # fmt: skip
+    return Scenario(source, ["mem:m1"], argv, hashes, strings=strings)
+
+
+@st.composite
+def many(draw: Any) -> Scenario:
+    hashes, strings = draw(memories())
+    kind = draw(st.sampled_from(["hmget", "complete", "stats", "counted", "publish"]))
+    if kind == "hmget":
+        fields = draw(st.lists(WORDS, min_size=1, max_size=3, unique=True))
+        return Scenario(scripts.HMGET_MANY, ["mem:m1", "mem:m2", "mem:m3"], fields, hashes,
+                        strings=strings)  # fmt: skip
+    if kind == "complete":
+        receipt = {"receipt": "x"} if draw(st.booleans()) else {}
+        return Scenario(scripts.COMPLETE, ["receipt", "mem:m1", "mem:m2"],
+                        ["0.1", "0.5", "ctx", "1500", "8", "1"], hashes, strings=receipt)  # fmt: skip
+    if kind == "stats":
+        delta = draw(
+            st.lists(
+                st.tuples(st.sampled_from(["t:a", "n", "len"]), st.sampled_from(["1", "-1", "-3"])),
+                max_size=3,
+            )
+        )
+        start = {"terms": {"t:a": "1", "n": "2"}} if draw(st.booleans()) else {}
+        return Scenario(lexical.ADJUST_STATS, ["terms"], [x for kv in delta for x in kv], start)
+    if kind == "counted":
+        entry = draw(st.sampled_from([{}, {"entry": "plain"}, {"entry": "[1]"}] + [
+            {"entry": json.dumps({"costMicros": cost})} for cost in (12, 12.7, -1.5, True)
+        ]))  # fmt: skip
+        return Scenario(cache_scripts.COUNTED_GET, ["entry", "stats"],
+                        ["1", "llm:hits", "llm:misses"], strings=entry)  # fmt: skip
+    preset = draw(st.sampled_from([
+        {}, {"config": {"recall.threshold": "0.4"}},
+        {"config": {"recall.threshold": "0.4", "maxItemsPerScope": "9"}},
+        {"config": {"agent_memory.published": '{"x": "1"}'}},
+        {"config": {"agent_memory.published": "[1]"}},
+    ]))  # fmt: skip
+    return Scenario(store_config.PUBLISH, ["config"],
+                    ["agent_memory.published", "recall.threshold", "0.65", "maxItemsPerScope", "5"],
+                    preset)  # fmt: skip
+
+
+def test_every_script_has_a_scenario() -> None:
+    covered = {
+        scripts.RECALL_EFFECTS, scripts.WRITE_MEMORY, scripts.TOUCH, scripts.UPDATE_IF_EXISTS,
+        scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
+        scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
+        lexical.ADJUST_STATS, cache_scripts.COUNTED_GET, store_config.PUBLISH,
+    }  # fmt: skip
+    assert set(_SCRIPT_TWINS) == covered
+    assert L.F_SEQ == "seq"  # the write script's field, checked by write_memory scenarios
+
+
+SETTINGS = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@SETTINGS
+@given(recall_effects())
+def test_recall_effects_twin(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+@SETTINGS
+@given(write_memory())
+def test_write_memory_twin(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+@SETTINGS
+@given(single_memory())
+def test_single_memory_twins(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+@SETTINGS
+@given(many())
+def test_other_twins(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
