@@ -7,20 +7,21 @@ to name a tenant, agent, thread or session is rejected.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, overload
 
+from agent_memory.core.tool_schema import (
+    IMPORTANCE,
+    ToolSpec,
+    check_arguments,
+    durability_schema,
+    parse_arguments,
+)
 from agent_memory.errors import InvalidInputError
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.sync_store import SyncMemoryStore
 from agent_memory.store.types import Scope
 
-_ALLOWED = frozenset({"text", "durability", "labels", "importance"})
-_AUTHORITY = frozenset(
-    {"namespace", "session", "session_id", "agent", "agent_id", "thread", "thread_id",
-     "scope", "tenant", "user", "user_id", "store", "name"}
-)  # fmt: skip
 _DESCRIPTION = (
     "Save a fact, preference or decision worth remembering in long-term memory. "
     "Use short, self-contained statements."
@@ -45,11 +46,9 @@ class _ToolCore:
         self.scope = Scope(namespace=namespace, agent_id=agent_id, session_id=session_id)
         self.name = name
         self.description = _DESCRIPTION
+        self.spec = self._spec()
 
-    @property
-    def parameters(self) -> dict[str, Any]:
-        """JSON schema of the arguments a model may pass."""
-        durability = ["shared", "session"] if self.scope.session_id else ["shared"]
+    def _spec(self) -> ToolSpec:
         labels: dict[str, Any] = {
             "type": "object",
             "description": 'Optional labels, e.g. {"topic": ["deploys"]}.',
@@ -58,20 +57,22 @@ class _ToolCore:
         policy = self.store._ctx.label_policy
         if policy is not None and policy.allowed_keys is not None:
             labels["propertyNames"] = {"enum": sorted(policy.allowed_keys)}
-        return {
-            "type": "object",
-            "properties": {
-                "text": {"type": "string", "minLength": 1, "description": "What to remember."},
-                "durability": {
-                    "type": "string", "enum": durability,
-                    "description": "'shared' memories outlive the session; 'session' ones do not.",
-                },
-                "labels": labels,
-                "importance": {"type": "number", "minimum": 0, "maximum": 1},
-            },
-            "required": ["text"],
-            "additionalProperties": False,
-        }  # fmt: skip
+        durability = durability_schema(
+            self.scope.session_id is not None,
+            "'shared' memories outlive the session; 'session' ones do not.",
+        )
+        properties = {
+            "text": {"type": "string", "minLength": 1, "description": "What to remember."},
+            "durability": durability,
+            "labels": labels,
+            "importance": IMPORTANCE,
+        }
+        return ToolSpec(self.name, self.description, properties, ("text",))
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON schema of the arguments a model may pass."""
+        return self.spec.input_schema()
 
     def to_openai(self) -> dict[str, Any]:
         """Definition for OpenAI function calling (``tools=[...]``)."""
@@ -91,41 +92,20 @@ class _ToolCore:
         """Validate a model's arguments into ``remember`` keyword arguments.
 
         Raises:
-            InvalidInputError: unknown or authority-bearing arguments, bad types, a
-                session write without a bound session.
+            InvalidInputError: unknown or authority-bearing arguments, bad types or
+                bounds, a session write without a bound session.
         """
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError as exc:
-                raise InvalidInputError(
-                    f"tool arguments are not JSON: {exc}", field="arguments"
-                ) from exc
-        if not isinstance(arguments, Mapping):
-            raise InvalidInputError("tool arguments must be an object", field="arguments")
-        keys = {str(k) for k in arguments}
-        bound = sorted(keys & _AUTHORITY)
-        if bound:
-            raise InvalidInputError(
-                f"argument(s) {bound} are bound by the application and cannot be chosen "
-                "by the model",
-                field=bound[0],
-            )
-        unknown = sorted(keys - _ALLOWED)
-        if unknown:
-            raise InvalidInputError(f"unknown tool argument(s) {unknown}", field=unknown[0])
-        durability = arguments.get("durability", "shared")
-        if durability == "session" and self.scope.session_id is None:
+        arguments = parse_arguments(arguments)
+        if arguments.get("durability") == "session" and self.scope.session_id is None:
             raise InvalidInputError(
                 "this tool has no session bound; durability must be 'shared'", field="durability"
             )
-        if durability not in ("shared", "session"):
-            raise InvalidInputError("durability must be 'shared' or 'session'", field="durability")
+        checked = check_arguments(self.spec, arguments, owner="memory tool")
         return {
-            "content": arguments.get("text"),
-            "importance": arguments.get("importance", 0.5),
-            "labels": arguments.get("labels"),
-            "durability": durability,
+            "content": checked["text"],
+            "importance": checked.get("importance", 0.5),
+            "labels": checked.get("labels"),
+            "durability": checked.get("durability", "shared"),
             "scope": self.scope,
             "source": "tool",
         }

@@ -117,7 +117,7 @@ class MemoryTools:
         spec = self._specs.get(name)
         if spec is None:
             raise InvalidInputError(f"unknown tool {name!r}", field="name")
-        args = check_arguments(spec, arguments)
+        args = check_arguments(spec, arguments, owner="memory server")
         handler: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] = getattr(
             self, f"_tool_{name}"
         )

@@ -1,44 +1,24 @@
-"""The MCP tool definitions of the memory store and the checks of their arguments.
+"""The MCP tool definitions of the memory store.
 
-Pure: no ``mcp`` import. The JSON schemas never contain a namespace, session or scope
-field; :func:`check_arguments` rejects any argument a schema does not declare (with a
-specific message for authority-bearing ones) and validates types and bounds.
+Pure: no ``mcp`` import. The shared schema pieces and the argument checks live in
+:mod:`agent_memory.core.tool_schema` (the application-side ``memory_tool`` uses the same).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from agent_memory.errors import InvalidInputError
-
-#: Arguments that would choose a tenant or a session: always rejected.
-AUTHORITY_ARGUMENTS = frozenset(
-    {"namespace", "session", "session_id", "scope", "tenant", "agent_id", "thread_id"}
+from agent_memory.core.tool_schema import (
+    AUTHORITY_ARGUMENTS,
+    IMPORTANCE,
+    ToolSpec,
+    check_arguments,
+    durability_schema,
 )
+
 MAX_RECALL_K = 50
 MAX_LIST_LIMIT = 100
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """One tool: its name, description and JSON-schema properties."""
-
-    name: str
-    description: str
-    properties: Mapping[str, Mapping[str, Any]]
-    required: tuple[str, ...] = ()
-
-    def input_schema(self) -> dict[str, Any]:
-        """The JSON schema of the tool's arguments (``additionalProperties: false``)."""
-        return {
-            "type": "object",
-            "properties": {k: dict(v) for k, v in self.properties.items()},
-            "required": list(self.required),
-            "additionalProperties": False,
-        }
 
 
 _TAGS = {
@@ -49,20 +29,15 @@ _TAGS = {
 
 
 def tool_specs(with_session: bool) -> list[ToolSpec]:
-    durability = {
-        "type": "string",
-        "enum": ["shared", "session"],
-        "description": "'shared' (default): durable, visible to every conversation of this "
-        "workspace. 'session': visible only in the current session.",
-    }
+    """The MCP server's tools; ``durability`` is declared only when a session is bound."""
+    durability = durability_schema(
+        True,
+        "'shared' (default): durable, visible to every conversation of this workspace. "
+        "'session': visible only in the current session.",
+    )
     remember_props: dict[str, Mapping[str, Any]] = {
         "content": {"type": "string", "minLength": 1, "description": "The fact to remember."},
-        "importance": {
-            "type": "number",
-            "minimum": 0,
-            "maximum": 1,
-            "description": "0 (trivial) to 1 (critical); default 0.5.",
-        },
+        "importance": IMPORTANCE,
         "tags": {**_TAGS, "description": "Optional keywords for later filtering."},
         "ttl_seconds": {
             "type": "number",
@@ -130,72 +105,5 @@ def tool_specs(with_session: bool) -> list[ToolSpec]:
     ]
 
 
-def _check_value(name: str, schema: Mapping[str, Any], value: Any) -> None:
-    kinds = schema.get("type")
-    allowed = kinds if isinstance(kinds, list) else [kinds]
-    if value is None:
-        if "null" not in allowed:
-            raise InvalidInputError(f"argument {name!r} must not be null", field=name)
-        return
-    kind = next((k for k in allowed if k != "null"), None)
-    if kind == "string":
-        if not isinstance(value, str) or len(value) < schema.get("minLength", 0):
-            raise InvalidInputError(f"argument {name!r} must be a non-empty string", field=name)
-        if "enum" in schema and value not in schema["enum"]:
-            raise InvalidInputError(
-                f"argument {name!r} must be one of {schema['enum']}", field=name
-            )
-    elif kind in ("number", "integer"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidInputError(f"argument {name!r} must be a {kind}", field=name)
-        if kind == "integer" and not (isinstance(value, int) or float(value).is_integer()):
-            raise InvalidInputError(f"argument {name!r} must be an integer", field=name)
-        if not math.isfinite(value):
-            raise InvalidInputError(f"argument {name!r} must be finite", field=name)
-        low, high = schema.get("minimum"), schema.get("maximum")
-        if (low is not None and value < low) or (high is not None and value > high):
-            raise InvalidInputError(f"argument {name!r} must be in [{low}, {high}]", field=name)
-        if "exclusiveMinimum" in schema and not value > schema["exclusiveMinimum"]:
-            raise InvalidInputError(
-                f"argument {name!r} must be > {schema['exclusiveMinimum']}", field=name
-            )
-    elif kind == "array" and (
-        not isinstance(value, list) or not all(isinstance(v, str) and v for v in value)
-    ):
-        raise InvalidInputError(
-            f"argument {name!r} must be a list of non-empty strings", field=name
-        )
-
-
-def check_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
-    """Validate a model's arguments against a tool spec; returns a plain dict.
-
-    Raises:
-        InvalidInputError: not an object, a missing or unknown argument (always for
-            namespace / session / scope), or a value of the wrong type or range.
-    """
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, Mapping):
-        raise InvalidInputError("tool arguments must be a JSON object", field="arguments")
-    for key in arguments:
-        if key in AUTHORITY_ARGUMENTS:
-            raise InvalidInputError(
-                f"argument {key!r} is not accepted: this memory server is bound to its "
-                "namespace and session by its operator, tools cannot choose them",
-                field=str(key),
-            )
-        if key not in spec.properties:
-            raise InvalidInputError(
-                f"unknown argument {key!r} for tool {spec.name!r} "
-                f"(accepted: {', '.join(sorted(spec.properties))})",
-                field=str(key),
-            )
-    for key in spec.required:
-        if key not in arguments:
-            raise InvalidInputError(
-                f"missing argument {key!r} for tool {spec.name!r}", field=str(key)
-            )
-    for key, value in arguments.items():
-        _check_value(key, spec.properties[key], value)
-    return dict(arguments)
+__all__ = ["AUTHORITY_ARGUMENTS", "MAX_LIST_LIMIT", "MAX_RECALL_K", "ToolSpec", "check_arguments",
+           "tool_specs"]  # fmt: skip
