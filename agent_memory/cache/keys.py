@@ -27,6 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from agent_memory.core.checks import check_str
 from agent_memory.errors import InvalidInputError
 
 DIGEST_CHARS = 64
@@ -106,19 +107,7 @@ def check_text(value: object, *, field: str, max_chars: int = 1024) -> str:
     Raises:
         InvalidInputError: not a non-empty string, too long, or not encodable as UTF-8.
     """
-    if not isinstance(value, str):
-        raise InvalidInputError(
-            f"{field} must be a string, got {type(value).__name__}", field=field
-        )
-    if not value:
-        raise InvalidInputError(f"{field} must not be empty", field=field)
-    if len(value) > max_chars:
-        raise InvalidInputError(f"{field} is longer than {max_chars} characters", field=field)
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"{field} is not valid Unicode: {exc}", field=field) from exc
-    return value
+    return check_str(value, field=field, non_empty=True, max_chars=max_chars)
 
 
 def tool_segment(tool: str) -> str:

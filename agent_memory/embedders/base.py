@@ -17,6 +17,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from agent_memory.core.checks import check_str
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 
 #: Upper bound on the dimension of a built-in embedder.
@@ -54,19 +55,13 @@ class Embedder(Protocol):
 
 
 def check_text(text: object, *, field: str = "text") -> str:
-    """Return ``text`` if it is a valid string.
+    """Return ``text`` if it is a ``str`` of valid Unicode (empty text is allowed).
 
     Raises:
         InvalidInputError: ``text`` is not a ``str`` or is not encodable as UTF-8
             (lone surrogates).
     """
-    if not isinstance(text, str):
-        raise InvalidInputError(f"{field} must be a str, got {type(text).__name__}", field=field)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(f"{field} is not valid Unicode: {exc.reason}", field=field) from exc
-    return text
+    return check_str(text, field=field)
 
 
 def check_texts(texts: object) -> list[str]:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from agent_memory.core.checks import check_str
 from agent_memory.errors import InvalidInputError
 from agent_memory.store.types import Scope
 
@@ -19,7 +20,6 @@ MAX_TAG_CHARS = 256
 MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
 MAX_METADATA_BYTES = 64 * 1024
 _NAME = re.compile(r"[A-Za-z0-9_.\-:]{1,128}")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def check_scope(scope: object) -> Scope | None:
@@ -50,24 +50,8 @@ def check_name(name: object) -> str:
 
 
 def check_text(value: object, *, field: str, max_bytes: int) -> str:
-    """Non-empty valid Unicode text within ``max_bytes`` UTF-8 bytes."""
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{field} must be a str, got {type(value).__name__}", field=field)
-    if not value.strip():
-        raise InvalidInputError(f"{field} must not be empty or only whitespace", field=field)
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(
-            f"{field} is not valid Unicode (lone surrogate)", field=field
-        ) from exc
-    if size > max_bytes:
-        raise InvalidInputError(
-            f"{field} is {size} bytes of UTF-8, over the limit of {max_bytes}", field=field
-        )
-    if _CONTROL.search(value):
-        raise InvalidInputError(f"{field} contains control characters", field=field)
-    return value
+    """Non-empty valid Unicode text within ``max_bytes`` UTF-8 bytes, no control characters."""
+    return check_str(value, field=field, non_blank=True, max_bytes=max_bytes, no_controls=True)
 
 
 def check_optional_text(value: object, *, field: str, max_bytes: int = 1024) -> str | None:
