@@ -6,18 +6,18 @@ from dataclasses import dataclass
 
 from agent_memory.backends.ft import FtBackend
 from agent_memory.backends.portable import PortableBackend
-from agent_memory.core.effects import Operation, call, command, execute, execute_batch
+from agent_memory.core.effects import Operation, command, execute, execute_batch
 from agent_memory.core.replies import integer, pairs, text
 from agent_memory.errors import (
     AgentMemoryError,
     CapabilityError,
-    EmbedderError,
     IndexMismatchError,
 )
 from agent_memory.search.dialect import Dialect, detect_dialect
 from agent_memory.store.config import publish_config
 from agent_memory.store.context import StoreContext
 from agent_memory.store.layout import SCHEMA_VERSION
+from agent_memory.store.ops.embedding import call_embedder
 from agent_memory.store.ops.membership import ensure_member_indexes
 from agent_memory.store.validation import unit_vector
 
@@ -50,12 +50,7 @@ def _discover_dim(ctx: StoreContext) -> Operation[int]:
     declared = getattr(ctx.embed, "dim", None)
     if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
         return declared
-    try:
-        vector = yield from call(ctx.embed, _PROBE_TEXT, what="embed")
-    except AgentMemoryError:
-        raise
-    except Exception as exc:
-        raise EmbedderError(f"the embedder failed on a probe text: {exc}", field="embed") from exc
+    vector = yield from call_embedder(ctx.embed, _PROBE_TEXT, what="embed")
     return int(unit_vector(vector, None, field="embedding").size)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnQuery
-from agent_memory.core.effects import Command, Operation, call, command
+from agent_memory.core.effects import Command, Operation, command
 from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
 from agent_memory.store import layout as L
 from agent_memory.store import lexical
@@ -38,6 +38,7 @@ from agent_memory.store.labels import Labels, check_labels, context_digest, filt
 from agent_memory.store.ops.candidates import Visible, fused, rank_fields, visible_candidates
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
+from agent_memory.store.ops.labeling import run_labeler
 from agent_memory.store.ops.read import with_usage
 from agent_memory.store.ops.selection import HitRecord, side_effects
 from agent_memory.store.records import parse_item
@@ -254,13 +255,8 @@ def query_labels(ctx: StoreContext, query: str) -> Operation[Labels]:
     """Labels the store's labeler gives the query (boost only); best-effort."""
     if ctx.labeler is None:
         return {}
-    try:
-        found = yield from call(ctx.labeler, query, what="labeler")
-        return check_labels(found, ctx.label_policy)
-    except Exception as exc:  # noqa: BLE001 - labels only boost; recall goes on without them
-        logger.warning("labeler failed on a query of %s: %s", ctx.keys.name, exc)
-        ctx.count("labeler_failures")
-        return {}
+    labels = yield from run_labeler(ctx, query, what="a query")
+    return labels or {}
 
 
 def recall_text(ctx: StoreContext, request: RecallRequest, query: str) -> Operation[RecallResult]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent_memory.core.effects import Command, Operation, call, command, execute, execute_batch
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
 from agent_memory.core.replies import integer, optional_text, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
 from agent_memory.search.encoding import encode_value
@@ -23,6 +23,7 @@ from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
 from agent_memory.store.ops.embedding import embed_one, embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
+from agent_memory.store.ops.labeling import labeler_failed, run_labeler
 from agent_memory.store.ops.versions import bump, fresh_token
 from agent_memory.store.records import (
     NewMemory,
@@ -244,17 +245,19 @@ def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Oper
     commands: list[Command] = []
     namespaces: set[str] = set()
     for memory in memories:
+        extra = yield from run_labeler(ctx, memory.content, what=f"memory {memory.id}")
+        if extra is None:
+            continue
         try:
-            found = yield from call(ctx.labeler, memory.content, what="labeler")
-            extra = check_labels(found, ctx.label_policy)
-            keys = {*memory.labels, *extra}
             merged = check_labels(
-                {k: [*memory.labels.get(k, ()), *extra.get(k, ())] for k in keys},
+                {
+                    k: [*memory.labels.get(k, ()), *extra.get(k, ())]
+                    for k in {*memory.labels, *extra}
+                },
                 ctx.label_policy,
             )
-        except Exception as exc:  # noqa: BLE001 - best-effort: the memory is already stored
-            logger.warning("labeler failed on memory %s of %s: %s", memory.id, ctx.keys.name, exc)
-            ctx.count("labeler_failures")
+        except InvalidInputError as exc:  # together over the policy's limits: kept as they were
+            labeler_failed(ctx, f"memory {memory.id}", exc)
             continue
         if merged == memory.labels:
             continue
