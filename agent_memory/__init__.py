@@ -37,6 +37,7 @@ from agent_memory.facade.agent import AgentMemory, AgentStats
 from agent_memory.facade.sync_agent import SyncAgentMemory
 from agent_memory.store.labels import LabelPolicy
 from agent_memory.store.memory_store import MemoryStore
+from agent_memory.store.ops.adopt import AdoptionReport
 from agent_memory.store.ops.consolidate import ConsolidationResult
 from agent_memory.store.ops.ensure import IndexStatus
 from agent_memory.store.ops.learn import PruneResult
@@ -56,6 +57,7 @@ from agent_memory.store.utility import Forgetting
 from agent_memory.tool import MemoryTool, SyncMemoryTool, memory_tool
 
 __all__ = [
+    "AdoptionReport",
     "AgentMemory",
     "AgentMemoryError",
     "AgentStats",

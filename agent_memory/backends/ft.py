@@ -68,6 +68,20 @@ def _read_info(ctx: StoreContext) -> Operation[tuple[IndexInfo, Any] | None]:
     return parse_index_info(reply), reply
 
 
+def drop_foreign_index(ctx: StoreContext) -> Operation[bool]:
+    """Drop the store's index if another program created it (its records stay).
+
+    Every schema this library ever wrote has a ``session`` tag; an index without one
+    belongs to another program (the BetterDB TypeScript library, say). Only an explicit
+    migration calls this.
+    """
+    found = yield from _read_info(ctx)
+    if found is None or _mentions(found[1], F_SESSION):
+        return False
+    yield from execute("FT.DROPINDEX", ctx.keys.index)
+    return True
+
+
 def read_index_info(ctx: StoreContext) -> Operation[IndexInfo | None]:
     """FT.INFO of the store's index, or ``None`` when it does not exist."""
     found = yield from _read_info(ctx)
@@ -183,7 +197,9 @@ class FtBackend:
                 raise IndexMismatchError(
                     f"index {ctx.keys.index} was not created by agent-memory (it has no "
                     "'session' field; the BetterDB TypeScript library creates such "
-                    "indexes); it is left as it is. Use another store name for this store."
+                    "indexes); it is left as it is. To take the store over, keeping every "
+                    "record, run adopt_foreign(replace_index=True) or `agent-memory adopt "
+                    "--replace-index`; or use another store name."
                 )
             if _mentions(raw, needed):
                 yield from ensure_lexical(ctx)

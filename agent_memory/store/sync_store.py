@@ -39,6 +39,7 @@ from agent_memory.store.context import Clock, LiveConfig, StoreContext, system_c
 from agent_memory.store.filters import scope_filter
 from agent_memory.store.labels import LabelPolicy
 from agent_memory.store.layout import Keys
+from agent_memory.store.ops.adopt import AdoptionReport, take_over
 from agent_memory.store.ops.consolidate import (
     ConsolidationResult,
     consolidate_facts,
@@ -637,6 +638,30 @@ class SyncMemoryStore:
         return self._run(
             import_records(self._ctx, list(records), reembed=reembed), "import_records"
         )
+
+    def adopt_foreign(self, *, replace_index: bool = False) -> AdoptionReport:
+        """Adopt the memories the BetterDB agent-memory libraries wrote into this store.
+
+        Their records (no ``session`` field, no registry entry) become memories of this
+        store under the same ids, keeping text, vector, importance, timestamps, access
+        count, tags, TTL remaining and scope (``namespace``, ``agentId``, ``threadId``;
+        shared durability). Their library goes on reading them. ``ensure_index()`` does
+        this once per process when the index holds more documents than the store has
+        memories; call this for records written since. The mapping and its limits are
+        in :mod:`agent_memory.store.ops.adopt`.
+
+        Args:
+            replace_index: the store's index was created by their library: drop it
+                (never its records), create ours and adopt everything. Without it such
+                an index raises :class:`IndexMismatchError` and is left as it is.
+
+        Raises:
+            IndexMismatchError: a foreign index and ``replace_index`` not given, or a
+                dimension that differs from the embedder's.
+        """
+        if not isinstance(replace_index, bool):
+            raise InvalidInputError("replace_index must be a bool", field="replace_index")
+        return self._run(take_over(self._ctx, replace_index=replace_index), "adopt_foreign")
 
     def complete(self, selection_id: str, score: float) -> bool:
         """Report how well a recall served (``score`` in [0, 1], 0.5 is neutral).

@@ -216,6 +216,8 @@ STORE_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("feedback", (None,), {"value": 1.0}),
     ("prune", ("ns",), {}),
     ("prune", ({"namespace": "n"},), {}),
+    ("adopt_foreign", (), {"replace_index": "yes"}),
+    ("adopt_foreign", (), {"replace_index": None}),
 ]
 
 CLOSED_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
@@ -234,6 +236,7 @@ CLOSED_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("complete", ("0" * 32,), {"score": 0.5}),
     ("feedback", (UNKNOWN_ID,), {"value": 1.0}),
     ("prune", (), {}),
+    ("adopt_foreign", (), {}),
 ]
 
 

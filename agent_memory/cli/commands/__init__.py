@@ -11,6 +11,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from agent_memory.cli.commands import (
+    adopt,
     demo,
     export,
     import_,
@@ -23,11 +24,12 @@ from agent_memory.cli.commands import (
 )
 
 COMMANDS: tuple[ModuleType, ...] = (
-    demo, stats, list_, recall, export, import_, prune, serve, mcp,
+    demo, stats, list_, recall, export, import_, prune, adopt, serve, mcp,
 )  # fmt: skip
 
 __all__ = [
     "COMMANDS",
+    "adopt",
     "demo",
     "export",
     "import_",

@@ -37,6 +37,8 @@ class IndexStatus:
         features: the optional server features the store uses beyond the valkey-search
             1.0.2 dialect (``"hybrid_policy"``, ``"native_text"``); empty on valkey-search,
             without a search module and with ``ft_dialect="baseline"``.
+        adopted: foreign memories (written by BetterDB agent-memory into the store's
+            index) this call adopted; see :meth:`MemoryStore.adopt_foreign`.
     """
 
     backend: str
@@ -44,6 +46,7 @@ class IndexStatus:
     dim: int
     created: bool
     features: tuple[str, ...] = ()
+    adopted: int = 0
 
 
 def _discover_dim(ctx: StoreContext) -> Operation[int]:
@@ -130,12 +133,19 @@ def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
     if version < SCHEMA_VERSION:  # upgraded in place by prepare: older code must not write
         yield from execute("HSET", ctx.keys.meta, "schema_version", str(SCHEMA_VERSION))
     ctx.backend = backend
+    adopted = 0
+    if choice == "ft":
+        # Imported here: adoption writes through the import path, which ensures first.
+        from agent_memory.store.ops.adopt import adopt_if_present
+
+        adopted = yield from adopt_if_present(ctx)
     return IndexStatus(
         backend=choice,
         dialect=dialect,
         dim=dim,
         created=created or created_index,
         features=dialect.features if choice == "ft" else (),
+        adopted=adopted,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
 from agent_memory.core.replies import error_text, integer, lenient_text, pairs, text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
+from agent_memory.search.parse import parse_index_info
 from agent_memory.store import layout as L
 from agent_memory.store import scripts
 from agent_memory.store.context import StoreContext
@@ -271,28 +272,51 @@ class MemoryStats:
         evictions: memories evicted by ``max_items_per_scope`` (all processes).
         counters: every field of ``{name}:__mem_stats`` as integers.
         backend: the backend in use.
+        foreign: records in the store's index that another library (BetterDB
+            agent-memory) wrote and this one has not adopted yet (search backend only:
+            the index's document count beyond ``items``); ``adopt_foreign()`` adopts them.
     """
 
     items: int
     evictions: int
     counters: dict[str, int]
     backend: str
+    foreign: int = 0
+
+
+def count_items(ctx: StoreContext, *extra: Command) -> Operation[tuple[int, list[Any]]]:
+    """Unexpired memories over every namespace registry, and the replies of ``extra``
+    (sent in the same round trip)."""
+    registries = yield from scan_keys(f"{ctx.keys.name}:__mem_reg:*")
+    now = ctx.now_ms()
+    counts = [command("ZCOUNT", text(key), f"({now}", "+inf") for key in set(map(text, registries))]
+    replies = yield from execute_batch([*extra, *counts])
+    for reply in replies[len(extra) :]:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+    return sum(integer(r) for r in replies[len(extra) :]), list(replies[: len(extra)])
+
+
+def foreign_estimate(index_docs: int | None, items: int) -> int:
+    """Documents of the index that are not registered memories (pure)."""
+    return max(0, index_docs - items) if index_docs is not None else 0
 
 
 def stats(ctx: StoreContext) -> Operation[MemoryStats]:
-    """Item count from every namespace registry, counters from ``{name}:__mem_stats``."""
-    registries = yield from scan_keys(f"{ctx.keys.name}:__mem_reg:*")
-    now = ctx.now_ms()
-    commands = [command("HGETALL", ctx.keys.stats)] + [
-        command("ZCOUNT", text(key), f"({now}", "+inf") for key in registries
-    ]
-    replies = yield from execute_batch(commands)
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
+    """Item count from every namespace registry, counters from ``{name}:__mem_stats``, and
+    (search backend) the foreign records the index holds, in one round trip."""
+    on_index = ctx.backend is not None and ctx.backend.name == "ft"
+    extra = [command("HGETALL", ctx.keys.stats)]
+    if on_index:
+        extra.append(command("FT.INFO", ctx.keys.index))
+    items, replies = yield from count_items(ctx, *extra)
+    if isinstance(replies[0], AgentMemoryError):
+        raise replies[0]
     counters = {k: integer(v) for k, v in pairs(replies[0]).items()}
-    items = sum(integer(r) for r in replies[1:])
+    foreign = 0
+    if on_index and not isinstance(replies[1], AgentMemoryError):
+        foreign = foreign_estimate(parse_index_info(replies[1]).num_docs, items)
     backend = ctx.backend.name if ctx.backend is not None else "unknown"
     if ctx.telemetry is not None:
         ctx.telemetry.set_items(items)
-    return MemoryStats(items, counters.get("evictions", 0), counters, backend)
+    return MemoryStats(items, counters.get("evictions", 0), counters, backend, foreign)

@@ -122,7 +122,14 @@ def _int(record: Mapping[str, Any], key: str, default: int) -> int:
     return int(value)
 
 
-def _parse(record: object, now: int, max_bytes: int) -> tuple[MemoryInput, dict[str, Any]] | None:
+def parse_record(
+    record: object, now: int, max_bytes: int
+) -> tuple[MemoryInput, dict[str, Any]] | None:
+    """A record's memory input and restored state (``None``: it expired in transit).
+
+    Raises:
+        InvalidInputError: a malformed record.
+    """
     if not isinstance(record, Mapping):
         raise InvalidInputError("each record must be a JSON object", field="records")
     if record.get("format", FORMAT) != FORMAT:
@@ -164,7 +171,9 @@ def import_records(
         InvalidInputError: a malformed record, or a vector of the wrong dimension.
     """
     now = ctx.now_ms()
-    parsed = [p for p in (_parse(r, now, ctx.max_content_bytes) for r in records) if p is not None]
+    parsed = [
+        p for p in (parse_record(r, now, ctx.max_content_bytes) for r in records) if p is not None
+    ]
     if not parsed:
         return []
     yield from ensure_ready(ctx)

@@ -1,0 +1,223 @@
+"""Adopt memories that another library wrote under the store's prefix.
+
+The BetterDB libraries (``@betterdb/agent-memory`` and its Python port
+``betterdb-agent-memory``) write hashes at ``{name}:mem:{id}`` with the fields both
+libraries share, but none of ours: no ``session`` tag (which every recall filters on), no
+registry entry (which ``list`` and ``stats`` walk), no lexical terms. Such a record is
+*foreign*; adopting it rewrites it as one of ours under the same id, keeping its text,
+vector, importance, timestamps, access count, tags, remaining TTL and scope:
+
+====================  =======================================================
+their field           our memory
+====================  =======================================================
+``namespace``         ``scope.namespace`` (absent: the default namespace)
+``agentId``           ``scope.agent_id``
+``threadId``          ``scope.thread_id``
+(none)                ``durability="shared"``, no session
+``tags`` (``a,b``)    ``tags`` (``("a", "b")``)
+====================  =======================================================
+
+The fields they read keep their meaning, so their library goes on finding the memory,
+except by a namespace, agent, thread or tag that is not plain ASCII letters, digits,
+``_`` or ``-``: we index those as tokens, which their escaped query does not match.
+
+A record that cannot be adopted (a vector of another size, text over the store's limit,
+a bad id) is left untouched, logged and counted as ``foreign_skipped``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_memory.backends.ft import drop_foreign_index
+from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
+from agent_memory.core.replies import integer, optional_text, raw_bytes, text
+from agent_memory.errors import (
+    AgentMemoryError,
+    IndexMismatchError,
+    InvalidInputError,
+    ReplyParseError,
+)
+from agent_memory.search.parse import parse_index_info
+from agent_memory.store import layout as L
+from agent_memory.store.context import StoreContext
+from agent_memory.store.ops.ensure import ensure_index
+from agent_memory.store.ops.read import count_items, foreign_estimate
+from agent_memory.store.ops.transfer import FORMAT, import_records, parse_record
+from agent_memory.store.records import blob_vector
+from agent_memory.store.validation import check_id
+
+logger = logging.getLogger("agent_memory.store")
+
+_CHUNK = 500
+FOREIGN_FIELDS = (
+    L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_ACCESS_COUNT, L.F_TAGS,
+    L.F_THREAD, L.F_AGENT, L.F_NAMESPACE, L.F_SOURCE, L.F_SUBJECT, L.F_DATE,
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class AdoptionReport:
+    """What :meth:`~agent_memory.MemoryStore.adopt_foreign` did.
+
+    Attributes:
+        adopted: foreign memories now stored as ours (same ids).
+        skipped: foreign records left as they were (the log says why).
+        index_replaced: a foreign index was dropped (never its records) and ours created.
+    """
+
+    adopted: int = 0
+    skipped: int = 0
+    index_replaced: bool = False
+
+
+def foreign_ids(ctx: StoreContext) -> Operation[list[str]]:
+    """Ids of the hashes under the store's prefix that carry no ``session`` field."""
+    prefix = ctx.keys.prefix
+    keys = yield from scan_keys(prefix + "*")
+    ids = sorted({text(k)[len(prefix) :] for k in keys})
+    found: list[str] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        replies = yield from execute_batch(
+            [command("HEXISTS", ctx.keys.memory(i), L.F_SESSION) for i in chunk]
+        )
+        # A key of another type answers an error: it is not a memory of anyone's.
+        found += [i for i, r in zip(chunk, replies, strict=True) if r == 0 or r is False]
+    return found
+
+
+def foreign_record(
+    memory_id: str, values: Sequence[Any], blob: Any, pttl: int, dim: int
+) -> dict[str, Any]:
+    """The import record (``agent-memory/1``) of one foreign hash (pure).
+
+    Raises:
+        InvalidInputError: the record cannot become a memory of this store.
+    """
+    check_id(memory_id)
+    fields = dict(zip(FOREIGN_FIELDS, (optional_text(v) for v in values), strict=True))
+    if fields[L.F_CONTENT] is None:
+        raise InvalidInputError("the record has no content", field="content")
+    if blob is None:
+        raise InvalidInputError("the record has no vector", field="vector")
+    try:
+        vector = blob_vector(raw_bytes(blob), dim)
+    except ReplyParseError as exc:
+        raise InvalidInputError(str(exc), field="vector") from exc
+    created = _number(fields, L.F_CREATED)
+    tags = [t for t in (fields[L.F_TAGS] or "").split(L.TAG_SEPARATOR) if t]
+    return {
+        "format": FORMAT, "id": memory_id, "content": fields[L.F_CONTENT],
+        "importance": _number(fields, L.F_IMPORTANCE, 0.5), "tags": tags,
+        "scope": {"namespace": fields[L.F_NAMESPACE], "agent_id": fields[L.F_AGENT],
+                  "thread_id": fields[L.F_THREAD]},
+        "durability": "shared", "created_at": created,
+        "last_accessed_at": _number(fields, L.F_ACCESSED, created),
+        "access_count": _number(fields, L.F_ACCESS_COUNT, 0),
+        "ttl_remaining_ms": pttl if pttl > 0 else None,
+        "source": fields[L.F_SOURCE], "subject": fields[L.F_SUBJECT], "date": fields[L.F_DATE],
+        "vector": [float(x) for x in vector],
+    }  # fmt: skip
+
+
+def _number(fields: Mapping[str, str | None], name: str, default: Any = None) -> Any:
+    raw = fields[name]
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"the record's {name} is not a number", field=name) from exc
+    return int(value) if name != L.F_IMPORTANCE else value
+
+
+def adopt_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[AdoptionReport]:
+    """Adopt the foreign records ``ids``, a chunk per round of reads and writes."""
+    assert ctx.dim is not None
+    adopted: list[str] = []
+    skipped: list[str] = []
+    now = ctx.now_ms()
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        commands: list[Command] = []
+        for memory_id in chunk:
+            key = ctx.keys.memory(memory_id)
+            commands += [
+                command("HMGET", key, *FOREIGN_FIELDS),
+                Command(("HGET", key, L.F_VECTOR), binary=True),
+                command("PTTL", key),
+            ]
+        replies = yield from execute_batch(commands)
+        records: list[dict[str, Any]] = []
+        for i, memory_id in enumerate(chunk):
+            values, blob, pttl = replies[3 * i : 3 * i + 3]
+            try:
+                for reply in (values, blob, pttl):
+                    if isinstance(reply, AgentMemoryError):
+                        raise InvalidInputError(f"unreadable: {reply}", field="record")
+                if integer(pttl) == -2:
+                    continue  # deleted since it was found
+                record = foreign_record(memory_id, values, blob, integer(pttl), ctx.dim)
+                parse_record(record, now, ctx.max_content_bytes)
+            except InvalidInputError as exc:
+                logger.warning(
+                    "foreign record %s of %s left as it is: %s", memory_id, ctx.keys.name, exc
+                )
+                ctx.count("foreign_skipped")
+                skipped.append(memory_id)
+                continue
+            records.append(record)
+        adopted += yield from import_records(ctx, records, reembed=False)
+    ctx.count("foreign_adopted", len(adopted))
+    return AdoptionReport(len(adopted), len(skipped))
+
+
+def adopt_foreign(ctx: StoreContext) -> Operation[AdoptionReport]:
+    """Find every foreign record of the store and adopt it."""
+    ids = yield from foreign_ids(ctx)
+    if not ids:
+        return AdoptionReport()
+    report = yield from adopt_ids(ctx, ids)
+    return report
+
+
+def adopt_if_present(ctx: StoreContext) -> Operation[int]:
+    """Adopt foreign records when the index holds more documents than the store has
+    memories (one round trip when it does not); the number adopted."""
+    items, replies = yield from count_items(ctx, command("FT.INFO", ctx.keys.index))
+    if isinstance(replies[0], AgentMemoryError):
+        raise replies[0]
+    if not foreign_estimate(parse_index_info(replies[0]).num_docs, items):
+        return 0
+    report = yield from adopt_foreign(ctx)
+    if report.adopted or report.skipped:
+        logger.info(
+            "%s: adopted %d foreign memories, left %d as they were",
+            ctx.keys.name, report.adopted, report.skipped,
+        )  # fmt: skip
+    return report.adopted
+
+
+def take_over(ctx: StoreContext, *, replace_index: bool) -> Operation[AdoptionReport]:
+    """Operation behind ``adopt_foreign()``: ensure the store (replacing a foreign index
+    only when asked, never its records), then adopt every foreign record."""
+    replaced = False
+    adopted_on_start = 0
+    if ctx.backend is None or ctx.dim is None:
+        try:
+            status = yield from ensure_index(ctx)
+        except IndexMismatchError:
+            if not replace_index:
+                raise
+            replaced = yield from drop_foreign_index(ctx)
+            if not replaced:
+                raise
+            logger.warning("%s: dropped the foreign index %s", ctx.keys.name, ctx.keys.index)
+            status = yield from ensure_index(ctx)
+        adopted_on_start = status.adopted
+    report = yield from adopt_foreign(ctx)
+    return AdoptionReport(report.adopted + adopted_on_start, report.skipped, replaced)

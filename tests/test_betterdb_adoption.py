@@ -1,0 +1,150 @@
+"""Memories the BetterDB library writes into a shared store become ours, both ways readable.
+
+The writer is the real ``betterdb-agent-memory`` package (the Python port of the
+TypeScript library, same records) in its own virtual environment, against real servers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from typing import Any
+
+import numpy as np
+import pytest
+
+from agent_memory import IndexMismatchError, Scope, SyncMemoryStore
+from benchmarks.peer import ensure_venv
+from tests.conftest import _Servers
+
+pytestmark = pytest.mark.integration
+
+DIM = 16
+TEXTS = ("ours", "unscoped peer note", "acme bot note", "thread note", "short lived note",
+         "written later", "written by the peer")  # fmt: skip
+
+
+def _unit(seed: int) -> list[float]:
+    v = np.random.default_rng(seed).normal(size=DIM)
+    return [float(x) for x in v / np.linalg.norm(v)]
+
+
+VECTORS = {text: _unit(i + 1) for i, text in enumerate(TEXTS)}
+
+PEER = r"""
+import asyncio, json, sys
+import valkey.asyncio as valkey
+from betterdb_agent_memory import MemoryStore
+
+async def main():
+    url, name, vectors, job = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+    client = valkey.from_url(url)
+    async def embed(text):
+        return vectors.get(text) or vectors["ours"]
+    store = MemoryStore(client=client, name=name, embed_fn=embed, analytics=False)
+    out = {}
+    if job == "write":
+        await store.ensure_index()  # theirs, unless the store already has one
+        for text, options in json.loads(sys.argv[5]):
+            out[text] = await store.remember(text, **options)
+    else:
+        hits = await store.recall_by_vector(vectors[sys.argv[5]], k=10, threshold=2.0,
+                                            reinforce=False, **json.loads(sys.argv[6]))
+        out = [h.item.content for h in hits]
+    print(json.dumps(out))
+    await client.aclose()
+
+asyncio.run(main())
+"""
+
+
+def _peer(url: str, name: str, job: str, *args: Any) -> Any:
+    python = ensure_venv()
+    env = {**os.environ, "BETTERDB_TELEMETRY": "false"}
+    argv = [str(python), "-c", PEER, url, name, json.dumps(VECTORS), job, *map(str, args)]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def _store(url: str, name: str) -> SyncMemoryStore:
+    return SyncMemoryStore.from_url(
+        url, name=name, embed=lambda text: VECTORS.get(text) or _unit(99)
+    )
+
+
+def _recall(store: SyncMemoryStore, text: str, scope: Scope | None = None) -> list[str]:
+    return [h.item.content for h in store.recall(text, k=10, scope=scope, threshold=0.05)]
+
+
+def test_peer_memories_in_our_store_are_adopted_and_stay_theirs_too(servers: _Servers) -> None:
+    url = servers.get("valkey-search").url
+    name = f"shared{uuid.uuid4().hex[:8]}"
+    with _store(url, name) as store:
+        store.remember("ours")
+        ids = _peer(url, name, "write", json.dumps([
+            ["unscoped peer note", {"tags": ["a", "b"], "importance": 0.9}],
+            ["acme bot note", {"namespace": "acme", "agent_id": "bot"}],
+            ["thread note", {"namespace": "acme", "thread_id": "t1"}],
+            ["short lived note", {"ttl": 3600}],
+        ]))  # fmt: skip
+        before = store.stats()
+        assert (before.items, before.foreign) == (1, 4)
+        assert _recall(store, "unscoped peer note") == []  # not ours yet: not found
+
+        report = store.adopt_foreign()
+        assert (report.adopted, report.skipped, report.index_replaced) == (4, 0, False)
+        after = store.stats()
+        assert (after.items, after.foreign) == (5, 0)
+        assert store.adopt_foreign().adopted == 0  # idempotent
+
+        unscoped = store.get(ids["unscoped peer note"])
+        assert unscoped.tags == ("a", "b") and unscoped.importance == pytest.approx(0.9)
+        assert unscoped.scope == Scope() and unscoped.durability == "shared"
+        assert store.get(ids["short lived note"]).expires_at is not None
+        bot = store.get(ids["acme bot note"])
+        assert bot.scope == Scope(namespace="acme", agent_id="bot")
+        assert _recall(store, "unscoped peer note")[0] == "unscoped peer note"
+        acme = Scope(namespace="acme")
+        assert _recall(store, "thread note", Scope(namespace="acme", thread_id="t1")) == [
+            "thread note"
+        ]
+        listed = {m.content for m in store.list(scope=acme).items}
+        assert listed == {"acme bot note", "thread note"}
+        exported = [r["id"] for r in (*store.export(), *store.export(acme))]
+        assert set(exported) >= set(ids.values())
+
+        # Their library still finds what it wrote, by the same scope fields.
+        assert _peer(url, name, "recall", "acme bot note", json.dumps({"agent_id": "bot"})) == [
+            "acme bot note"
+        ]
+        assert "unscoped peer note" in _peer(url, name, "recall", "unscoped peer note", "{}")
+
+        assert store.forget_by_scope(acme) == 2
+        assert _peer(url, name, "recall", "thread note", json.dumps({"namespace": "acme"})) == []
+
+    # What they write later is adopted by the next process to open the store.
+    later = _peer(url, name, "write", json.dumps([["written later", {}]]))
+    with _store(url, name) as fresh:
+        assert fresh.ensure_index().adopted == 1
+        assert fresh.get(later["written later"]).content == "written later"
+        assert fresh.stats().foreign == 0
+
+
+def test_a_store_the_peer_created_is_taken_over_only_when_asked(servers: _Servers) -> None:
+    url = servers.get("valkey-search").url
+    name = f"theirs{uuid.uuid4().hex[:8]}"
+    ids = _peer(url, name, "write", json.dumps([["written by the peer", {"tags": ["x"]}]]))
+    with _store(url, name) as store:
+        with pytest.raises(IndexMismatchError, match="replace_index=True"):
+            store.adopt_foreign()
+        with pytest.raises(IndexMismatchError):
+            store.recall("written by the peer")
+        report = store.adopt_foreign(replace_index=True)
+        assert (report.adopted, report.skipped, report.index_replaced) == (1, 0, True)
+        assert store.get(ids["written by the peer"]).tags == ("x",)
+        assert _recall(store, "written by the peer") == ["written by the peer"]
+        assert store.stats().items == 1
+    assert _peer(url, name, "recall", "written by the peer", "{}") == ["written by the peer"]
