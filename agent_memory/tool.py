@@ -54,7 +54,7 @@ class _ToolCore:
             "description": 'Optional labels, e.g. {"topic": ["deploys"]}.',
             "additionalProperties": {"type": "array", "items": {"type": "string"}},
         }
-        policy = self.store._ctx.label_policy
+        policy = self.store._ctx.settings.label_policy
         if policy is not None and policy.allowed_keys is not None:
             labels["propertyNames"] = {"enum": sorted(policy.allowed_keys)}
         durability = durability_schema(

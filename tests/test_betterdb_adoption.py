@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 DIM = 16
 TEXTS = ("ours", "unscoped peer note", "acme bot note", "thread note", "short lived note",
-         "written later", "written by the peer")  # fmt: skip
+         "written later", "written by the peer", "dashed note")  # fmt: skip
 
 
 def _unit(seed: int) -> list[float]:
@@ -83,22 +83,26 @@ def test_peer_memories_in_our_store_are_adopted_and_stay_theirs_too(servers: _Se
     url = servers.get("valkey-search").url
     name = f"shared{uuid.uuid4().hex[:8]}"
     with _store(url, name) as store:
-        store.remember("ours")
+        first = store.remember("ours")
         ids = _peer(url, name, "write", json.dumps([
             ["unscoped peer note", {"tags": ["a", "b"], "importance": 0.9}],
             ["acme bot note", {"namespace": "acme", "agent_id": "bot"}],
             ["thread note", {"namespace": "acme", "thread_id": "t1"}],
             ["short lived note", {"ttl": 3600}],
+            ["dashed note", {"namespace": "acme-corp"}],
         ]))  # fmt: skip
         before = store.stats()
-        assert (before.items, before.foreign) == (1, 4)
+        assert (before.items, before.foreign) == (1, 5)
         assert _recall(store, "unscoped peer note") == []  # not ours yet: not found
 
         report = store.adopt_foreign()
-        assert (report.adopted, report.skipped, report.index_replaced) == (4, 0, False)
+        assert (report.adopted, report.skipped, report.index_replaced) == (4, 1, False)
         after = store.stats()
-        assert (after.items, after.foreign) == (5, 0)
-        assert store.adopt_foreign().adopted == 0  # idempotent
+        assert (after.items, after.foreign) == (5, 1)  # the dashed one stays theirs
+        again = store.adopt_foreign()
+        assert (again.adopted, again.skipped) == (0, 1)
+        dashed = json.dumps({"namespace": "acme-corp"})
+        assert _peer(url, name, "recall", "dashed note", dashed) == ["dashed note"]
 
         unscoped = store.get(ids["unscoped peer note"])
         assert unscoped.tags == ("a", "b") and unscoped.importance == pytest.approx(0.9)
@@ -114,7 +118,7 @@ def test_peer_memories_in_our_store_are_adopted_and_stay_theirs_too(servers: _Se
         listed = {m.content for m in store.list(scope=acme).items}
         assert listed == {"acme bot note", "thread note"}
         exported = [r["id"] for r in (*store.export(), *store.export(acme))]
-        assert set(exported) >= set(ids.values())
+        assert set(exported) == set(ids.values()) - {ids["dashed note"]} | {first}
 
         # Their library still finds what it wrote, by the same scope fields.
         assert _peer(url, name, "recall", "acme bot note", json.dumps({"agent_id": "bot"})) == [
@@ -130,7 +134,7 @@ def test_peer_memories_in_our_store_are_adopted_and_stay_theirs_too(servers: _Se
     with _store(url, name) as fresh:
         assert fresh.ensure_index().adopted == 1
         assert fresh.get(later["written later"]).content == "written later"
-        assert fresh.stats().foreign == 0
+        assert fresh.stats().foreign == 1
 
 
 def test_a_store_the_peer_created_is_taken_over_only_when_asked(servers: _Servers) -> None:

@@ -25,6 +25,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from agent_memory.core.checks import check_str
@@ -62,18 +63,83 @@ def plain(value: Any, field: str) -> Any:
 
 
 def canonical_json(value: Any, *, field: str = "value") -> str:
-    """Deterministic compact JSON of ``value`` (sorted keys).
+    """Deterministic compact JSON of ``value``, byte for byte what BetterDB agent-cache's
+    ``canonicalJson`` (``JSON.stringify`` with sorted keys) writes for the same value.
+
+    So both libraries hash one request to one key: numbers are written as JavaScript
+    writes them (``1e-7``, ``0.00005``, ``10000000000000000``; integral floats as
+    integers), object keys in the order a JavaScript object keeps them after sorting
+    (integer-like keys first, ascending; then the others by UTF-16 code units).
 
     Raises:
         InvalidInputError: ``value`` is not made of JSON types, or has NaN/infinity.
     """
-    return json.dumps(
-        plain(value, field),
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
+    parts: list[str] = []
+    _write_json(plain(value, field), parts)
+    return "".join(parts)
+
+
+def _write_json(value: Any, out: list[str]) -> None:
+    if isinstance(value, str) or value is None or isinstance(value, bool):
+        out.append(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        out.append(js_number(value))
+    elif isinstance(value, list):
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _write_json(item, out)
+        out.append("]")
+    else:
+        out.append("{")
+        for i, key in enumerate(js_key_order(value)):
+            if i:
+                out.append(",")
+            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(":")
+            _write_json(value[key], out)
+        out.append("}")
+
+
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+def js_key_order(mapping: Mapping[str, Any]) -> list[str]:
+    """The keys of ``mapping`` in the order ``JSON.stringify`` writes a JavaScript object
+    built from them in sorted order: array-index keys ascending, then the rest sorted by
+    UTF-16 code units (pure)."""
+    indexes = sorted(
+        (k for k in mapping if _ARRAY_INDEX.fullmatch(k) and int(k) < 2**32 - 1), key=int
     )
+    named = sorted((k for k in mapping if k not in set(indexes)), key=_utf16)
+    return [*indexes, *named]
+
+
+def _utf16(text: str) -> bytes:
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def js_number(value: float) -> str:
+    """``value`` as JavaScript's ``Number.prototype.toString`` writes it (pure; finite)."""
+    if value == 0:
+        return "0"
+    if value < 0:
+        return "-" + js_number(-value)
+    exact = Decimal(repr(value)).normalize()
+    digits = "".join(map(str, exact.as_tuple().digits))
+    k = len(digits)
+    n = int(exact.as_tuple().exponent) + k  # value = 0.digits x 10**n
+    if k <= n <= 21:
+        return digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * -n + digits
+    mantissa = digits if k == 1 else digits[0] + "." + digits[1:]
+    return f"{mantissa}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
 
 
 def sha256_hex(data: str | bytes) -> str:

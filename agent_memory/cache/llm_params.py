@@ -39,8 +39,11 @@ side hits what the other stored (the three camelCase names it hashes are used he
 Where the rules disagree ours stays, being the correct one: a request with any other
 output-affecting parameter keeps it in the key (agent-cache ignores it, so two such
 requests collide there), tools keep their order (agent-cache sorts them by name), and
-``prompt_cache_key`` stays out (it never changes the answer; agent-cache hashes it).
-Those requests simply do not hit across the two libraries.
+``prompt_cache_key`` stays out (it never changes the answer; agent-cache hashes it), and
+a content of one plain text block is keyed as its text (the model reads the two forms
+alike; agent-cache keys the block as written). Those requests simply do not hit across
+the two libraries. Numbers and key order are written as JavaScript writes them (see
+:func:`agent_memory.cache.keys.canonical_json`), so ``1e-7`` hashes alike on both sides.
 """
 
 from __future__ import annotations

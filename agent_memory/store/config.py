@@ -155,7 +155,7 @@ def publish_config(ctx: StoreContext) -> Operation[None]:
     """Fill the unset fields of ``{name}:__mem_config`` with this store's values."""
     yield from execute(
         "EVAL", PUBLISH, "1", ctx.keys.config, PUBLISHED_FIELD,
-        *published_fields(ctx.initial_config),
+        *published_fields(ctx.settings.initial_config),
     )  # fmt: skip
 
 
@@ -184,7 +184,7 @@ def refresh_config(ctx: StoreContext) -> Operation[LiveConfig]:
     """Re-read ``{name}:__mem_config`` now and apply the operator's overrides."""
     reply = yield from execute("HGETALL", ctx.keys.config)
     raw = overrides(pairs(reply))
-    config, rejected = apply_config(raw, ctx.initial_config, ctx.config)
+    config, rejected = apply_config(raw, ctx.settings.initial_config, ctx.config)
     for reason in rejected:
         logger.warning("store %s: rejected live config %s", ctx.keys.name, reason)
     ctx.count("config_rejections", len(rejected))

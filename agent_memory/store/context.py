@@ -39,23 +39,18 @@ class LiveConfig:
     max_items_per_scope: int | None
 
 
-@dataclass(slots=True)
-class StoreContext:
-    """Everything an operation needs to know about its store (no client)."""
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """What is fixed when the store is made (validated by its constructor)."""
 
-    keys: Keys
     embed: Callable[[str], Any]
     embed_many: Callable[[list[str]], Any] | None
     clock: Clock
-    config: LiveConfig
-    initial_config: LiveConfig
+    initial_config: LiveConfig  # the constructor's values: ``{name}:__mem_config`` overrides
     backend_choice: str
     max_content_bytes: int
-    dim: int | None = None
-    dialect: Dialect | None = None
-    backend: Backend | None = None
-    lexical_form: str = VECTOR_FORM  # how memories carry their terms (chosen by the backend)
     in_process: bool = False
+    cluster: bool = False
     dedupe: bool = False
     dedupe_distance: float = 0.05
     keep_fact_history: bool = False
@@ -66,14 +61,28 @@ class StoreContext:
     max_receipts: int = 10_000
     receipt_ttl: float = 3600.0
     max_contexts: int = 8
-    cluster: bool = False
     ft_dialect: str = "auto"  # "baseline": only the valkey-search 1.0.2 dialect
+
+
+@dataclass(slots=True)
+class StoreContext:
+    """Everything an operation needs to know about its store (no client): the fixed
+    settings, and what changes while the store runs (live configuration, what
+    ``ensure_index`` found, process-local counters)."""
+
+    keys: Keys
+    settings: StoreSettings
+    config: LiveConfig
+    dim: int | None = None
+    dialect: Dialect | None = None
+    backend: Backend | None = None
+    lexical_form: str = VECTOR_FORM  # how memories carry their terms (chosen by the backend)
     near_miss_warned: bool = False
     counters: dict[str, int] = field(default_factory=dict)
     telemetry: Telemetry | None = None
 
     def now_ms(self) -> int:
-        return int(self.clock() * 1000)
+        return int(self.settings.clock() * 1000)
 
     def count(self, name: str, amount: int = 1) -> None:
         """Count a process-local event (exported by the telemetry layer)."""

@@ -35,7 +35,13 @@ from agent_memory.store.arguments import (
     validated_config,
 )
 from agent_memory.store.config import refresh_config
-from agent_memory.store.context import Clock, LiveConfig, StoreContext, system_clock
+from agent_memory.store.context import (
+    Clock,
+    LiveConfig,
+    StoreContext,
+    StoreSettings,
+    system_clock,
+)
 from agent_memory.store.filters import scope_filter
 from agent_memory.store.labels import LabelPolicy
 from agent_memory.store.layout import Keys
@@ -47,7 +53,7 @@ from agent_memory.store.ops.consolidate import (
     fact_history,
 )
 from agent_memory.store.ops.dedupe import DEFAULT_DEDUPE_DISTANCE
-from agent_memory.store.ops.ensure import IndexStatus, ensure_index
+from agent_memory.store.ops.ensure import IndexStatus, ensure_index, ensured
 from agent_memory.store.ops.forget import forget, forget_matching
 from agent_memory.store.ops.learn import (
     PruneResult,
@@ -218,17 +224,15 @@ class SyncMemoryStore:
         self._config_refresh = config_refresh
         self._next_refresh = 0.0
         self._telemetry = Telemetry(check_name(name), kind="memory", registry=registry)
-        self._ctx = StoreContext(
-            keys=Keys(check_name(name)),
+        settings = StoreSettings(
             embed=embed,
             embed_many=embed_many,
             clock=clock or system_clock,
-            config=config,
             initial_config=config,
             backend_choice=backend,
             max_content_bytes=max_content_bytes,
             in_process=is_in_process(client),
-            telemetry=self._telemetry,
+            cluster=is_cluster_client(client),
             dedupe=bool(dedupe),
             dedupe_distance=check_threshold(dedupe_distance),
             keep_fact_history=bool(keep_fact_history),
@@ -238,8 +242,13 @@ class SyncMemoryStore:
             forgetting=checked(forgetting, Forgetting, "forgetting"),
             max_receipts=positive_int(max_receipts, "max_receipts"),
             receipt_ttl=positive_number(receipt_ttl, "receipt_ttl"),
-            cluster=is_cluster_client(client),
             ft_dialect=ft_dialect,
+        )
+        self._ctx = StoreContext(
+            keys=Keys(check_name(name)),
+            settings=settings,
+            config=config,
+            telemetry=self._telemetry,
         )
 
     @classmethod
@@ -367,7 +376,7 @@ class SyncMemoryStore:
         )
 
     def _dedupe(self, dedupe: bool | None) -> bool:
-        return self._ctx.dedupe if dedupe is None else bool(dedupe)
+        return self._ctx.settings.dedupe if dedupe is None else bool(dedupe)
 
     def recall(
         self,
@@ -395,7 +404,7 @@ class SyncMemoryStore:
             InvalidInputError: a bad argument or a bad query vector from the embedder.
             ServerUnavailableError, OperationTimeoutError: the server cannot be reached.
         """
-        check_text(query, field="query", max_bytes=self._ctx.max_content_bytes)
+        check_text(query, field="query", max_bytes=self._ctx.settings.max_content_bytes)
         request = make_request(
             self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,
             reinforce=reinforce, labels=labels,
@@ -566,7 +575,7 @@ class SyncMemoryStore:
             op = consolidate_facts(
                 self._ctx, selection, callback,
                 importance=0.8 if importance is None else importance,
-                keep_history=self._ctx.keep_fact_history,
+                keep_history=self._ctx.settings.keep_fact_history,
             )  # fmt: skip
         return self._run(op, "consolidate", mode=mode)
 
@@ -707,7 +716,7 @@ class SyncMemoryStore:
 
     def stats(self) -> MemoryStats:
         """Item count and counters (``{name}:__mem_stats``)."""
-        return self._run(stats(self._ctx), "stats")
+        return self._run(ensured(self._ctx, stats(self._ctx)), "stats")
 
     def current_config(self) -> LiveConfig:
         """The configuration in force (a copy)."""

@@ -17,12 +17,15 @@ their field           our memory
 ``tags`` (``a,b``)    ``tags`` (``("a", "b")``)
 ====================  =======================================================
 
-The fields they read keep their meaning, so their library goes on finding the memory,
-except by a namespace, agent, thread or tag that is not plain ASCII letters, digits,
-``_`` or ``-``: we index those as tokens, which their escaped query does not match.
+The fields they read keep their meaning, so their library goes on finding the memory. An
+unscoped record joins the default namespace (their library then shows ``namespace`` as
+``_d``).
 
-A record that cannot be adopted (a vector of another size, text over the store's limit,
-a bad id) is left untouched, logged and counted as ``foreign_skipped``.
+A record that cannot be adopted is left untouched, logged and counted as
+``foreign_skipped``: a vector of another size, text over the store's limit, a bad id, or
+a namespace, agent, thread or tag that is not plain ASCII letters and digits. We index
+such values as tokens (the valkey-search 1.0 dialect cannot escape them); rewriting them
+would hide the memory from the queries of the library that wrote it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from agent_memory.errors import (
     InvalidInputError,
     ReplyParseError,
 )
+from agent_memory.search.encoding import encode_value
 from agent_memory.search.parse import parse_index_info
 from agent_memory.store import layout as L
 from agent_memory.store.context import StoreContext
@@ -110,6 +114,14 @@ def foreign_record(
         raise InvalidInputError(str(exc), field="vector") from exc
     created = _number(fields, L.F_CREATED)
     tags = [t for t in (fields[L.F_TAGS] or "").split(L.TAG_SEPARATOR) if t]
+    for name, value in ((L.F_NAMESPACE, fields[L.F_NAMESPACE]), (L.F_AGENT, fields[L.F_AGENT]),
+                        (L.F_THREAD, fields[L.F_THREAD]), *((L.F_TAGS, t) for t in tags)):  # fmt: skip
+        if value is not None and encode_value(value) != value:
+            raise InvalidInputError(
+                f"its {name} {value!r} is not plain letters and digits: indexed as a token, "
+                "it would no longer match the queries of the library that wrote it",
+                field=name,
+            )
     return {
         "format": FORMAT, "id": memory_id, "content": fields[L.F_CONTENT],
         "importance": _number(fields, L.F_IMPORTANCE, 0.5), "tags": tags,
@@ -162,7 +174,7 @@ def adopt_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[AdoptionReport
                 if integer(pttl) == -2:
                     continue  # deleted since it was found
                 record = foreign_record(memory_id, values, blob, integer(pttl), ctx.dim)
-                parse_record(record, now, ctx.max_content_bytes)
+                parse_record(record, now, ctx.settings.max_content_bytes)
             except InvalidInputError as exc:
                 logger.warning(
                     "foreign record %s of %s left as it is: %s", memory_id, ctx.keys.name, exc

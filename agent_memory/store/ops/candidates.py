@@ -91,7 +91,7 @@ def visible_candidates(
 ) -> list[Visible]:
     """Union of a pool's semantic and lexical matches, minus expired and suppressed."""
     context = context_digest(query_labels)
-    forgetting = ctx.forgetting
+    forgetting = ctx.settings.forgetting
     bound = max((m.distance for m in semantic), default=2.0)
     lexical_ids = {m.id for m in lexical_matches}
     semantic_ids = {m.id for m in semantic}
@@ -108,7 +108,7 @@ def visible_candidates(
             continue
         bonus = 0.0
         kept = 1.0
-        if ctx.reinforcement or forgetting is not None:
+        if ctx.settings.reinforcement or forgetting is not None:
             try:
                 state = utility_state(item.fields)
             except ReplyParseError:
@@ -121,7 +121,7 @@ def visible_candidates(
                 )  # fmt: skip
                 if kept < forgetting.retention_threshold:
                     continue  # suppressed: stays inspectable, never recalled
-            if ctx.reinforcement:
+            if ctx.settings.reinforcement:
                 bonus += weights.utility * utility(state, context)
         if query_labels:
             bonus += weights.labels * overlap(query_labels, _labels_of(item.fields))
@@ -196,7 +196,7 @@ def rank_fields(ctx: StoreContext, *, with_labels: bool, with_content: bool) -> 
         names.insert(0, L.F_CONTENT)
     if with_labels:
         names.append(L.F_LABELS_RAW)
-    if ctx.reinforcement or ctx.forgetting is not None:
+    if ctx.settings.reinforcement or ctx.settings.forgetting is not None:
         names += [n for n in L.RETENTION_FIELDS if n not in names]
         names.append(L.F_CONTEXTS)
     return tuple(names)

@@ -44,8 +44,8 @@ def embed_texts(ctx: StoreContext, texts: Sequence[str]) -> Operation[list[NDArr
     if not texts:
         return []
     raw: list[Any]
-    if ctx.embed_many is not None:
-        result = yield from call_embedder(ctx.embed_many, list(texts), what="embed_many")
+    if ctx.settings.embed_many is not None:
+        result = yield from call_embedder(ctx.settings.embed_many, list(texts), what="embed_many")
         if isinstance(result, (str, bytes)) or not isinstance(result, Iterable):
             raise EmbedderError(
                 f"embed_many must return a list of vectors, got {type(result).__name__}",
@@ -60,14 +60,14 @@ def embed_texts(ctx: StoreContext, texts: Sequence[str]) -> Operation[list[NDArr
     else:
         raw = []
         for text in texts:
-            vector = yield from call_embedder(ctx.embed, text, what="embed")
+            vector = yield from call_embedder(ctx.settings.embed, text, what="embed")
             raw.append(vector)
-    ctx.count("embedding_calls", 1 if ctx.embed_many is not None else len(texts))
+    ctx.count("embedding_calls", 1 if ctx.settings.embed_many is not None else len(texts))
     return [unit_vector(v, ctx.dim, field="embedding") for v in raw]
 
 
 def embed_one(ctx: StoreContext, text: str) -> Operation[NDArray[np.float32]]:
     """Embed a single text (always through ``embed``)."""
-    vector = yield from call_embedder(ctx.embed, text, what="embed")
+    vector = yield from call_embedder(ctx.settings.embed, text, what="embed")
     ctx.count("embedding_calls")
     return unit_vector(vector, ctx.dim, field="embedding")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from agent_memory.backends.ft import FtBackend
 from agent_memory.backends.portable import PortableBackend
@@ -22,6 +23,8 @@ from agent_memory.store.ops.membership import ensure_member_indexes
 from agent_memory.store.validation import unit_vector
 
 _PROBE_TEXT = "agent-memory dimension probe"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +53,10 @@ class IndexStatus:
 
 
 def _discover_dim(ctx: StoreContext) -> Operation[int]:
-    declared = getattr(ctx.embed, "dim", None)
+    declared = getattr(ctx.settings.embed, "dim", None)
     if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
         return declared
-    vector = yield from call_embedder(ctx.embed, _PROBE_TEXT, what="embed")
+    vector = yield from call_embedder(ctx.settings.embed, _PROBE_TEXT, what="embed")
     return int(unit_vector(vector, None, field="embedding").size)
 
 
@@ -65,7 +68,7 @@ def _check_identity(ctx: StoreContext, dim: int) -> Operation[tuple[bool, int]]:
     silently.
     """
     meta_key = ctx.keys.meta
-    embedder_id = getattr(ctx.embed, "id", None)
+    embedder_id = getattr(ctx.settings.embed, "id", None)
     commands = [
         command("HSETNX", meta_key, "dim", str(dim)),
         command("HSETNX", meta_key, "schema_version", str(SCHEMA_VERSION)),
@@ -110,7 +113,7 @@ def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
     dialect = yield from detect_dialect()
     dim = yield from _discover_dim(ctx)
     ctx.dim = dim
-    choice = ctx.backend_choice
+    choice = ctx.settings.backend_choice
     if choice == "auto":
         choice = "ft" if dialect.has_search else "portable"
     if choice == "ft" and not dialect.has_search:
@@ -121,9 +124,9 @@ def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
     created, version = yield from _check_identity(ctx, dim)
     yield from publish_config(ctx)
     yield from ensure_member_indexes(ctx, fresh=created)
-    if ctx.in_process:
+    if ctx.settings.in_process:
         choice = "inprocess"
-    if ctx.ft_dialect == "baseline" and dialect.has_search:
+    if ctx.settings.ft_dialect == "baseline" and dialect.has_search:
         dialect = dialect.capped()
     ctx.dialect = dialect
     backend = ctx.backend
@@ -153,3 +156,11 @@ def ensure_ready(ctx: StoreContext) -> Operation[None]:
     """Run :func:`ensure_index` once, lazily, before the first operation that needs it."""
     if ctx.backend is None or ctx.dim is None:
         yield from ensure_index(ctx)
+
+
+def ensured(ctx: StoreContext, op: Operation[T]) -> Operation[T]:
+    """``op``, after :func:`ensure_ready` (for operations the backends also use, which
+    cannot import this module)."""
+    yield from ensure_ready(ctx)
+    result = yield from op
+    return result

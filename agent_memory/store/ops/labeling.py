@@ -26,15 +26,15 @@ def run_labeler(ctx: StoreContext, text: str, *, what: str) -> Operation[Labels 
     catches only the policy's :class:`InvalidInputError`, so a fault of ours is not
     reported as the labeler's.
     """
-    if ctx.labeler is None:
+    if ctx.settings.labeler is None:
         return {}
     try:
-        found = yield from call(ctx.labeler, text, what="labeler")
+        found = yield from call(ctx.settings.labeler, text, what="labeler")
     except Exception as exc:  # noqa: BLE001 - the user's labeler: best-effort, never fatal
         labeler_failed(ctx, what, exc)
         return None
     try:
-        return check_labels(found, ctx.label_policy)
+        return check_labels(found, ctx.settings.label_policy)
     except InvalidInputError as exc:
         labeler_failed(ctx, what, exc)
         return None

@@ -59,7 +59,11 @@ def complete(ctx: StoreContext, selection_id: str, score: float) -> Operation[bo
     """Apply an eval outcome to a selection once; ``False`` when it was already
     completed, has expired, or never existed."""
     receipt_key = ctx.keys.receipt(selection_id)
-    raw = yield from execute("GETDEL", receipt_key) if ctx.cluster else execute("GET", receipt_key)
+    raw = (
+        yield from execute("GETDEL", receipt_key)
+        if ctx.settings.cluster
+        else execute("GET", receipt_key)
+    )
     if raw is None:
         return False
     try:
@@ -71,10 +75,10 @@ def complete(ctx: StoreContext, selection_id: str, score: float) -> Operation[bo
     centred = score - 0.5
     argv = (
         repr(centred / len(ids)), repr(1.0 / len(ids)), context, str(ctx.now_ms()),
-        str(ctx.max_contexts), "1" if centred > 0 else "0",
+        str(ctx.settings.max_contexts), "1" if centred > 0 else "0",
     )  # fmt: skip
     keys = [ctx.keys.memory(i) for i in ids]
-    if ctx.cluster:
+    if ctx.settings.cluster:
         replies = yield from execute_batch(
             [Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv)) for key in keys]
         )
@@ -123,7 +127,7 @@ class PruneResult:
 
 def suppressed(ctx: StoreContext, ids: Sequence[str]) -> Operation[set[str]]:
     """The ids among ``ids`` whose retention fell below the forgetting threshold."""
-    forgetting = ctx.forgetting
+    forgetting = ctx.settings.forgetting
     if forgetting is None or not ids:
         return set()
     now = ctx.now_ms()

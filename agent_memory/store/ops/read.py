@@ -41,9 +41,9 @@ def item_or_none(ctx: StoreContext, memory_id: str, fields: dict[str, Any]) -> M
         return None
     try:
         item = parse_item(memory_id, fields)
-        if ctx.forgetting is not None:
+        if ctx.settings.forgetting is not None:
             item = replace(
-                item, retention=retention_from_fields(fields, ctx.forgetting, ctx.now_ms())
+                item, retention=retention_from_fields(fields, ctx.settings.forgetting, ctx.now_ms())
             )
         return item
     except ReplyParseError as exc:
@@ -56,7 +56,7 @@ def read_many(ctx: StoreContext, keys: Sequence[str], names: Sequence[str]) -> l
     server, one HMGET per key on a cluster); :func:`read_many_replies` parses them."""
     if not keys:
         return []
-    if ctx.cluster:
+    if ctx.settings.cluster:
         return [Command(("HMGET", key, *names)) for key in keys]
     return [Command(("EVAL", scripts.HMGET_MANY, str(len(keys)), *keys, *names))]
 
@@ -80,7 +80,7 @@ def read_many_replies(
     :data:`UNREADABLE` for a key that holds another type (any other error is raised)."""
     if count == 0:
         return []
-    entries = list(replies) if ctx.cluster else replies[0]
+    entries = list(replies) if ctx.settings.cluster else replies[0]
     if isinstance(entries, AgentMemoryError):
         raise entries
     out: list[list[Any] | Unreadable] = []
@@ -204,7 +204,7 @@ def matching_ids(
     filter tokens of each memory (and its retention fields when forgetting may suppress
     it), in pipelined chunks. The cost grows with that set, not with the namespace.
     """
-    forgetting = None if include_suppressed else ctx.forgetting
+    forgetting = None if include_suppressed else ctx.settings.forgetting
     names = _SCAN_FIELDS + (L.RETENTION_FIELDS if forgetting is not None else ())
     now = ctx.now_ms()
     if flt.agent is not None:

@@ -222,7 +222,7 @@ def _hit(ctx: StoreContext, ranked: Ranked, record: HitRecord) -> MemoryHit | No
         )
         ctx.count("corrupt_records")
         return None
-    if ctx.forgetting is not None:
+    if ctx.settings.forgetting is not None:
         item = replace(item, retention=visible.retention)
     candidate = ranked.candidate
     distance = candidate.distance
@@ -253,7 +253,7 @@ def _report_near_miss(ctx: StoreContext, nearest: float | None, threshold: float
 
 def query_labels(ctx: StoreContext, query: str) -> Operation[Labels]:
     """Labels the store's labeler gives the query (boost only); best-effort."""
-    if ctx.labeler is None:
+    if ctx.settings.labeler is None:
         return {}
     labels = yield from run_labeler(ctx, query, what="a query")
     return labels or {}

@@ -69,15 +69,15 @@ def side_effects(
     keys = ctx.keys
     fetches = (
         [Command(("HMGET", keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits]
-        if ctx.cluster
+        if ctx.settings.cluster
         else []  # read by the effects script
     )
     step = recency_step_ms(ctx.config.half_life_seconds)
     outcome = "recall_hits" if hits else "recall_empty"
     receipt = json.dumps({"ids": [r.candidate.id for r in hits], "ctx": context or ""})
-    ttl_ms = str(max(1, int(ctx.receipt_ttl * 1000)))
+    ttl_ms = str(max(1, int(ctx.settings.receipt_ttl * 1000)))
     flag = "1" if reinforce else "0"
-    if ctx.cluster:
+    if ctx.settings.cluster:
         effects = _per_key_effects(ctx, hits, now, reinforce, step, selection_id, receipt, ttl_ms)
     else:
         effects = [
@@ -102,7 +102,7 @@ def side_effects(
     receipts: int | None = None
     fields: list[dict[str, Any] | None] = []
     try:
-        if ctx.cluster:
+        if ctx.settings.cluster:
             usage, receipts = _per_key_usage(replies[len(fetches) :], hits, reinforce)
         elif not failed:
             entries = list(replies[0])
@@ -131,7 +131,7 @@ def side_effects(
                 fields.append(fields_of(reply))
     ctx.count("recalls")
     ctx.count(outcome)
-    if receipts is not None and receipts > ctx.max_receipts:
+    if receipts is not None and receipts > ctx.settings.max_receipts:
         yield from _trim_receipts(ctx, receipts)
     for r, used in zip(hits, usage, strict=True):
         if used[0] == _NOT_A_HASH:
@@ -205,7 +205,7 @@ def _per_key_usage(
 def _trim_receipts(ctx: StoreContext, count: int) -> Operation[None]:
     """Drop the oldest receipts down to ``RECEIPT_TRIM_SHARE`` of ``max_receipts``, so
     the two extra round trips happen once per tenth of ``max_receipts`` recalls."""
-    keep = int(ctx.max_receipts * RECEIPT_TRIM_SHARE)
+    keep = int(ctx.settings.max_receipts * RECEIPT_TRIM_SHARE)
     excess = count - keep
     replies = yield from execute_batch([command("ZRANGE", ctx.keys.receipts, "0", str(excess - 1))])
     if isinstance(replies[0], AgentMemoryError):

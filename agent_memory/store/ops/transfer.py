@@ -172,7 +172,9 @@ def import_records(
     """
     now = ctx.now_ms()
     parsed = [
-        p for p in (parse_record(r, now, ctx.max_content_bytes) for r in records) if p is not None
+        p
+        for p in (parse_record(r, now, ctx.settings.max_content_bytes) for r in records)
+        if p is not None
     ]
     if not parsed:
         return []
@@ -191,7 +193,7 @@ def import_records(
         vectors[i] = fresh
     memories: list[tuple[NewMemory, float | None]] = []
     for (memory_input, extra), vector in zip(parsed, vectors, strict=True):
-        v = validate_input(memory_input, ctx.max_content_bytes)
+        v = validate_input(memory_input, ctx.settings.max_content_bytes)
         assert vector is not None
         expires = now + math.ceil(v.ttl * 1000) if v.ttl is not None else None
         memory = NewMemory(

@@ -122,7 +122,7 @@ def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> 
     )
     registry = ctx.keys.registry(memory.namespace_token)
     bucket = ctx.keys.scope_bucket(memory.bucket)
-    if not ctx.cluster:
+    if not ctx.settings.cluster:
         ns = memory.namespace_token
         delta = stats_delta([memory.content], 1)
         return [
@@ -170,7 +170,7 @@ def _batch_commands(ctx: StoreContext, memories: Sequence[NewMemory]) -> list[Co
     statistics (not atomic with the writes: slightly stale statistics do not change
     rankings measurably), the registry version and, when a caller chose an id (it may
     replace a vector a portable mirror holds), the epoch."""
-    if not ctx.cluster:
+    if not ctx.settings.cluster:
         return []
     commands: list[Command] = []
     for ns in sorted({m.namespace_token for m in memories}):
@@ -190,10 +190,12 @@ def remember_many(
 ) -> Operation[list[str]]:
     """Validate all, embed in one batch, write in pipelined chunks, then enforce caps.
 
-    With ``dedupe``, a memory within ``ctx.dedupe_distance`` of one in the same exact
+    With ``dedupe``, a memory within ``ctx.settings.dedupe_distance`` of one in the same exact
     scope (stored, or earlier in the batch) refreshes it and returns its id instead.
     """
-    validated = [validate_input(i, ctx.max_content_bytes, ctx.label_policy) for i in inputs]
+    validated = [
+        validate_input(i, ctx.settings.max_content_bytes, ctx.settings.label_policy) for i in inputs
+    ]
     if not validated:
         return []
     yield from ensure_ready(ctx)
@@ -213,7 +215,9 @@ def remember_many(
         yield from write_memories(ctx, memories)
         yield from label_after_commit(ctx, [m for m, _ in memories])
         return [m.id for m, _ in memories]
-    targets = yield from find_duplicates(ctx, [m for m, _ in memories], ctx.dedupe_distance)
+    targets = yield from find_duplicates(
+        ctx, [m for m, _ in memories], ctx.settings.dedupe_distance
+    )
     stored = {t for t in targets if t is not None} - {m.id for m, _ in memories}
     refreshes: dict[str, float] = {}
     for (memory, _), target in zip(memories, targets, strict=True):
@@ -240,7 +244,7 @@ def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Oper
     A labeler that raises or returns labels outside the policy leaves the memory valid
     and unlabelled by it (logged and counted as ``labeler_failures``).
     """
-    if ctx.labeler is None or not memories:
+    if ctx.settings.labeler is None or not memories:
         return
     commands: list[Command] = []
     namespaces: set[str] = set()
@@ -254,7 +258,7 @@ def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Oper
                     k: [*memory.labels.get(k, ()), *extra.get(k, ())]
                     for k in {*memory.labels, *extra}
                 },
-                ctx.label_policy,
+                ctx.settings.label_policy,
             )
         except InvalidInputError as exc:  # together over the policy's limits: kept as they were
             labeler_failed(ctx, f"memory {memory.id}", exc)
@@ -281,7 +285,7 @@ def write_memories(
     buckets: dict[str, tuple[str, list[str]]] = {}
     for start in range(0, len(memories), _WRITE_CHUNK):
         chunk = memories[start : start + _WRITE_CHUNK]
-        if ctx.cluster:
+        if ctx.settings.cluster:
             chunk = yield from _numbered(ctx, chunk)
         commands = [c for memory, ttl in chunk for c in _write_commands(ctx, memory, ttl)]
         commands += _batch_commands(ctx, [memory for memory, _ in chunk])
@@ -318,7 +322,7 @@ def update(
     """
     check_id(memory_id)
     new_content = (
-        check_text(content, field="content", max_bytes=ctx.max_content_bytes)
+        check_text(content, field="content", max_bytes=ctx.settings.max_content_bytes)
         if content is not None
         else None
     )
