@@ -35,16 +35,8 @@ from agent_memory.errors import (
 )
 from agent_memory.facade.agent import AgentMemory, AgentStats
 from agent_memory.facade.sync_agent import SyncAgentMemory
-from agent_memory.store.labels import LabelPolicy
-from agent_memory.store.memory_store import MemoryStore
-from agent_memory.store.ops.adopt import AdoptionReport
-from agent_memory.store.ops.consolidate import ConsolidationResult
-from agent_memory.store.ops.ensure import IndexStatus
-from agent_memory.store.ops.learn import PruneResult
-from agent_memory.store.ops.read import MemoryStats
-from agent_memory.store.ops.write import MemoryInput
-from agent_memory.store.sync_store import SyncMemoryStore
-from agent_memory.store.types import (
+from agent_memory.schema.labels import LabelPolicy
+from agent_memory.schema.types import (
     Fact,
     ListResult,
     MemoryHit,
@@ -53,7 +45,15 @@ from agent_memory.store.types import (
     RecallWeights,
     Scope,
 )
-from agent_memory.store.utility import Forgetting
+from agent_memory.schema.utility import Forgetting
+from agent_memory.store.memory_store import MemoryStore
+from agent_memory.store.ops.adopt import AdoptionReport
+from agent_memory.store.ops.consolidate import ConsolidationResult
+from agent_memory.store.ops.ensure import IndexStatus
+from agent_memory.store.ops.learn import PruneResult
+from agent_memory.store.ops.read import MemoryStats
+from agent_memory.store.ops.write import MemoryInput
+from agent_memory.store.sync_store import SyncMemoryStore
 from agent_memory.tool import MemoryTool, SyncMemoryTool, memory_tool
 
 __all__ = [

@@ -18,9 +18,9 @@ from agent_memory.core.tool_schema import (
     parse_arguments,
 )
 from agent_memory.errors import InvalidInputError
+from agent_memory.schema.types import Scope
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.sync_store import SyncMemoryStore
-from agent_memory.store.types import Scope
 
 _DESCRIPTION = (
     "Save a fact, preference or decision worth remembering in long-term memory. "

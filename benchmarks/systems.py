@@ -17,10 +17,10 @@ import valkey
 import valkey.asyncio as valkey_asyncio
 
 from agent_memory import LlmCache, MemoryInput, MemoryStore, Scope, SyncMemoryStore, ToolCache
-from agent_memory.search.encoding import encode_value, namespace_token
-from agent_memory.store import layout as L
-from agent_memory.store import lexical
-from agent_memory.store.records import NewMemory, record_fields
+from agent_memory.schema import layout as L
+from agent_memory.schema import lexical
+from agent_memory.schema.encoding import encode_value, namespace_token
+from agent_memory.schema.records import NewMemory, record_fields
 from benchmarks.data import Dataset, LookupEmbedder, agent_of, memory_text, query_text
 
 K = 8

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from agent_memory.schema.filters import MemoryFilter
 from agent_memory.search.query import VectorIndexSpec, create_index_args, knn_search_args
-from agent_memory.store.filters import MemoryFilter
 from tests.dialect_audit import check_command
 
 BLOB = np.zeros(4, dtype="<f4").tobytes()

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from agent_memory.store import lexical as X
+from agent_memory.schema import lexical as X
+from agent_memory.schema.scoring import Candidate, rank
+from agent_memory.schema.types import RecallWeights
 from agent_memory.store.fusion import fuse, minmax
-from agent_memory.store.scoring import Candidate, rank
-from agent_memory.store.types import RecallWeights
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import valkey
 
 from agent_memory import IndexMismatchError, SyncMemoryStore
 from agent_memory.backends.upgrade import choose_form
-from agent_memory.store.lexical import TEXT_FORM, VECTOR_FORM
+from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM
 from tests.conftest import DialectAudit, ServerInfo, _Servers
 from tests.support import TableEmbedder
 

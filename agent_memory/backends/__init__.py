@@ -5,4 +5,8 @@
   numpy, for servers without a search module.
 * :mod:`~agent_memory.backends.inprocess` — an in-process keyspace (no server) for users'
   unit tests; runs the portable backend.
+
+Beside them: :mod:`~agent_memory.backends.context` (what a backend and an operation know
+of their store) and :mod:`~agent_memory.backends.reads` (reading memory hashes in one
+round trip).
 """

@@ -17,10 +17,10 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation
-from agent_memory.store.context import StoreContext
-from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.layout import ITEM_FIELDS
+from agent_memory.schema.filters import MemoryFilter
+from agent_memory.schema.layout import ITEM_FIELDS
 
 
 @dataclass(frozen=True, slots=True)

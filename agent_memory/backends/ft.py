@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
+from agent_memory.backends.context import StoreContext
 from agent_memory.backends.upgrade import choose_form, ensure_lexical, recorded_form
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, sleep
 from agent_memory.core.replies import error_text, integer, number, text
@@ -25,8 +26,12 @@ from agent_memory.errors import (
     ReplyParseError,
     ServerResponseError,
 )
+from agent_memory.schema.encoding import session_token
+from agent_memory.schema.filters import MemoryFilter
+from agent_memory.schema.layout import DISTANCE_ALIAS, F_LEX, F_LEX_TEXT, F_SESSION
+from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM
+from agent_memory.schema.records import vector_blob
 from agent_memory.search.dialect import NO_SEARCH
-from agent_memory.search.encoding import session_token
 from agent_memory.search.parse import IndexInfo, parse_index_info, parse_search_reply
 from agent_memory.search.plan import hybrid_policy
 from agent_memory.search.query import (
@@ -36,11 +41,6 @@ from agent_memory.search.query import (
     knn_search_args,
     text_search_args,
 )
-from agent_memory.store.context import StoreContext
-from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.layout import DISTANCE_ALIAS, F_LEX, F_LEX_TEXT, F_SESSION
-from agent_memory.store.lexical import TEXT_FORM, VECTOR_FORM
-from agent_memory.store.records import vector_blob
 
 _INFO_REFRESH_SECONDS = 60.0
 BACKFILL_POLL_SECONDS = 0.02

@@ -27,8 +27,7 @@ from agent_memory.backends.inprocess_keyspace import (
 from agent_memory.cache import scripts as cache_scripts
 from agent_memory.core.clients import script_sha
 from agent_memory.errors import ServerResponseError
-from agent_memory.store import config as config_scripts
-from agent_memory.store import lexical, scripts
+from agent_memory.schema import lexical, scripts
 
 
 def run_script(ks: Keyspace, a: list[Any]) -> Any:
@@ -249,7 +248,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.DELETE_MEMORY: _delete_memory,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.WRITE_MEMORY: _write_memory,
-    config_scripts.PUBLISH: _publish,
+    scripts.PUBLISH: _publish,
     scripts.HMGET_MANY: lambda ks, keys, argv: [_hmget_or_mark(ks, key, argv) for key in keys],
     scripts.RECALL_EFFECTS: _recall_effects,
     scripts.TOUCH: _touch,

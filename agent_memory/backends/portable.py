@@ -3,7 +3,7 @@
 The ids of each namespace live in a sorted set scored by expiry time
 (``{name}:__mem_reg:{ns}``); the vectors and filter tokens of those ids are read once
 and kept in a per-store mirror, refreshed incrementally: a recall reads the namespace's
-change tokens (membership and vectors, :mod:`agent_memory.store.ops.versions`; one round
+change tokens (membership and vectors, :mod:`agent_memory.schema.versions`; one round
 trip), re-reads the live id list only when membership changed and fetches only ids it
 has not seen (skipped when nothing changed), computes exact cosine distances with numpy,
 and reads the returned fields of the nearest candidates (one round trip). Writes that
@@ -28,23 +28,23 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
-from agent_memory.backends.upgrade import ensure_lexical
-from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import error_text, lenient_text, optional_text, raw_bytes, text
-from agent_memory.errors import AgentMemoryError, ReplyParseError
-from agent_memory.store import layout as L
-from agent_memory.store.context import StoreContext
-from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.lexical import LEX_DIM, VECTOR_FORM
-from agent_memory.store.ops.read import (
+from agent_memory.backends.context import StoreContext
+from agent_memory.backends.reads import (
     Unreadable,
     fields_of,
     read_many,
     read_many_replies,
     unreadable,
 )
-from agent_memory.store.records import blob_vector
-from agent_memory.store.scoring import cosine_distances
+from agent_memory.backends.upgrade import ensure_lexical
+from agent_memory.core.effects import Command, Operation, command, execute_batch
+from agent_memory.core.replies import error_text, lenient_text, optional_text, raw_bytes, text
+from agent_memory.errors import AgentMemoryError, ReplyParseError
+from agent_memory.schema import layout as L
+from agent_memory.schema.filters import MemoryFilter
+from agent_memory.schema.lexical import LEX_DIM, VECTOR_FORM
+from agent_memory.schema.records import blob_vector
+from agent_memory.schema.scoring import cosine_distances
 
 _MIRROR_FIELDS = (L.F_VECTOR, L.F_LEX, *L.FILTER_FIELDS)
 _FETCH_CHUNK = 2000
@@ -121,7 +121,7 @@ class _Snapshot:
 
 @dataclass(slots=True)
 class _NamespaceMirror:
-    epoch: str | None = None  # change tokens (agent_memory.store.ops.versions)
+    epoch: str | None = None  # change tokens (agent_memory.schema.versions)
     version: str | None = None
     entries: dict[str, _Entry] = field(default_factory=dict)
     snapshot: _Snapshot | None = None

@@ -1,8 +1,8 @@
 """Lexical data of a store: record the analyzer and form, backfill, recount statistics.
 
 ``{name}:__mem_meta`` field ``lexical`` names the analyzer and the form in which the
-store's memories carry their terms (:data:`~agent_memory.store.lexical.VECTOR_FORM`, the
-hashed ``lex`` vector, or :data:`~agent_memory.store.lexical.TEXT_FORM`, the ``lex_text``
+store's memories carry their terms (:data:`~agent_memory.schema.lexical.VECTOR_FORM`, the
+hashed ``lex`` vector, or :data:`~agent_memory.schema.lexical.TEXT_FORM`, the ``lex_text``
 terms a server-side full-text index searches). The backend decides which form it needs
 (``ctx.lexical_form``); :func:`ensure_lexical` converts a store recorded in another form
 of the same analyzer once (every registered memory gets the new field, loses the old
@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import logging
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
 from agent_memory.core.replies import optional_text, text
 from agent_memory.errors import AgentMemoryError, IndexMismatchError
-from agent_memory.store import layout as L
-from agent_memory.store import scripts
-from agent_memory.store.context import StoreContext
-from agent_memory.store.lexical import (
+from agent_memory.schema import layout as L
+from agent_memory.schema import scripts
+from agent_memory.schema.lexical import (
     ANALYZER,
     TEXT_FORM,
     VECTOR_FORM,
     adjust_args,
     stats_delta,
 )
-from agent_memory.store.ops.versions import bump
-from agent_memory.store.records import lexical_fields
+from agent_memory.schema.records import lexical_fields
+from agent_memory.schema.versions import bump
 
 _CHUNK = 500
 _GLOB_SPECIAL = set("*?[]\\")

@@ -91,10 +91,10 @@ from agent_memory.integrations.langgraph_values import (
     prefix_tag,
     to_datetime,
 )
+from agent_memory.schema.types import MemoryItem, Scope
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.write import MemoryInput
 from agent_memory.store.sync_store import SyncMemoryStore
-from agent_memory.store.types import MemoryItem, Scope
 
 T = TypeVar("T")
 

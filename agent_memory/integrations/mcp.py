@@ -41,8 +41,8 @@ from agent_memory.integrations.mcp_tools import (
     check_arguments,
     tool_specs,
 )
+from agent_memory.schema.types import MemoryItem, Scope
 from agent_memory.store.memory_store import MemoryStore
-from agent_memory.store.types import MemoryItem, Scope
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server

@@ -16,9 +16,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_memory.search.encoding import is_token
-from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.layout import (
+from agent_memory.schema.encoding import is_token
+from agent_memory.schema.filters import MemoryFilter
+from agent_memory.schema.layout import (
     DISTANCE_ALIAS,
     F_AGENT,
     F_CREATED,
@@ -181,7 +181,7 @@ def text_search_args(
     """Arguments of ``FT.SEARCH`` for the lexical channel on a ``TEXT`` field (RediSearch):
     the filtered memories containing any of ``terms``, best BM25 first.
 
-    ``terms`` are analysed terms (:func:`agent_memory.store.lexical.analyze`): Unicode
+    ``terms`` are analysed terms (:func:`agent_memory.schema.lexical.analyze`): Unicode
     letters and digits only, so they need no escaping in the query syntax.
     """
     if k < 1:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from agent_memory.backends.context import LiveConfig
 from agent_memory.errors import InvalidInputError
-from agent_memory.store.context import LiveConfig
+from agent_memory.schema.types import MemoryItem, RecallWeights, Scope
 from agent_memory.store.ops.consolidate import Selection
 from agent_memory.store.ops.write import MemoryInput
-from agent_memory.store.types import MemoryItem, RecallWeights, Scope
 from agent_memory.store.validation import check_importance, check_scope, check_tags, check_threshold
 
 

@@ -23,11 +23,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from agent_memory.backends.context import LiveConfig, StoreContext
 from agent_memory.core.effects import Operation, execute
 from agent_memory.core.replies import pairs, text
 from agent_memory.errors import InvalidInputError, ReplyParseError
-from agent_memory.store.context import LiveConfig, StoreContext
-from agent_memory.store.types import RecallWeights
+from agent_memory.schema.scripts import PUBLISH as PUBLISH_CONFIG
+from agent_memory.schema.types import RecallWeights
 
 logger = logging.getLogger("agent_memory.store")
 
@@ -114,27 +115,6 @@ def apply_config(
 
 PUBLISHED_FIELD = "agent_memory.published"
 
-PUBLISH = """
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
-local published = {}
-if raw and string.sub(raw, 1, 1) == '{' then
-  local ok, decoded = pcall(cjson.decode, raw)
-  if ok and type(decoded) == 'table' then published = decoded end
-end
-local changed = false
-for i = 2, #ARGV, 2 do
-  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
-    published[ARGV[i]] = ARGV[i + 1]
-    changed = true
-  end
-end
-if changed then redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(published)) end
-return changed and 1 or 0
-"""
-"""KEYS = [config hash]; ARGV = [published field, (field, value)...]: set the fields that
-are not set and remember what was published (one key: cluster-safe). A published record
-that is not a JSON object is replaced, as the in-process twin does."""
-
 
 def published_fields(config: LiveConfig) -> list[str]:
     """``field, value`` pairs of the effective configuration (BetterDB field names)."""
@@ -154,7 +134,7 @@ def published_fields(config: LiveConfig) -> list[str]:
 def publish_config(ctx: StoreContext) -> Operation[None]:
     """Fill the unset fields of ``{name}:__mem_config`` with this store's values."""
     yield from execute(
-        "EVAL", PUBLISH, "1", ctx.keys.config, PUBLISHED_FIELD,
+        "EVAL", PUBLISH_CONFIG, "1", ctx.keys.config, PUBLISHED_FIELD,
         *published_fields(ctx.settings.initial_config),
     )  # fmt: skip
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
 from agent_memory.errors import InvalidInputError
-from agent_memory.store.types import Fact
+from agent_memory.schema.types import Fact
 
 
 def subject_key(subject: str) -> str:

@@ -14,6 +14,13 @@ from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry
 
+from agent_memory.backends.context import (
+    Clock,
+    LiveConfig,
+    StoreContext,
+    StoreSettings,
+    system_clock,
+)
 from agent_memory.backends.inprocess import is_in_process
 from agent_memory.core.clients import (
     AsyncExecutor,
@@ -25,7 +32,19 @@ from agent_memory.core.clients import (
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async
 from agent_memory.errors import InvalidInputError, StoreClosedError
-from agent_memory.search.encoding import namespace_token
+from agent_memory.schema.encoding import namespace_token
+from agent_memory.schema.filters import scope_filter
+from agent_memory.schema.labels import LabelPolicy
+from agent_memory.schema.layout import Keys
+from agent_memory.schema.types import (
+    Durability,
+    ListResult,
+    MemoryItem,
+    RecallResult,
+    RecallWeights,
+    Scope,
+)
+from agent_memory.schema.utility import Forgetting
 from agent_memory.store.arguments import (
     callable_or_none,
     checked,
@@ -36,16 +55,6 @@ from agent_memory.store.arguments import (
     validated_config,
 )
 from agent_memory.store.config import refresh_config
-from agent_memory.store.context import (
-    Clock,
-    LiveConfig,
-    StoreContext,
-    StoreSettings,
-    system_clock,
-)
-from agent_memory.store.filters import scope_filter
-from agent_memory.store.labels import LabelPolicy
-from agent_memory.store.layout import Keys
 from agent_memory.store.ops.adopt import AdoptionReport, take_over
 from agent_memory.store.ops.consolidate import (
     ConsolidationResult,
@@ -68,15 +77,6 @@ from agent_memory.store.ops.read import MemoryStats, get, list_items, stats
 from agent_memory.store.ops.recall import make_request, recall_by_vector, recall_text
 from agent_memory.store.ops.transfer import export_ids, export_records, import_records
 from agent_memory.store.ops.write import MemoryInput, remember_many, update
-from agent_memory.store.types import (
-    Durability,
-    ListResult,
-    MemoryItem,
-    RecallResult,
-    RecallWeights,
-    Scope,
-)
-from agent_memory.store.utility import Forgetting
 from agent_memory.store.validation import (
     check_id,
     check_k,

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
-from agent_memory.store.types import MemoryItem
+from agent_memory.schema.types import MemoryItem
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")

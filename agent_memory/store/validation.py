@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from agent_memory.core.checks import check_str
 from agent_memory.errors import InvalidInputError
-from agent_memory.store.types import Scope
+from agent_memory.schema.types import Scope
 
 MAX_TAGS = 64
 MAX_TAG_CHARS = 256

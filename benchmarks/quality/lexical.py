@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-from agent_memory.store.lexical import STOPWORDS
+from agent_memory.schema.lexical import STOPWORDS
 
 _TOKEN = re.compile(r"[^\W_]+")
 

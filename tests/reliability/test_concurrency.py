@@ -23,8 +23,8 @@ import pytest
 from agent_memory import MemoryStore, Scope
 from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
 from agent_memory.core.clients import script_sha
-from agent_memory.store import layout as L
-from agent_memory.store import scripts
+from agent_memory.schema import layout as L
+from agent_memory.schema import scripts
 from tests.conftest import _Servers
 from tests.reliability.conftest import soak
 from tests.reliability.workers import Job, Tally, run
@@ -104,7 +104,7 @@ async def test_capacity_cap_holds_once_writes_settle(servers: _Servers, kind: st
 
 
 def _ns(scope: Scope) -> str:
-    from agent_memory.search.encoding import namespace_token
+    from agent_memory.schema.encoding import namespace_token
 
     return namespace_token(scope.namespace)
 

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from agent_memory.core import replies
 from agent_memory.errors import OperationTimeoutError, ReplyParseError
+from agent_memory.schema import layout as L
+from agent_memory.schema.records import parse_item
 from agent_memory.search.dialect import classify, search_module_version
 from agent_memory.search.parse import parse_index_info, parse_search_reply
-from agent_memory.store import layout as L
-from agent_memory.store.records import parse_item
 
 ALLOWED = (ReplyParseError, OperationTimeoutError)
 

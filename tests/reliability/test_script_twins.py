@@ -23,9 +23,8 @@ from hypothesis import strategies as st
 from agent_memory.backends.inprocess import InProcessClient, Keyspace
 from agent_memory.backends.inprocess_scripts import _SCRIPT_TWINS
 from agent_memory.cache import scripts as cache_scripts
-from agent_memory.store import config as store_config
-from agent_memory.store import layout as L
-from agent_memory.store import lexical, scripts
+from agent_memory.schema import layout as L
+from agent_memory.schema import lexical, scripts
 from tests.conftest import ServerInfo, _Servers
 
 
@@ -251,7 +250,7 @@ def many(draw: Any) -> Scenario:
         {"config": {"agent_memory.published": '{"x": "1"}'}},
         {"config": {"agent_memory.published": "[1]"}},
     ]))  # fmt: skip
-    return Scenario(store_config.PUBLISH, ["config"],
+    return Scenario(scripts.PUBLISH, ["config"],
                     ["agent_memory.published", "recall.threshold", "0.65", "maxItemsPerScope", "5"],
                     preset)  # fmt: skip
 
@@ -261,7 +260,7 @@ def test_every_script_has_a_scenario() -> None:
         scripts.RECALL_EFFECTS, scripts.WRITE_MEMORY, scripts.TOUCH, scripts.UPDATE_IF_EXISTS,
         scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
-        lexical.ADJUST_STATS, cache_scripts.COUNTED_GET, store_config.PUBLISH,
+        lexical.ADJUST_STATS, cache_scripts.COUNTED_GET, scripts.PUBLISH,
     }  # fmt: skip
     assert set(_SCRIPT_TWINS) == covered
     assert L.F_SEQ == "seq"  # the write script's field, checked by write_memory scenarios

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from agent_memory.errors import InvalidInputError
+from agent_memory.schema.records import vector_blob
 from agent_memory.store.ops.adopt import FOREIGN_FIELDS, foreign_record
-from agent_memory.store.records import vector_blob
 
 DIM = 4
 BLOB = vector_blob(np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32))

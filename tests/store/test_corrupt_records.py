@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agent_memory import Forgetting, Scope
-from agent_memory.store import layout as L
+from agent_memory.schema import layout as L
 from tests.store.conftest import StoreEnv
 from tests.support import TableEmbedder, near, random_unit
 

@@ -10,8 +10,8 @@ import pytest
 
 from agent_memory import MemoryInput, MemoryStore, RecallWeights, Scope
 from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
-from agent_memory.search.encoding import namespace_token
-from agent_memory.store import lexical
+from agent_memory.schema import lexical
+from agent_memory.schema.encoding import namespace_token
 from tests.store.conftest import StoreEnv
 from tests.support import TableEmbedder, near, random_unit
 

@@ -114,7 +114,7 @@ async def test_reinforce_bumps_access_and_never_resurrects(env: StoreEnv) -> Non
     hits = await store.recall("query", reinforce=False)
     await store.forget(mid)
     store_obj = getattr(store, "wrapped", store)
-    from agent_memory.store import scripts
+    from agent_memory.schema import scripts
 
     keys = store_obj._ctx.keys
     key = keys.memory(mid)

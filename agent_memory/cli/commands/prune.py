@@ -8,7 +8,7 @@ import math
 from agent_memory.cli.context import Invocation
 from agent_memory.cli.options import AddParser
 from agent_memory.cli.output import emit_json, out, render_pairs
-from agent_memory.store.utility import Forgetting
+from agent_memory.schema.utility import Forgetting
 
 DAY = 86400.0
 

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.backends.ft import drop_foreign_index
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
 from agent_memory.core.replies import integer, optional_text, raw_bytes, text
@@ -44,14 +45,13 @@ from agent_memory.errors import (
     InvalidInputError,
     ReplyParseError,
 )
-from agent_memory.search.encoding import encode_value
+from agent_memory.schema import layout as L
+from agent_memory.schema.encoding import encode_value
+from agent_memory.schema.records import blob_vector
 from agent_memory.search.parse import parse_index_info
-from agent_memory.store import layout as L
-from agent_memory.store.context import StoreContext
 from agent_memory.store.ops.ensure import ensure_index
 from agent_memory.store.ops.read import count_items, foreign_estimate
 from agent_memory.store.ops.transfer import FORMAT, import_records, parse_record
-from agent_memory.store.records import blob_vector
 from agent_memory.store.validation import check_id
 
 logger = logging.getLogger("agent_memory.store")

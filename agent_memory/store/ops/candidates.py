@@ -10,18 +10,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.backends.base import KnnMatch
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.replies import integer, number, text
 from agent_memory.errors import ReplyParseError
-from agent_memory.store import layout as L
-from agent_memory.store import lexical
-from agent_memory.store.context import StoreContext
+from agent_memory.schema import layout as L
+from agent_memory.schema import lexical
+from agent_memory.schema.labels import Labels, context_digest, overlap
+from agent_memory.schema.records import utility_state
+from agent_memory.schema.scoring import LEXICAL_GATE, Candidate
+from agent_memory.schema.types import RecallWeights
+from agent_memory.schema.utility import retention, utility
 from agent_memory.store.fusion import fuse
-from agent_memory.store.labels import Labels, context_digest, overlap
 from agent_memory.store.ops.read import is_expired
-from agent_memory.store.records import utility_state
-from agent_memory.store.scoring import LEXICAL_GATE, Candidate
-from agent_memory.store.types import RecallWeights
-from agent_memory.store.utility import retention, utility
 
 logger = logging.getLogger("agent_memory.store")
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import integer, number, text
 from agent_memory.errors import AgentMemoryError
-from agent_memory.store import layout as L
-from agent_memory.store.context import StoreContext
+from agent_memory.schema import layout as L
+from agent_memory.schema.scoring import eviction_order
 from agent_memory.store.ops.forget import bookkeeping, delete_command, deleted_from
-from agent_memory.store.scoring import eviction_order
 
 
 def _raise_errors(replies: Sequence[object]) -> None:

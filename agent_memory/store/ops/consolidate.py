@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Operation, call, command, execute_batch
 from agent_memory.core.replies import integer, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError
-from agent_memory.store.context import StoreContext
+from agent_memory.schema.filters import MemoryFilter, scope_filter
+from agent_memory.schema.types import Fact, MemoryItem, Scope
 from agent_memory.store.facts import (
     check_fact,
     fact_content,
@@ -27,12 +29,10 @@ from agent_memory.store.facts import (
     subject_key,
     summary_memory_id,
 )
-from agent_memory.store.filters import MemoryFilter, scope_filter
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.forget import delete_ids
 from agent_memory.store.ops.read import fetch_items, matching_ids
 from agent_memory.store.ops.write import MemoryInput, remember_many
-from agent_memory.store.types import Fact, MemoryItem, Scope
 
 SUMMARY_SOURCE = "summary"
 FACT_SOURCE = "fact"

@@ -8,15 +8,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from agent_memory.backends.base import KnnQuery
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, execute_batch
 from agent_memory.core.replies import integer, optional_text
 from agent_memory.errors import AgentMemoryError
-from agent_memory.search.encoding import encode_value
-from agent_memory.store import layout as L
-from agent_memory.store import scripts
-from agent_memory.store.context import StoreContext
-from agent_memory.store.filters import scope_filter
-from agent_memory.store.records import NewMemory
+from agent_memory.schema import layout as L
+from agent_memory.schema import scripts
+from agent_memory.schema.encoding import encode_value
+from agent_memory.schema.filters import scope_filter
+from agent_memory.schema.records import NewMemory
 
 DEFAULT_DEDUPE_DISTANCE = 0.05
 """Cosine distance under which two texts count as the same memory. Measured with

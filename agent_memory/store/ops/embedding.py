@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Operation, call
 from agent_memory.errors import AgentMemoryError, EmbedderError
-from agent_memory.store.context import StoreContext
 from agent_memory.store.validation import unit_vector
 
 

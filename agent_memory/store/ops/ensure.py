@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.backends.ft import FtBackend
 from agent_memory.backends.portable import PortableBackend
 from agent_memory.core.effects import Operation, command, execute, execute_batch
@@ -14,10 +15,9 @@ from agent_memory.errors import (
     CapabilityError,
     IndexMismatchError,
 )
+from agent_memory.schema.layout import SCHEMA_VERSION
 from agent_memory.search.dialect import Dialect, detect_dialect
 from agent_memory.store.config import publish_config
-from agent_memory.store.context import StoreContext
-from agent_memory.store.layout import SCHEMA_VERSION
 from agent_memory.store.ops.embedding import call_embedder
 from agent_memory.store.ops.membership import ensure_member_indexes
 from agent_memory.store.validation import unit_vector

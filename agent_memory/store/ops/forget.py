@@ -13,16 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import lenient_text, optional_text
 from agent_memory.errors import AgentMemoryError
-from agent_memory.store import layout as L
-from agent_memory.store import scripts
-from agent_memory.store.context import StoreContext
-from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.lexical import adjust_args, stats_delta
+from agent_memory.schema import layout as L
+from agent_memory.schema import scripts
+from agent_memory.schema.filters import MemoryFilter
+from agent_memory.schema.lexical import adjust_args, stats_delta
+from agent_memory.schema.versions import bump
 from agent_memory.store.ops.read import exact_index, matching_ids
-from agent_memory.store.ops.versions import bump
 from agent_memory.store.validation import check_id
 
 _CHUNK = 1000

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Operation, call
 from agent_memory.errors import InvalidInputError
-from agent_memory.store.context import StoreContext
-from agent_memory.store.labels import Labels, check_labels
+from agent_memory.schema.labels import Labels, check_labels
 
 logger = logging.getLogger("agent_memory.store")
 

@@ -18,22 +18,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
-from agent_memory.core.replies import integer, optional_text, text
-from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError, ReplyParseError
-from agent_memory.store import layout as L
-from agent_memory.store import scripts
-from agent_memory.store.context import StoreContext
-from agent_memory.store.ops.forget import delete_ids
-from agent_memory.store.ops.read import (
+from agent_memory.backends.context import StoreContext
+from agent_memory.backends.reads import (
     Unreadable,
     fields_of,
     read_many,
     read_many_replies,
     unreadable,
 )
-from agent_memory.store.ops.versions import bump
-from agent_memory.store.records import retention_from_fields
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
+from agent_memory.core.replies import integer, optional_text, text
+from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError, ReplyParseError
+from agent_memory.schema import layout as L
+from agent_memory.schema import scripts
+from agent_memory.schema.records import retention_from_fields
+from agent_memory.schema.versions import bump
+from agent_memory.store.ops.forget import delete_ids
 from agent_memory.store.validation import check_id
 
 _SELECTION = re.compile(r"[0-9a-f]{32}")

@@ -7,11 +7,11 @@ agent or thread. A store written before they existed is indexed once, on the fir
 
 from __future__ import annotations
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
 from agent_memory.core.replies import optional_text, text
 from agent_memory.errors import AgentMemoryError
-from agent_memory.store import layout as L
-from agent_memory.store.context import StoreContext
+from agent_memory.schema import layout as L
 
 META_FIELD = "member_indexes"
 VERSION = "v1"

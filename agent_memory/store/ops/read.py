@@ -7,27 +7,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agent_memory.backends.context import StoreContext
+from agent_memory.backends.reads import (
+    Unreadable,
+    fields_of,
+    read_many,
+    read_many_replies,
+    unreadable,
+)
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
-from agent_memory.core.replies import error_text, integer, lenient_text, pairs, text
+from agent_memory.core.replies import integer, lenient_text, pairs, text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
+from agent_memory.schema import layout as L
+from agent_memory.schema.filters import MemoryFilter
+from agent_memory.schema.records import parse_item, retention_from_fields
+from agent_memory.schema.types import ListResult, MemoryItem
 from agent_memory.search.parse import parse_index_info
-from agent_memory.store import layout as L
-from agent_memory.store import scripts
-from agent_memory.store.context import StoreContext
-from agent_memory.store.filters import MemoryFilter
-from agent_memory.store.records import parse_item, retention_from_fields
-from agent_memory.store.types import ListResult, MemoryItem
 from agent_memory.store.validation import check_id
 
 logger = logging.getLogger("agent_memory.store")
 
 _CHUNK = 2000
 _SCAN_FIELDS = (L.F_CREATED, L.F_SEQ, *L.FILTER_FIELDS)
-
-
-def fields_of(values: Sequence[Any] | None, names: Sequence[str] = L.ITEM_FIELDS) -> dict[str, Any]:
-    """Zip an HMGET reply with its field names, dropping missing fields."""
-    return {n: v for n, v in zip(names, values or [], strict=False) if v is not None}
 
 
 def is_expired(fields: Mapping[str, Any], now_ms: int) -> bool:
@@ -49,52 +50,6 @@ def item_or_none(ctx: StoreContext, memory_id: str, fields: dict[str, Any]) -> M
     except ReplyParseError as exc:
         unreadable(ctx, memory_id, exc)
         return None
-
-
-def read_many(ctx: StoreContext, keys: Sequence[str], names: Sequence[str]) -> list[Command]:
-    """Commands reading ``names`` of every hash in ``keys`` (one script on a standalone
-    server, one HMGET per key on a cluster); :func:`read_many_replies` parses them."""
-    if not keys:
-        return []
-    if ctx.settings.cluster:
-        return [Command(("HMGET", key, *names)) for key in keys]
-    return [Command(("EVAL", scripts.HMGET_MANY, str(len(keys)), *keys, *names))]
-
-
-class Unreadable:
-    """Stands for a record that could not be read: its key holds no hash."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNREADABLE"
-
-
-UNREADABLE = Unreadable()
-
-
-def read_many_replies(
-    ctx: StoreContext, replies: Sequence[Any], count: int
-) -> list[list[Any] | Unreadable]:
-    """Each hash's HMGET values, in order, from the replies of :func:`read_many`;
-    :data:`UNREADABLE` for a key that holds another type (any other error is raised)."""
-    if count == 0:
-        return []
-    entries = list(replies) if ctx.settings.cluster else replies[0]
-    if isinstance(entries, AgentMemoryError):
-        raise entries
-    out: list[list[Any] | Unreadable] = []
-    for entry in list(entries or []):
-        if isinstance(entry, AgentMemoryError) and "wrongtype" not in error_text(entry):
-            raise entry
-        out.append(list(entry) if isinstance(entry, (list, tuple)) else UNREADABLE)
-    return out
-
-
-def unreadable(ctx: StoreContext, memory_id: str, why: object) -> None:
-    """Log and count a stored record the store cannot read (it is skipped)."""
-    logger.warning("memory %s of store %s is unreadable: %s", memory_id, ctx.keys.name, why)
-    ctx.count("corrupt_records")
 
 
 def usage_command(ctx: StoreContext, ids: Sequence[str]) -> Command:

@@ -28,22 +28,22 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnQuery
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command
 from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
-from agent_memory.store import layout as L
-from agent_memory.store import lexical
-from agent_memory.store.context import StoreContext
-from agent_memory.store.filters import scope_filter
-from agent_memory.store.labels import Labels, check_labels, context_digest, filter_groups
+from agent_memory.schema import layout as L
+from agent_memory.schema import lexical
+from agent_memory.schema.filters import scope_filter
+from agent_memory.schema.labels import Labels, check_labels, context_digest, filter_groups
+from agent_memory.schema.records import parse_item
+from agent_memory.schema.scoring import Ranked, rank
+from agent_memory.schema.types import MemoryHit, RecallResult, RecallWeights, Scope
 from agent_memory.store.ops.candidates import Visible, fused, rank_fields, visible_candidates
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.labeling import run_labeler
 from agent_memory.store.ops.read import with_usage
 from agent_memory.store.ops.selection import HitRecord, side_effects
-from agent_memory.store.records import parse_item
-from agent_memory.store.scoring import Ranked, rank
-from agent_memory.store.types import MemoryHit, RecallResult, RecallWeights, Scope
 from agent_memory.store.validation import (
     check_k,
     check_scope,

@@ -3,7 +3,7 @@ exposure and reinforcement, counters, and the selection receipt ``complete()`` c
 
 A recall never writes the indexed documents for its counters (each write would make the
 search module re-index the memory, vector included): exposures and accesses live in the
-store's usage hash (:attr:`~agent_memory.store.layout.Keys.usage`). Reinforcement still
+store's usage hash (:attr:`~agent_memory.schema.layout.Keys.usage`). Reinforcement still
 refreshes a memory's ``last_accessed_at`` (it ranks by recency), but only when it is at
 least one recency step old (:func:`recency_step_ms`), so a memory recalled again and
 again is re-indexed at most once per step.
@@ -16,15 +16,15 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from agent_memory.backends.context import StoreContext
+from agent_memory.backends.reads import fields_of, unreadable
 from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import error_text, integer, optional_text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
-from agent_memory.store import layout as L
-from agent_memory.store import scripts
-from agent_memory.store.context import StoreContext
+from agent_memory.schema import layout as L
+from agent_memory.schema import scripts
+from agent_memory.schema.scoring import Ranked
 from agent_memory.store.ops.candidates import Visible
-from agent_memory.store.ops.read import fields_of, unreadable
-from agent_memory.store.scoring import Ranked
 
 logger = logging.getLogger("agent_memory.store")
 

@@ -20,18 +20,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, execute_batch
 from agent_memory.core.replies import raw_bytes, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError
-from agent_memory.store import layout as L
-from agent_memory.store.context import StoreContext
-from agent_memory.store.filters import MemoryFilter
+from agent_memory.schema import layout as L
+from agent_memory.schema.filters import MemoryFilter
+from agent_memory.schema.records import NewMemory, blob_vector
+from agent_memory.schema.types import Scope
 from agent_memory.store.ops.embedding import embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.read import item_commands, matching_ids, parse_items
 from agent_memory.store.ops.write import MemoryInput, validate_input, write_memories
-from agent_memory.store.records import NewMemory, blob_vector
-from agent_memory.store.types import Scope
 from agent_memory.store.validation import unit_vector
 
 FORMAT = "agent-memory/1"

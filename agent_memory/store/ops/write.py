@@ -10,22 +10,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
 from agent_memory.core.replies import integer, optional_text, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
-from agent_memory.search.encoding import encode_value
-from agent_memory.store import layout as L
-from agent_memory.store import scripts
-from agent_memory.store.context import StoreContext
-from agent_memory.store.labels import LabelPolicy, Labels, check_labels
-from agent_memory.store.lexical import adjust_args, stats_delta
-from agent_memory.store.ops.capacity import evict_over_capacity
-from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
-from agent_memory.store.ops.embedding import embed_one, embed_texts
-from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.labeling import labeler_failed, run_labeler
-from agent_memory.store.ops.versions import bump, fresh_token
-from agent_memory.store.records import (
+from agent_memory.schema import layout as L
+from agent_memory.schema import scripts
+from agent_memory.schema.encoding import encode_value
+from agent_memory.schema.labels import LabelPolicy, Labels, check_labels
+from agent_memory.schema.lexical import adjust_args, stats_delta
+from agent_memory.schema.records import (
     NewMemory,
     label_fields,
     lexical_fields,
@@ -33,7 +27,13 @@ from agent_memory.store.records import (
     record_fields,
     vector_blob,
 )
-from agent_memory.store.types import Durability, MemoryItem, Scope
+from agent_memory.schema.types import Durability, MemoryItem, Scope
+from agent_memory.schema.versions import bump, fresh_token
+from agent_memory.store.ops.capacity import evict_over_capacity
+from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
+from agent_memory.store.ops.embedding import embed_one, embed_texts
+from agent_memory.store.ops.ensure import ensure_ready
+from agent_memory.store.ops.labeling import labeler_failed, run_labeler
 from agent_memory.store.validation import (
     check_id,
     check_importance,

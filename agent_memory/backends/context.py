@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_memory.schema.labels import LabelPolicy
+from agent_memory.schema.layout import Keys
+from agent_memory.schema.lexical import VECTOR_FORM
+from agent_memory.schema.types import RecallWeights
+from agent_memory.schema.utility import Forgetting
 from agent_memory.search.dialect import Dialect
-from agent_memory.store.labels import LabelPolicy
-from agent_memory.store.layout import Keys
-from agent_memory.store.lexical import VECTOR_FORM
-from agent_memory.store.types import RecallWeights
-from agent_memory.store.utility import Forgetting
 from agent_memory.telemetry import Telemetry
 
 if TYPE_CHECKING:

@@ -14,12 +14,12 @@ from numpy.typing import NDArray
 
 from agent_memory.core.replies import integer, number, optional_text, text
 from agent_memory.errors import InvalidInputError, ReplyParseError
-from agent_memory.search.encoding import encode_value, namespace_token, session_token
-from agent_memory.store import layout as L
-from agent_memory.store.labels import Labels, label_tokens
-from agent_memory.store.lexical import TEXT_FORM, VECTOR_FORM, lex_blob, lex_text
-from agent_memory.store.types import Durability, MemoryItem, Scope
-from agent_memory.store.utility import (
+from agent_memory.schema import layout as L
+from agent_memory.schema.encoding import encode_value, namespace_token, session_token
+from agent_memory.schema.labels import Labels, label_tokens
+from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM, lex_blob, lex_text
+from agent_memory.schema.types import Durability, MemoryItem, Scope
+from agent_memory.schema.utility import (
     Forgetting,
     UtilityState,
     parse_contexts,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from agent_memory.search.encoding import encode_value, namespace_token, session_token
-from agent_memory.store.layout import (
+from agent_memory.schema.encoding import encode_value, namespace_token, session_token
+from agent_memory.schema.layout import (
     F_AGENT,
     F_LABELS,
     F_SESSION,
@@ -20,7 +20,7 @@ from agent_memory.store.layout import (
     F_THREAD,
     TAG_SEPARATOR,
 )
-from agent_memory.store.types import Scope
+from agent_memory.schema.types import Scope
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from agent_memory.store.types import RecallWeights
+from agent_memory.schema.types import RecallWeights
 
 NEAR_MISS_FACTOR = 2.0
 LEXICAL_GATE = 0.5  # share of the query's idf mass a lexical match must contain

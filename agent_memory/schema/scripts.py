@@ -200,3 +200,24 @@ end
 return 1
 """
 """ARGV = ["set"|"clear", value, now_ms]: the manual usefulness of an existing memory."""
+
+PUBLISH = """
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local published = {}
+if raw and string.sub(raw, 1, 1) == '{' then
+  local ok, decoded = pcall(cjson.decode, raw)
+  if ok and type(decoded) == 'table' then published = decoded end
+end
+local changed = false
+for i = 2, #ARGV, 2 do
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
+    published[ARGV[i]] = ARGV[i + 1]
+    changed = true
+  end
+end
+if changed then redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(published)) end
+return changed and 1 or 0
+"""
+"""KEYS = [config hash]; ARGV = [published field, (field, value)...]: set the fields that
+are not set and remember what was published (one key: cluster-safe). A published record
+that is not a JSON object is replaced, as the in-process twin does."""

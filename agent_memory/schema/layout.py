@@ -4,7 +4,7 @@ Memories are hashes at ``{name}:mem:{id}`` indexed by ``{name}:mem:idx``. The fi
 TypeScript library reads (``content``, ``vector``, ``importance``, ``created_at``,
 ``last_accessed_at``, ``access_count``, ``tags``, ``threadId``, ``agentId``,
 ``namespace``, ``source``, ``subject``, ``date``) keep their meaning; indexed scope and
-tag fields hold tokens (see :mod:`agent_memory.search.encoding`), identical to the raw
+tag fields hold tokens (see :mod:`agent_memory.schema.encoding`), identical to the raw
 value for plain ASCII alphanumerics. Our extra fields keep the exact raw values.
 
 Bookkeeping keys live outside the index prefix so the index never sees them:
@@ -52,7 +52,7 @@ F_EVAL_WEIGHT = "eval_weight"
 F_MANUAL = "manual_utility"
 F_CONTEXTS = "utility_ctx"
 F_REINFORCED = "last_reinforced_at"
-F_LEX = "lex"  # hashed term vector of the content (agent_memory.store.lexical)
+F_LEX = "lex"  # hashed term vector of the content (agent_memory.schema.lexical)
 F_LEX_TEXT = "lex_text"  # the content's analysed terms, for a server-side TEXT index
 F_SEQ = "seq"  # write order within the store (ties of created_at)
 

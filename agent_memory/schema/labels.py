@@ -3,7 +3,7 @@
 Keys and values are normalised (Unicode casefold, inner whitespace collapsed, surrounding
 space stripped; duplicates collapse). A :class:`LabelPolicy` bounds cardinality: a write
 outside it raises :class:`~agent_memory.errors.InvalidInputError`. Each ``key=value``
-pair is indexed as one TAG token (see :mod:`agent_memory.search.encoding`).
+pair is indexed as one TAG token (see :mod:`agent_memory.schema.encoding`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from agent_memory.errors import InvalidInputError
-from agent_memory.search.encoding import encode_value
+from agent_memory.schema.encoding import encode_value
 
 Labels = dict[str, tuple[str, ...]]
 
