@@ -38,7 +38,14 @@ from agent_memory.backends.reads import (
 )
 from agent_memory.backends.upgrade import ensure_lexical
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import error_text, lenient_text, optional_text, raw_bytes, text
+from agent_memory.core.replies import (
+    error_text,
+    lenient_text,
+    optional_text,
+    raise_first_error,
+    raw_bytes,
+    text,
+)
 from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema.filters import MemoryFilter
@@ -169,9 +176,7 @@ class PortableBackend:
                 )
             ]
         )
-        for reply in counters:
-            if isinstance(reply, AgentMemoryError):
-                raise reply
+        raise_first_error(counters)
         snapshots: dict[str, _Snapshot] = {}
         for i, ns in enumerate(namespaces):
             epoch = optional_text(counters[2 * i]) or ""

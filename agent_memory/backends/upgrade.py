@@ -17,8 +17,8 @@ import logging
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
-from agent_memory.core.replies import optional_text, text
-from agent_memory.errors import AgentMemoryError, IndexMismatchError
+from agent_memory.core.replies import optional_text, raise_first_error, text
+from agent_memory.errors import IndexMismatchError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.lexical import (
@@ -38,12 +38,6 @@ logger = logging.getLogger("agent_memory.store")
 
 def _glob_escape(value: str) -> str:
     return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in value)
-
-
-def _raise_errors(replies: list[object]) -> None:
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
 
 
 def _other_field(form_fields: list[str | bytes]) -> str:
@@ -84,7 +78,7 @@ def recorded_form(ctx: StoreContext) -> Operation[tuple[str | None, int]]:
     replies = yield from execute_batch(
         [command("HMGET", ctx.keys.meta, L.META_LEXICAL, "schema_version")]
     )
-    _raise_errors(replies)
+    raise_first_error(replies)
     values = list(replies[0] or [None, None])
     version = optional_text(values[1])
     return optional_text(values[0]), int(version) if version and version.isdigit() else 0
@@ -99,7 +93,7 @@ def ensure_lexical(ctx: StoreContext, *, force: bool = False) -> Operation[bool]
     """
     wanted = ctx.lexical_form
     replies = yield from execute_batch([command("HGET", ctx.keys.meta, L.META_LEXICAL)])
-    _raise_errors(replies)
+    raise_first_error(replies)
     recorded = optional_text(replies[0])
     if recorded is not None and recorded.split(":", 1)[0] != ANALYZER:
         raise IndexMismatchError(
@@ -116,7 +110,7 @@ def ensure_lexical(ctx: StoreContext, *, force: bool = False) -> Operation[bool]
         )  # fmt: skip
     yield from rebuild_lexical(ctx)
     done = yield from execute_batch([command("HSET", ctx.keys.meta, L.META_LEXICAL, wanted)])
-    _raise_errors(done)
+    raise_first_error(done)
     return True
 
 
@@ -135,7 +129,7 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
     for raw_key in sorted({text(k) for k in registries}):  # SCAN may repeat keys
         ns = raw_key[len(prefix) :]
         listing = yield from execute_batch([command("ZRANGE", raw_key, "0", "-1")])
-        _raise_errors(listing)
+        raise_first_error(listing)
         ids = [text(x) for x in listing[0] or []]
         contents: list[str] = []
         for start in range(0, len(ids), _CHUNK):
@@ -143,7 +137,7 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
             fetched = yield from execute_batch(
                 [command("HGET", ctx.keys.memory(m), L.F_CONTENT) for m in chunk]
             )
-            _raise_errors(fetched)
+            raise_first_error(fetched)
             writes: list[Command] = []
             for memory_id, value in zip(chunk, fetched, strict=True):
                 content = optional_text(value)
@@ -155,7 +149,7 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
                 writes.append(Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *fields)))
                 writes.append(command("HDEL", key, _other_field(fields)))
             written = yield from execute_batch(writes)
-            _raise_errors(written)
+            raise_first_error(written)
         seen += len(contents)
         stats_key = ctx.keys.term_stats(ns)
         recount = [command("DEL", stats_key)]
@@ -163,7 +157,7 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
         if adjust is not None:
             recount.append(Command(adjust))
         done = yield from execute_batch(recount, atomic=True)
-        _raise_errors(done)
+        raise_first_error(done)
         bumped = yield from execute_batch([bump(ctx.keys.epoch(ns))])
-        _raise_errors(bumped)  # portable mirrors reload
+        raise_first_error(bumped)  # portable mirrors reload
     return seen

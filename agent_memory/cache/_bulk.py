@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agent_memory.cache.stats import raise_first_error
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, execute_batch, scan_keys
+from agent_memory.core.replies import raise_first_error
 
 CHUNK = 500
 

@@ -15,7 +15,6 @@ from agent_memory.cache.stats import (
     StatsBuffer,
     batch_with_stats,
     flush_op,
-    raise_first_error,
     stats_op,
 )
 from agent_memory.core.clients import (
@@ -25,6 +24,7 @@ from agent_memory.core.clients import (
     is_cluster_client,
 )
 from agent_memory.core.effects import Command, Operation, T
+from agent_memory.core.replies import raise_first_error
 from agent_memory.core.runner import run_async, run_sync
 from agent_memory.errors import InvalidInputError
 from agent_memory.telemetry import OperationScope, Telemetry

@@ -26,9 +26,10 @@ import numpy as np
 from agent_memory.cache._bulk import scan_and_unlink
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_text, digest, glob_escape, ttl_ms
-from agent_memory.cache.stats import batch_with_stats, raise_first_error
+from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, call
+from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError
 
 DEFAULT_EMBEDDING_TTL = 7 * 86_400.0

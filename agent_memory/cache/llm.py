@@ -19,9 +19,10 @@ from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import plain, ttl_ms
 from agent_memory.cache.llm_params import model_of, request_digest
 from agent_memory.cache.prices import ModelPrice, PriceTable, resolve_prices
-from agent_memory.cache.stats import batch_with_stats, raise_first_error
+from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, call, scan_keys
+from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 
 _TOKEN_ALIASES = (

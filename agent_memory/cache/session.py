@@ -29,9 +29,10 @@ from typing import Any
 
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_text, plain, ttl_ms
-from agent_memory.cache.stats import batch_with_stats, raise_first_error
+from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
+from agent_memory.core.replies import raise_first_error
 
 DEFAULT_SESSION_TTL = 86_400.0
 

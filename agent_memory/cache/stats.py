@@ -28,7 +28,8 @@ from typing import Any
 from agent_memory.cache.keys import KeyLayout
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, execute_batch
-from agent_memory.errors import AgentMemoryError, ServerResponseError
+from agent_memory.core.replies import raise_first_error
+from agent_memory.errors import AgentMemoryError
 
 logger = logging.getLogger(__name__)
 
@@ -100,15 +101,6 @@ def batch_with_stats(
         if isinstance(reply, AgentMemoryError):
             logger.warning("cache counter update failed on %s: %s", layout.stats, reply)
     return own
-
-
-def raise_first_error(got: Sequence[Any]) -> None:
-    """Raise the first error instance found in batch replies."""
-    for reply in got:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
-        if isinstance(reply, BaseException):
-            raise ServerResponseError(str(reply)) from reply
 
 
 @dataclass(frozen=True, slots=True)

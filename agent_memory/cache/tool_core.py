@@ -31,9 +31,10 @@ from typing import Any
 from agent_memory.cache._bulk import scan_and_unlink
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_text, digest, plain, tool_segment, ttl_ms
-from agent_memory.cache.stats import batch_with_stats, parse_stats, raise_first_error
+from agent_memory.cache.stats import batch_with_stats, parse_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, execute_batch
+from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 
 MIN_SAMPLES = 10

@@ -9,10 +9,10 @@ helpers instead of assuming one shape; an unreadable shape raises
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agent_memory.errors import ReplyParseError
+from agent_memory.errors import AgentMemoryError, ReplyParseError, ServerResponseError
 
 
 def text(value: Any) -> str:
@@ -123,3 +123,13 @@ def pairs(value: Any) -> dict[str, Any]:
 def error_text(value: BaseException) -> str:
     """Lower-cased message of an error reply, for loose matching."""
     return str(value).lower()
+
+
+def raise_first_error(replies: Iterable[Any]) -> None:
+    """Raise the first error among a batch's replies (a batch delivers errors as values;
+    one the client did not translate becomes a :class:`ServerResponseError`)."""
+    for reply in replies:
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+        if isinstance(reply, BaseException):
+            raise ServerResponseError(str(reply)) from reply

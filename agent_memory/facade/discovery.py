@@ -18,8 +18,8 @@ from typing import Any
 
 from agent_memory._version import __version__
 from agent_memory.core.effects import Operation, command, execute, execute_batch
-from agent_memory.core.replies import optional_text, text
-from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.core.replies import optional_text, raise_first_error, text
+from agent_memory.errors import InvalidInputError
 
 PROTOCOL_VERSION = 1
 REGISTRY_KEY = "__betterdb:caches"
@@ -135,9 +135,7 @@ def heartbeat(markers: Mapping[str, tuple[str, dict[str, Any]]]) -> Operation[No
             command("SET", heartbeat_key(field), stamp, "EX", str(HEARTBEAT_TTL_SECONDS))
         )
     replies = yield from execute_batch(commands)
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
+    raise_first_error(replies)
 
 
 def unregister(fields: Sequence[str]) -> Operation[None]:

@@ -6,17 +6,10 @@ from collections.abc import Sequence
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import integer, number, text
-from agent_memory.errors import AgentMemoryError
+from agent_memory.core.replies import integer, number, raise_first_error, text
 from agent_memory.schema import layout as L
 from agent_memory.schema.scoring import eviction_order
 from agent_memory.store.ops.forget import bookkeeping, delete_command, deleted_from
-
-
-def _raise_errors(replies: Sequence[object]) -> None:
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
 
 
 def evict_over_capacity(
@@ -34,7 +27,7 @@ def evict_over_capacity(
     """
     bucket_key = ctx.keys.scope_bucket(bucket)
     reply = yield from execute_batch([command("ZRANGE", bucket_key, "0", "-1")])
-    _raise_errors(reply)
+    raise_first_error(reply)
     ids = [text(x) for x in reply[0] or []]
     if len(ids) <= cap:
         return 0
@@ -44,7 +37,7 @@ def evict_over_capacity(
             for m in ids
         ]
     )
-    _raise_errors(fetched)
+    raise_first_error(fetched)
     live, importance, touched, gone = [], [], [], []
     for memory_id, values in zip(ids, fetched, strict=True):
         if not values or values[0] is None:
@@ -83,6 +76,6 @@ def evict_over_capacity(
             *(command("ZREM", index, *gone) for index in indexes),
         ]
     done = yield from execute_batch(commands)
-    _raise_errors(done)
+    raise_first_error(done)
     ctx.count("evictions", len(deleted))
     return len(deleted)

@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Operation, call, command, execute_batch
-from agent_memory.core.replies import integer, text
+from agent_memory.core.replies import integer, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.schema.filters import MemoryFilter, scope_filter
 from agent_memory.schema.types import Fact, MemoryItem, Scope
@@ -270,9 +270,7 @@ def consolidate_facts(
         yield from delete_ids(ctx, deleted_ids)
     marks = [command("SADD", state, *(i.id for i in fresh))]
     replies = yield from execute_batch(marks)
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
+    raise_first_error(replies)
     yield from _count_run(ctx, "facts", len(unmatched))
     return ConsolidationResult(
         "facts", tuple(created), tuple(deleted_ids), tuple(written), tuple(unmatched),
@@ -298,9 +296,7 @@ def _archive(
             command("RPUSH", history_key(ctx, scope, item.subject or ""), json.dumps(record))
         )
     replies = yield from execute_batch(commands)
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
+    raise_first_error(replies)
 
 
 def fact_history(ctx: StoreContext, subject: str, scope: Scope) -> Operation[list[dict[str, Any]]]:
@@ -318,8 +314,6 @@ def _count_run(ctx: StoreContext, mode: str, unmatched: int) -> Operation[None]:
     if unmatched:
         commands.append(command("HINCRBY", ctx.keys.stats, "unmatched_tombstones", str(unmatched)))
     replies = yield from execute_batch(commands)
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
+    raise_first_error(replies)
     ctx.count(f"consolidations:{mode}")
     ctx.count("unmatched_tombstones", unmatched)

@@ -9,9 +9,8 @@ from agent_memory.backends.context import StoreContext
 from agent_memory.backends.ft import FtBackend
 from agent_memory.backends.portable import PortableBackend
 from agent_memory.core.effects import Operation, command, execute, execute_batch
-from agent_memory.core.replies import integer, pairs, text
+from agent_memory.core.replies import integer, pairs, raise_first_error, text
 from agent_memory.errors import (
-    AgentMemoryError,
     CapabilityError,
     IndexMismatchError,
 )
@@ -77,9 +76,7 @@ def _check_identity(ctx: StoreContext, dim: int) -> Operation[tuple[bool, int]]:
     if isinstance(embedder_id, str) and embedder_id:
         commands.append(command("HSETNX", meta_key, "embedder", embedder_id))
     replies = yield from execute_batch([*commands, command("HGETALL", meta_key)])
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
+    raise_first_error(replies)
     meta = {k: text(v) for k, v in pairs(replies[-1]).items()}
     stored_dim = integer(meta.get("dim", dim))
     if stored_dim != dim:

@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import lenient_text, optional_text
+from agent_memory.core.replies import lenient_text, optional_text, raise_first_error
 from agent_memory.errors import AgentMemoryError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
@@ -104,9 +104,7 @@ def delete_ids(
         if listed_in is not None:
             commands.append(command("ZREM", listed_in, *chunk))
         done = yield from execute_batch(commands)
-        for reply in done:
-            if isinstance(reply, AgentMemoryError):
-                raise reply
+        raise_first_error(done)
         total += len(deleted)
     return total
 

@@ -27,7 +27,7 @@ from agent_memory.backends.reads import (
     unreadable,
 )
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
-from agent_memory.core.replies import integer, optional_text, text
+from agent_memory.core.replies import integer, optional_text, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
@@ -82,9 +82,7 @@ def complete(ctx: StoreContext, selection_id: str, score: float) -> Operation[bo
         replies = yield from execute_batch(
             [Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv)) for key in keys]
         )
-        for reply in replies:
-            if isinstance(reply, AgentMemoryError):
-                raise reply
+        raise_first_error(replies)
         applied = True
     else:
         consumed = yield from execute(
@@ -176,9 +174,7 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
                 bump(ctx.keys.registry_version(_namespace_of(ctx, registry))),
             ]
         )
-        for reply in replies:
-            if isinstance(reply, AgentMemoryError):
-                raise reply
+        raise_first_error(replies)
         cleaned += integer(replies[0])
         ids = [optional_text(x) or "" for x in replies[1] or []]
         victims = yield from suppressed(ctx, ids)

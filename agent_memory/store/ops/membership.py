@@ -9,19 +9,12 @@ from __future__ import annotations
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
-from agent_memory.core.replies import optional_text, text
-from agent_memory.errors import AgentMemoryError
+from agent_memory.core.replies import optional_text, raise_first_error, text
 from agent_memory.schema import layout as L
 
 META_FIELD = "member_indexes"
 VERSION = "v1"
 _CHUNK = 1000
-
-
-def _raise_errors(replies: list[object]) -> None:
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
 
 
 def ensure_member_indexes(ctx: StoreContext, *, fresh: bool = False) -> Operation[bool]:
@@ -30,12 +23,12 @@ def ensure_member_indexes(ctx: StoreContext, *, fresh: bool = False) -> Operatio
     ``fresh``: the store identity was created just now, so there is nothing to index.
     """
     replies = yield from execute_batch([command("HGET", ctx.keys.meta, META_FIELD)])
-    _raise_errors(replies)
+    raise_first_error(replies)
     if optional_text(replies[0]) == VERSION:
         return False
     if fresh:
         marked = yield from execute_batch([command("HSET", ctx.keys.meta, META_FIELD, VERSION)])
-        _raise_errors(marked)
+        raise_first_error(marked)
         return True
     prefix = ctx.keys.registry("")
     registries = yield from scan_keys(prefix.replace("*", "\\*") + "*")
@@ -45,7 +38,7 @@ def ensure_member_indexes(ctx: StoreContext, *, fresh: bool = False) -> Operatio
         listing = yield from execute_batch(
             [command("ZRANGEBYSCORE", registry, "-inf", "+inf", "WITHSCORES")]
         )
-        _raise_errors(listing)
+        raise_first_error(listing)
         flat = list(listing[0] or [])
         if flat and isinstance(flat[0], (list, tuple)):
             pairs = [(text(m), text(s)) for m, s in flat]
@@ -56,16 +49,16 @@ def ensure_member_indexes(ctx: StoreContext, *, fresh: bool = False) -> Operatio
             located = yield from execute_batch(
                 [Command(("HMGET", ctx.keys.memory(m), L.F_AGENT, L.F_THREAD)) for m, _ in chunk]
             )
-            _raise_errors(located)
+            raise_first_error(located)
             commands = []
             for (memory_id, score), values in zip(chunk, located, strict=True):
                 agent, thread = (optional_text(v) for v in (values or [None, None]))
                 for index in ctx.keys.member_indexes(namespace, agent, thread):
                     commands.append(command("ZADD", index, _score(score), memory_id))
             done = yield from execute_batch(commands)
-            _raise_errors(done)
+            raise_first_error(done)
     marked = yield from execute_batch([command("HSET", ctx.keys.meta, META_FIELD, VERSION)])
-    _raise_errors(marked)
+    raise_first_error(marked)
     return True
 
 

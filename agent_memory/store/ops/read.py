@@ -16,7 +16,7 @@ from agent_memory.backends.reads import (
     unreadable,
 )
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
-from agent_memory.core.replies import integer, lenient_text, pairs, text
+from agent_memory.core.replies import integer, lenient_text, pairs, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema.filters import MemoryFilter
@@ -246,9 +246,7 @@ def count_items(ctx: StoreContext, *extra: Command) -> Operation[tuple[int, list
     now = ctx.now_ms()
     counts = [command("ZCOUNT", text(key), f"({now}", "+inf") for key in set(map(text, registries))]
     replies = yield from execute_batch([*extra, *counts])
-    for reply in replies[len(extra) :]:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
+    raise_first_error(replies[len(extra) :])
     return sum(integer(r) for r in replies[len(extra) :]), list(replies[: len(extra)])
 
 

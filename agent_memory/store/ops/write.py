@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
-from agent_memory.core.replies import integer, optional_text, text
+from agent_memory.core.replies import integer, optional_text, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
@@ -290,9 +290,7 @@ def write_memories(
         commands = [c for memory, ttl in chunk for c in _write_commands(ctx, memory, ttl)]
         commands += _batch_commands(ctx, [memory for memory, _ in chunk])
         replies = yield from execute_batch(commands)
-        for reply in replies:
-            if isinstance(reply, AgentMemoryError):
-                raise reply
+        raise_first_error(replies)
         for memory, _ in chunk:
             buckets[memory.bucket] = (
                 memory.namespace_token,
@@ -371,9 +369,7 @@ def update(
         if adjust is not None:
             commands.append(Command(adjust))
     replies = yield from execute_batch(commands)
-    for reply in replies:
-        if isinstance(reply, AgentMemoryError):
-            raise reply
+    raise_first_error(replies)
     if not integer(replies[0]):
         raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")
     refreshed = yield from execute("HMGET", key, *L.ITEM_FIELDS)
