@@ -158,6 +158,17 @@ class Keys:
             keys.append(self.thread_index(namespace_token, thread_token))
         return keys
 
+    def expiry_sets(
+        self, namespace_token: str, agent_token: str | None, thread_token: str | None
+    ) -> list[str]:
+        """Every sorted set that lists a memory scored by its expiry: the namespace
+        registry, then its agent and thread indexes (written, re-scored and cleared
+        together)."""
+        return [
+            self.registry(namespace_token),
+            *self.member_indexes(namespace_token, agent_token, thread_token),
+        ]
+
     def registry_version(self, namespace_token: str) -> str:
         """Bumped whenever the namespace's membership changes (portable mirror)."""
         return f"{self.name}:__mem_regver:{namespace_token}"

@@ -70,8 +70,7 @@ def bookkeeping(
     for d in deleted:
         if d.namespace is None:
             continue  # not written by this library: in none of its sets
-        keys = [ctx.keys.registry(d.namespace)]
-        keys += ctx.keys.member_indexes(d.namespace, d.agent, d.thread)
+        keys = ctx.keys.expiry_sets(d.namespace, d.agent, d.thread)
         bucket = L.bucket_digest(d.namespace, d.agent or "", d.thread or "", d.session or "")
         keys.append(ctx.keys.scope_bucket(bucket))
         for key in keys:

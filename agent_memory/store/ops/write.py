@@ -148,8 +148,7 @@ def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> 
     return [
         write,
         *(reset if memory.explicit_id else ()),
-        command("ZADD", registry, expiry, memory.id),
-        *(command("ZADD", index, expiry, memory.id) for index in indexes),
+        *(command("ZADD", key, expiry, memory.id) for key in [registry, *indexes]),
         command("ZADD", bucket, str(memory.created_at), memory.id),
     ]
 
@@ -352,11 +351,10 @@ def update(
     ns_token = text(fields[L.F_NAMESPACE])
     commands = [Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, str(ttl_ms), *changes))]
     if expires is not None:
-        commands.append(command("ZADD", ctx.keys.registry(ns_token), "XX", str(expires), memory_id))
         agent, thread = (optional_text(fields.get(f)) for f in (L.F_AGENT, L.F_THREAD))
         commands += [
-            command("ZADD", index, "XX", str(expires), memory_id)
-            for index in ctx.keys.member_indexes(ns_token, agent, thread)
+            command("ZADD", key, "XX", str(expires), memory_id)
+            for key in ctx.keys.expiry_sets(ns_token, agent, thread)
         ]
         commands.append(bump(ctx.keys.registry_version(ns_token)))
     if new_tags is not None or new_content is not None:
