@@ -42,6 +42,9 @@ class ClusterStartError(RuntimeError):
 @dataclass
 class Cluster:
     nodes: list[ServerProcess]
+    root: Path
+    appendonly: bool = False
+    extra_args: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -57,6 +60,42 @@ class Cluster:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+    def restart(self, index: int, *, timeout: float = 30.0) -> ServerProcess:
+        """Start node ``index`` again on its port, data and ``nodes.conf`` (after a kill),
+        and wait until the cluster is ok again."""
+        node = _start_node(self.root, index, self.nodes[index].port, self.appendonly,
+                           self.extra_args)  # fmt: skip
+        self.nodes[index] = node
+        _wait_ok(self, timeout)
+        return node
+
+
+def _start_node(
+    root: Path, index: int, port: int, appendonly: bool, extra_args: tuple[str, ...]
+) -> ServerProcess:
+    node_dir = root / f"node-{index}"
+    return start_server(
+        test_servers.valkey_binary(),
+        node_dir,
+        port=port,
+        appendonly=appendonly,
+        extra_args=(
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", str(node_dir / "nodes.conf"),
+            "--cluster-node-timeout", "5000",
+            *extra_args,
+        ),
+    )  # fmt: skip
+
+
+def _wait_ok(cluster: Cluster, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(_cluster_ok(port) for port in cluster.ports):
+            return
+        time.sleep(0.2)
+    raise ClusterStartError(f"cluster_state did not become ok within {timeout}s:\n{cluster.logs()}")
 
 
 def _bindable(port: int) -> bool:
@@ -92,39 +131,29 @@ def _cluster_ok(port: int) -> bool:
     return "cluster_state:ok" in done.stdout
 
 
-def start(data_dir: Path | None = None, *, timeout: float = 30.0) -> Cluster:
+def start(
+    data_dir: Path | None = None,
+    *,
+    timeout: float = 30.0,
+    appendonly: bool = False,
+    extra_args: tuple[str, ...] = (),
+) -> Cluster:
     """Start 3 cluster-enabled nodes, create the cluster and wait until it is ok.
 
     Raises:
         ClusterStartError: a node did not start or the cluster did not form in time.
     """
     root = data_dir or Path(tempfile.mkdtemp(prefix="agent-memory-cluster-"))
-    binary = test_servers.valkey_binary()
     nodes: list[ServerProcess] = []
     try:
         for index in range(NODES):
             port = cluster_port({node.port for node in nodes})
-            node_dir = root / f"node-{index}"
-            nodes.append(
-                start_server(
-                    binary,
-                    node_dir,
-                    port=port,
-                    extra_args=(
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        str(node_dir / "nodes.conf"),
-                        "--cluster-node-timeout",
-                        "5000",
-                    ),
-                )
-            )
+            nodes.append(_start_node(root, index, port, appendonly, extra_args))
     except Exception as exc:
         for node in nodes:
             node.stop()
         raise ClusterStartError(f"a cluster node failed to start: {exc}") from exc
-    cluster = Cluster(nodes)
+    cluster = Cluster(nodes, root, appendonly, extra_args)
     addresses = [f"127.0.0.1:{port}" for port in cluster.ports]
     created = _cli("--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes")
     if created.returncode != 0:
@@ -133,14 +162,12 @@ def start(data_dir: Path | None = None, *, timeout: float = 30.0) -> Cluster:
             f"valkey-cli --cluster create failed ({created.returncode}):\n"
             f"{created.stdout}\n{created.stderr}\n{cluster.logs()}"
         )
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if all(_cluster_ok(port) for port in cluster.ports):
-            return cluster
-        time.sleep(0.2)
-    logs = cluster.logs()
-    cluster.stop()
-    raise ClusterStartError(f"cluster_state did not become ok within {timeout}s:\n{logs}")
+    try:
+        _wait_ok(cluster, timeout)
+    except ClusterStartError:
+        cluster.stop()
+        raise
+    return cluster
 
 
 def _state_file() -> Path:

@@ -55,6 +55,13 @@ def map_client_error(exc: BaseException, *, command: str | None = None) -> Agent
         return OperationTimeoutError(f"server did not answer in time{where}: {exc}")
     if names & _UNAVAILABLE_NAMES or isinstance(exc, OSError):
         return ServerUnavailableError(f"server unavailable{where}: {exc}")
+    if isinstance(exc, (AttributeError, KeyError, TypeError)) and _in_cluster_client(exc):
+        # The cluster clients of valkey-py and redis-py can trip over a node they just
+        # dropped while a node is down (``get_default_node()`` is None, say): that is
+        # the outage showing, not a bad request.
+        return ServerUnavailableError(
+            f"server unavailable{where}: the cluster client lost a node ({exc!r})"
+        )
     if "NoScriptError" in names:
         return ServerResponseError(f"NOSCRIPT{where}: {exc}", command=command)
     if "ResponseError" in names or "DataError" in names:
@@ -66,6 +73,17 @@ def map_client_error(exc: BaseException, *, command: str | None = None) -> Agent
             command=command,
         )
     return ServerResponseError(f"unexpected client error{where}: {exc!r}", command=command)
+
+
+def _in_cluster_client(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside a client package's cluster module."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    module = str(tb.tb_frame.f_globals.get("__name__", ""))
+    return module.split(".", maxsplit=1)[0] in {"valkey", "redis"} and "cluster" in module
 
 
 @contextlib.contextmanager

@@ -110,56 +110,72 @@ def validate_input(
     )
 
 
-def _write_commands(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> list[Command]:
-    """The commands writing one memory and registering it (one script on a standalone
-    server; single-key commands on a cluster, where the keys span slots)."""
-    key = ctx.keys.memory(memory.id)
-    fields = record_fields(memory, ctx.lexical_form)
+def _write_script(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> Command:
+    """One memory's write on a standalone server: one script stores the record, its TTL,
+    its registrations and the bookkeeping, atomically."""
     ttl_ms = max(1, math.ceil(ttl * 1000)) if ttl is not None else 0
     expiry = str(memory.expires_at) if memory.expires_at is not None else "+inf"
     indexes = ctx.keys.member_indexes(
         memory.namespace_token, memory.agent_token, memory.thread_token
     )
-    registry = ctx.keys.registry(memory.namespace_token)
+    ns = memory.namespace_token
+    delta = stats_delta([memory.content], 1)
+    return Command(
+        (
+            "EVAL", scripts.WRITE_MEMORY, str(9 + len(indexes)),
+            ctx.keys.memory(memory.id), ctx.keys.registry(ns),
+            ctx.keys.scope_bucket(memory.bucket), ctx.keys.usage, ctx.keys.stats,
+            ctx.keys.term_stats(ns), ctx.keys.registry_version(ns), ctx.keys.epoch(ns),
+            ctx.keys.sequence, *indexes,
+            str(ttl_ms), memory.id, expiry, str(memory.created_at),
+            "1" if memory.explicit_id else "0", fresh_token(), str(len(delta)),
+            *(x for name, amount in delta.items() for x in (name, str(amount))),
+            *record_fields(memory, ctx.lexical_form),
+        )
+    )  # fmt: skip
+
+
+def _cluster_registrations(ctx: StoreContext, memory: NewMemory) -> list[Command]:
+    """The sorted sets that list a memory (a cluster write sends them before the record:
+    a write cut short by a node going down then leaves entries that name a missing
+    memory, which readers skip, never a stored memory nothing lists)."""
+    expiry = str(memory.expires_at) if memory.expires_at is not None else "+inf"
+    sets = ctx.keys.expiry_sets(memory.namespace_token, memory.agent_token, memory.thread_token)
     bucket = ctx.keys.scope_bucket(memory.bucket)
-    if not ctx.settings.cluster:
-        ns = memory.namespace_token
-        delta = stats_delta([memory.content], 1)
-        return [
-            Command(
-                (
-                    "EVAL", scripts.WRITE_MEMORY, str(9 + len(indexes)),
-                    key, registry, bucket, ctx.keys.usage, ctx.keys.stats,
-                    ctx.keys.term_stats(ns), ctx.keys.registry_version(ns), ctx.keys.epoch(ns),
-                    ctx.keys.sequence, *indexes,
-                    str(ttl_ms), memory.id, expiry, str(memory.created_at),
-                    "1" if memory.explicit_id else "0", fresh_token(), str(len(delta)),
-                    *(x for name, amount in delta.items() for x in (name, str(amount))),
-                    *fields,
-                )
-            )
-        ]  # fmt: skip
-    if ttl is None:
-        write = Command(("HSET", key, *fields))
-    else:
-        write = Command(("EVAL", scripts.WRITE_WITH_TTL, "1", key, str(ttl_ms), *fields))
-    # A caller-chosen id may replace a memory: the new one starts with no usage.
-    reset = [command("HDEL", ctx.keys.usage, *ctx.keys.usage_fields(memory.id))]
     return [
-        write,
-        *(reset if memory.explicit_id else ()),
-        *(command("ZADD", key, expiry, memory.id) for key in [registry, *indexes]),
+        *(command("ZADD", key, expiry, memory.id) for key in sets),
         command("ZADD", bucket, str(memory.created_at), memory.id),
     ]
 
 
-def _numbered(
+def _cluster_record(ctx: StoreContext, memory: NewMemory, ttl: float | None) -> list[Command]:
+    """The memory's hash (and, for a caller-chosen id, the reset of its usage)."""
+    key = ctx.keys.memory(memory.id)
+    fields = record_fields(memory, ctx.lexical_form)
+    if ttl is None:
+        write = Command(("HSET", key, *fields))
+    else:
+        ttl_ms = max(1, math.ceil(ttl * 1000))
+        write = Command(("EVAL", scripts.WRITE_WITH_TTL, "1", key, str(ttl_ms), *fields))
+    # A caller-chosen id may replace a memory: the new one starts with no usage.
+    reset = [command("HDEL", ctx.keys.usage, *ctx.keys.usage_fields(memory.id))]
+    return [write, *(reset if memory.explicit_id else ())]
+
+
+def _registered_and_numbered(
     ctx: StoreContext, chunk: Sequence[tuple[NewMemory, float | None]]
 ) -> Operation[Sequence[tuple[NewMemory, float | None]]]:
-    """The chunk with write numbers reserved ahead (clusters: the write counter and the
-    memories live in different slots, so one round trip reserves the chunk's numbers)."""
-    last = yield from execute("INCRBY", ctx.keys.sequence, str(len(chunk)))
-    first = integer(last) - len(chunk) + 1
+    """A cluster write's first round trip: reserve the chunk's write numbers (the write
+    counter and the memories live in different slots) and register the memories."""
+    registrations = [c for memory, _ in chunk for c in _cluster_registrations(ctx, memory)]
+    registrations += [
+        bump(ctx.keys.registry_version(ns)) for ns in sorted({m.namespace_token for m, _ in chunk})
+    ]
+    replies = yield from execute_batch(
+        [command("INCRBY", ctx.keys.sequence, str(len(chunk))), *registrations]
+    )
+    raise_first_error(replies)
+    first = integer(replies[0]) - len(chunk) + 1
     return [(replace(m, sequence=first + i), ttl) for i, (m, ttl) in enumerate(chunk)]
 
 
@@ -167,8 +183,9 @@ def _batch_commands(ctx: StoreContext, memories: Sequence[NewMemory]) -> list[Co
     """The bookkeeping of a batch of writes on a cluster, per namespace (a standalone
     server does it in each memory's write script): the ``remembers`` counter, term
     statistics (not atomic with the writes: slightly stale statistics do not change
-    rankings measurably), the registry version and, when a caller chose an id (it may
-    replace a vector a portable mirror holds), the epoch."""
+    rankings measurably) and, when a caller chose an id (it may replace a vector a
+    portable mirror holds), the epoch. The registrations and the registry version went
+    in the first round trip (:func:`_registered_and_numbered`)."""
     if not ctx.settings.cluster:
         return []
     commands: list[Command] = []
@@ -178,7 +195,6 @@ def _batch_commands(ctx: StoreContext, memories: Sequence[NewMemory]) -> list[Co
         adjust = adjust_args(ctx.keys.term_stats(ns), stats_delta([m.content for m in mine], 1))
         if adjust is not None:
             commands.append(Command(adjust))
-        commands.append(bump(ctx.keys.registry_version(ns)))
         if any(m.explicit_id for m in mine):
             commands.append(bump(ctx.keys.epoch(ns)))
     return commands
@@ -285,8 +301,10 @@ def write_memories(
     for start in range(0, len(memories), _WRITE_CHUNK):
         chunk = memories[start : start + _WRITE_CHUNK]
         if ctx.settings.cluster:
-            chunk = yield from _numbered(ctx, chunk)
-        commands = [c for memory, ttl in chunk for c in _write_commands(ctx, memory, ttl)]
+            chunk = yield from _registered_and_numbered(ctx, chunk)
+            commands = [c for memory, ttl in chunk for c in _cluster_record(ctx, memory, ttl)]
+        else:
+            commands = [_write_script(ctx, memory, ttl) for memory, ttl in chunk]
         commands += _batch_commands(ctx, [memory for memory, _ in chunk])
         replies = yield from execute_batch(commands)
         raise_first_error(replies)

@@ -1,0 +1,124 @@
+"""A cluster node SIGKILLed while writes and recalls run, then restarted.
+
+Promises under test (README "Guarantees"): with AOF and ``appendfsync always`` on every
+node, each ``remember`` that returned an id is read back and recalled after the node is
+back; every call that fails during the outage fails as unavailable; the same store
+carries on; and a write cut short never leaves a stored memory that nothing lists (at
+worst an entry naming a memory that was never stored, which readers skip).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_memory import AgentMemoryError, MemoryStore, ServerUnavailableError
+from tests.reliability.conftest import soak
+from tests.support import TableEmbedder, random_unit
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+
+import test_cluster
+
+pytestmark = pytest.mark.integration
+
+AOF_ALWAYS = ("--appendfsync", "always")
+
+
+async def _until_up(store: Any, deadline_s: float = 30.0) -> None:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            await store.stats()
+            return
+        except ServerUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+async def _stored_ids(client: Any, prefix: str) -> set[str]:
+    keys = [k async for k in client.scan_iter(match=f"{prefix}*")]
+    return {(k.decode() if isinstance(k, bytes) else k)[len(prefix) :] for k in keys}
+
+
+async def _registered_ids(client: Any, name: str) -> set[str]:
+    ids: set[str] = set()
+    async for key in client.scan_iter(match=f"{name}:__mem_reg:*"):
+        ids |= {m.decode() if isinstance(m, bytes) else m for m in await client.zrange(key, 0, -1)}
+    return ids
+
+
+@pytest.mark.parametrize("node", [0, 1, 2])
+async def test_cluster_node_sigkill_loses_nothing_acknowledged(tmp_path: Path, node: int) -> None:
+    from valkey.asyncio.cluster import ValkeyCluster
+
+    cluster = test_cluster.start(tmp_path / "cluster", appendonly=True, extra_args=AOF_ALWAYS)
+    client = ValkeyCluster.from_url(cluster.url, socket_timeout=2.0, socket_connect_timeout=1.0)
+    name = f"cf{uuid.uuid4().hex[:10]}"
+    store = MemoryStore(client, name, TableEmbedder())
+    try:
+        assert (await store.ensure_index()).backend == "portable"
+        acked: dict[str, str] = {}
+        failures: list[BaseException] = []
+        recall_failures: list[BaseException] = []
+        recalled: list[int] = []
+        stop = asyncio.Event()
+
+        async def writer() -> None:
+            i = 0
+            while not stop.is_set():
+                text = f"memory number {i}"
+                i += 1
+                try:
+                    acked[await store.remember(text)] = text
+                except AgentMemoryError as exc:
+                    failures.append(exc)
+                    await asyncio.sleep(0.02)
+
+        async def recaller() -> None:
+            while not stop.is_set():
+                try:
+                    recalled.append(len(await store.recall("memory number 1", reinforce=False)))
+                except AgentMemoryError as exc:
+                    recall_failures.append(exc)
+                    await asyncio.sleep(0.02)
+
+        tasks = [asyncio.create_task(writer()), asyncio.create_task(recaller())]
+        while len(acked) < soak(40, 1000):
+            await asyncio.sleep(0.001)
+        cluster.nodes[node].kill()  # SIGKILL while the writer and the recaller keep going
+        await asyncio.sleep(1.0)
+        stop.set()
+        await asyncio.gather(*tasks)
+        assert failures, "writes touching the dead node must fail"
+        assert all(isinstance(f, ServerUnavailableError) for f in failures), failures[:3]
+        assert all(isinstance(f, ServerUnavailableError) for f in recall_failures), recall_failures[
+            :3
+        ]
+        acked_before_restart = dict(acked)
+
+        cluster.restart(node)
+        await _until_up(store)
+        for memory_id, text in acked_before_restart.items():
+            item = await store.get(memory_id)
+            assert item is not None and item.content == text, memory_id
+        for memory_id, text in acked_before_restart.items():
+            hits = await store.recall_by_vector(random_unit(text), k=1, reinforce=False)
+            assert [h.item.id for h in hits] == [memory_id], text
+        stored = await _stored_ids(client, f"{name}:mem:")
+        registered = await _registered_ids(client, name)
+        assert stored <= registered, "a stored memory that nothing lists"
+        assert len(registered - stored) <= len(failures)  # entries of writes cut short
+        new_id = await store.remember("after restart")
+        assert (await store.recall("after restart", k=1))[0].item.id == new_id
+    finally:
+        await store.close()
+        await client.aclose()
+        cluster.stop()

@@ -1,0 +1,35 @@
+"""Client-package exceptions become the library's, and only the cluster client's own
+stumbles during an outage count as unavailability."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_memory.core.clients import map_client_error
+from agent_memory.errors import ServerResponseError, ServerUnavailableError
+
+
+def _raised_in(module: str, exc_type: type[Exception]) -> Exception:
+    code = compile("def fail(kind):\n    raise kind('boom')\n", f"<{module}>", "exec")
+    namespace: dict[str, object] = {"__name__": module}
+    exec(code, namespace)  # defines a function that lives in ``module``
+    try:
+        namespace["fail"](exc_type)  # type: ignore[operator]
+    except Exception as exc:  # noqa: BLE001 - the exception under test
+        return exc
+    raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize("module", ["valkey.asyncio.cluster", "redis.cluster"])
+@pytest.mark.parametrize("kind", [AttributeError, KeyError, TypeError])
+def test_a_cluster_client_tripping_over_a_lost_node_is_unavailability(
+    module: str, kind: type[Exception]
+) -> None:
+    mapped = map_client_error(_raised_in(module, kind), command="GET")
+    assert isinstance(mapped, ServerUnavailableError) and "lost a node" in str(mapped)
+
+
+@pytest.mark.parametrize("module", ["agent_memory.store.ops.read", "valkey.client"])
+def test_the_same_error_elsewhere_is_not_hidden(module: str) -> None:
+    mapped = map_client_error(_raised_in(module, AttributeError), command="GET")
+    assert type(mapped) is ServerResponseError and "unexpected client error" in str(mapped)
