@@ -60,3 +60,33 @@ def test_a_baseline_process_refuses_a_text_store(server: ServerInfo) -> None:
             baseline.ensure_index()
     finally:
         client.close()
+
+
+def test_text_form_rescoring_reads_the_stored_terms(server: ServerInfo) -> None:
+    """In the full-text form, recall rescores candidates with the terms stored at write
+    time (``lex_text``) and analyses the content of a record that has none."""
+    name = f"forms{uuid.uuid4().hex[:8]}"
+    embed = TableEmbedder()
+    query = "tide tables Brest"
+    embed.set(query, [1.0] + [0.0] * (embed.dim - 1))
+    client = valkey.Valkey.from_url(server.url)
+    store = SyncMemoryStore(client, name, embed, default_threshold=2.0)
+    try:
+        embed.set("the tide tables for Brest", [1.0] + [0.0] * (embed.dim - 1))
+        memory_id = store.remember("the tide tables for Brest")
+        assert "native_text" in store.ensure_index().features
+        key = f"{name}:mem:{memory_id}"
+
+        def score() -> float:
+            hits = store.recall(query, k=1)
+            assert [h.item.id for h in hits] == [memory_id]  # found semantically
+            return hits[0].lexical_score
+
+        assert score() > 0
+        client.hset(key, "lex_text", "unrelated words")
+        assert score() == 0  # the stored terms, not a fresh analysis of the content
+        client.hdel(key, "lex_text")
+        assert score() > 0  # no stored terms: the content is analysed
+    finally:
+        store.close()
+        client.close()

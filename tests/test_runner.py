@@ -1,4 +1,5 @@
-"""The async runner never runs a blocking user callback on the event loop."""
+"""The async runner never runs a blocking user callback on the event loop, and pauses
+let concurrent operations take turns."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ import threading
 from typing import Any
 
 from agent_memory import MemoryStore
-from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
-from agent_memory.core.runner import call_off_loop, is_async_callable
+from agent_memory.backends.inprocess import AsyncInProcessClient, InProcessClient, Keyspace
+from agent_memory.core import runner
+from agent_memory.core.clients import AsyncExecutor, SyncExecutor
+from agent_memory.core.effects import Operation, pause
+from agent_memory.core.runner import call_off_loop, is_async_callable, run_async, run_sync
 from tests.support import AsyncTableEmbedder, TableEmbedder
 
 
@@ -89,3 +93,27 @@ async def test_a_slow_sync_embedder_does_not_stall_other_coroutines() -> None:
     release.set()
     results = await asyncio.gather(*recalls)
     assert all(r.selection_id for r in results)
+
+
+def _paused_steps(log: list[str], name: str) -> Operation[None]:
+    for step in range(3):
+        log.append(f"{name}{step}")
+        yield from pause()
+
+
+async def test_pause_lets_other_tasks_take_turns() -> None:
+    """Two operations with pauses interleave step by step on one event loop."""
+    log: list[str] = []
+    executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
+    await asyncio.gather(
+        run_async(_paused_steps(log, "a"), executor), run_async(_paused_steps(log, "b"), executor)
+    )
+    assert log == ["a0", "b0", "a1", "b1", "a2", "b2"]
+
+
+def test_pause_costs_the_blocking_runner_nothing(monkeypatch: Any) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(runner.time, "sleep", slept.append)
+    log: list[str] = []
+    run_sync(_paused_steps(log, "a"), SyncExecutor(InProcessClient(Keyspace())))
+    assert log == ["a0", "a1", "a2"] and slept == []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,9 +35,12 @@ class KnnQuery:
     terms: tuple[str, ...] = ()  # the analysed query terms of a lexical query
 
 
-@dataclass(frozen=True, slots=True)
-class KnnMatch:
-    """A memory found by a KNN query, with the item fields needed for ranking/return."""
+class KnnMatch(NamedTuple):
+    """A memory found by a KNN query, with the item fields needed for ranking/return.
+
+    A named tuple, not a frozen dataclass: a recall builds about a hundred of these, and
+    a tuple is built in a third of the time.
+    """
 
     id: str
     distance: float

@@ -11,7 +11,9 @@ one body serves blocking and asyncio code and is tested by feeding canned replie
 * :class:`ScanKeys` -> every key matching a pattern, across all cluster primaries.
 * :class:`Call` -> the return value of a user callback (embedder, summariser, ...),
   awaited by the async runner when it is awaitable.
-* :class:`Sleep` -> ``None`` after a pause (``asyncio.sleep`` under the async runner).
+* :class:`Sleep` -> ``None`` after a pause (``asyncio.sleep`` under the async runner);
+  ``Sleep(0)`` (:func:`pause`) lets the other tasks of an event loop run, and costs the
+  blocking runner nothing.
 """
 
 from __future__ import annotations
@@ -125,6 +127,19 @@ def scan_keys(match: str, *, count: int = 1000) -> Operation[list[Any]]:
 def sleep(seconds: float) -> Operation[None]:
     """Sub-operation: pause for ``seconds`` without blocking an event loop."""
     yield Sleep(seconds)
+
+
+_PAUSE = Sleep(0.0)
+
+
+def pause() -> Operation[None]:
+    """Sub-operation: let the other tasks of an event loop run before going on.
+
+    Long pure-Python stretches (parsing and ranking a recall's hundred candidates) are
+    cut with pauses so that concurrent recalls take turns instead of queueing whole
+    recalls behind each other. The blocking runner skips it.
+    """
+    yield _PAUSE
 
 
 def call(fn: Callable[..., Any], *args: Any, what: str = "callback") -> Operation[Any]:

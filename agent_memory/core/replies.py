@@ -116,7 +116,12 @@ def pairs(value: Any) -> dict[str, Any]:
     if isinstance(value, (list, tuple)):
         if len(value) % 2:
             raise ReplyParseError(f"map reply has an odd number of elements ({len(value)})")
-        return {name(k): v for k, v in zip(value[::2], value[1::2], strict=True)}
+        keys, values = value[::2], value[1::2]
+        known = _NAMES.get  # inlined name(): search replies hold thousands of names
+        try:
+            return {known(k) or name(k): v for k, v in zip(keys, values, strict=True)}
+        except TypeError:  # an unhashable key: name() says what it is
+            return {name(k): v for k, v in zip(keys, values, strict=True)}
     raise ReplyParseError(f"expected a map reply, got {type(value).__name__}")
 
 

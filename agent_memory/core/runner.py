@@ -77,7 +77,8 @@ def run_sync(op: Operation[T], executor: SyncExecutor, call_span: SpanFactory = 
             elif isinstance(effect, ScanKeys):
                 send_value = executor.scan(effect)
             elif isinstance(effect, Sleep):
-                time.sleep(effect.seconds)
+                if effect.seconds > 0:
+                    time.sleep(effect.seconds)
             elif isinstance(effect, Call):
                 with call_span(effect.what):
                     send_value = effect.fn(*effect.args)

@@ -174,9 +174,14 @@ def utility_state(fields: Mapping[str, Any]) -> UtilityState:
     )
 
 
+_EMPTY_JSON = frozenset({b"{}", "{}", b"[]", "[]"})
+
+
 def _json(value: Any, default: Any) -> Any:
     if value is None:
         return default
+    if isinstance(value, (bytes, str)) and value in _EMPTY_JSON:
+        return {} if value[0] in (123, "{") else []  # most records: no labels, no metadata
     try:
         return json.loads(text(value))
     except ValueError as exc:
@@ -205,8 +210,18 @@ def _tags_of(raw: str) -> tuple[str, ...] | None:
     return tuple(str(t) for t in data) if isinstance(data, list) else None
 
 
-def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
+def parse_item(
+    memory_id: str,
+    fields: Mapping[str, Any],
+    *,
+    usage: tuple[int, int] = (0, 0),
+    retention: float = 1.0,
+) -> MemoryItem:
     """Build a :class:`MemoryItem` from hash fields (ours, or the TypeScript library's).
+
+    ``usage`` is ``(exposures, accesses)`` from the store's usage hash, added to the
+    counters in the record; ``retention`` is the item's retention under the store's
+    forgetting policy (built in one go: copying a frozen item costs as much as parsing it).
 
     Raises:
         ReplyParseError: required fields are missing or corrupt.
@@ -261,7 +276,7 @@ def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
         scope=scope,
         created_at=created,
         last_accessed_at=integer(fields.get(L.F_ACCESSED, created)),
-        access_count=integer(fields.get(L.F_ACCESS_COUNT, 0)),
+        access_count=integer(fields.get(L.F_ACCESS_COUNT, 0)) + usage[1],
         durability=durability,
         source=optional_text(fields.get(L.F_SOURCE)),
         subject=optional_text(fields.get(L.F_SUBJECT)),
@@ -269,9 +284,10 @@ def parse_item(memory_id: str, fields: Mapping[str, Any]) -> MemoryItem:
         expires_at=integer(expires) if expires is not None else None,
         metadata=metadata if isinstance(metadata, dict) else {},
         labels=labels,
-        exposures=integer(fields.get(L.F_EXPOSURES, 0)),
+        exposures=integer(fields.get(L.F_EXPOSURES, 0)) + usage[0],
         utility=utility(state),
         feedback=state.manual,
+        retention=retention,
         sequence=integer(fields.get(L.F_SEQ, 0)),
     )
 

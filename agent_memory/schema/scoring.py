@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -49,9 +50,9 @@ def composite_score(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A search candidate before ranking."""
+class Candidate(NamedTuple):
+    """A search candidate before ranking (a named tuple: a recall builds about a
+    hundred, and a tuple is built in a third of a frozen dataclass's time)."""
 
     id: str
     distance: float
@@ -65,8 +66,9 @@ class Candidate:
     matched: frozenset[str] = frozenset({"semantic"})  # channels that found it
 
 
-@dataclass(frozen=True, slots=True)
-class Ranked:
+class Ranked(NamedTuple):
+    """A candidate that passed the gate, with its score."""
+
     candidate: Candidate
     score: float
 
@@ -98,18 +100,15 @@ def rank(
     """
     nearest = min((c.distance for c in candidates if "semantic" in c.matched), default=None)
     passed = [c for c in candidates if c.distance <= threshold or c.lexical_match]
+    # composite_score() inlined (same arithmetic): a recall scores about a hundred.
+    w_sim, w_rec, w_imp = weights.similarity, weights.recency, weights.importance
     scored = [
         Ranked(
             c,
-            composite_score(
-                c.distance,
-                c.importance,
-                c.last_touched_ms,
-                now_ms,
-                weights,
-                half_life_seconds,
-                c.relevance,
-            )
+            w_sim * (c.relevance if c.relevance is not None else 1.0 - c.distance / 2.0)
+            + w_rec
+            * float(2.0 ** (-max(now_ms - c.last_touched_ms, 0.0) / 1000.0 / half_life_seconds))
+            + w_imp * c.importance
             + c.bonus,
         )
         for c in passed

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from agent_memory.core.replies import integer, pairs, text
 from agent_memory.errors import OperationTimeoutError, ReplyParseError
 
 
-@dataclass(frozen=True, slots=True)
-class SearchDocument:
+class SearchDocument(NamedTuple):
     """One document of a search reply: its key and the returned fields (raw values, in
-    a dict built for this document alone)."""
+    a dict built for this document alone). A named tuple: built for every match."""
 
     key: str
     fields: dict[str, Any]
@@ -54,16 +53,16 @@ def _parse_array_shape(reply: Sequence[Any]) -> SearchReply:
         raise ReplyParseError("FT.SEARCH reply is an empty array")
     total = integer(reply[0])
     docs: list[SearchDocument] = []
-    i = 1
-    while i < len(reply):
+    i, size = 1, len(reply)
+    while i < size:
         key = text(reply[i])
-        fields: dict[str, Any] = {}
-        if i + 1 < len(reply) and isinstance(reply[i + 1], (list, tuple, dict)):
-            fields = pairs(reply[i + 1])
+        following = reply[i + 1] if i + 1 < size else None
+        if isinstance(following, (list, tuple, dict)):
+            docs.append(SearchDocument(key, pairs(following)))
             i += 2
         else:
-            i += 1  # NOCONTENT-style entry: key only
-        docs.append(SearchDocument(key, fields))
+            docs.append(SearchDocument(key, {}))  # NOCONTENT-style entry: key only
+            i += 1
     return SearchReply(total, tuple(docs))
 
 

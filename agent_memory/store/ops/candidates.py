@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from agent_memory.backends.base import KnnMatch
 from agent_memory.backends.context import StoreContext
@@ -26,8 +25,7 @@ from agent_memory.store.ops.read import is_expired
 logger = logging.getLogger("agent_memory.store")
 
 
-@dataclass(frozen=True, slots=True)
-class _Light:
+class _Light(NamedTuple):
     """What ranking needs of a candidate, read without parsing the whole record (the
     full :class:`MemoryItem` is built only for the hits that are returned)."""
 
@@ -68,8 +66,7 @@ def light(ctx: StoreContext, match: KnnMatch, now: int) -> _Light | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Visible:
+class Visible(NamedTuple):
     """A candidate that survived expiry and forgetting, before fusion."""
 
     pool: int
@@ -78,6 +75,14 @@ class Visible:
     bonus: float
     matched: frozenset[str]
     retention: float = 1.0
+
+
+_CHANNELS = {
+    (True, True): frozenset({"semantic", "lexical"}),
+    (True, False): frozenset({"semantic"}),
+    (False, True): frozenset({"lexical"}),
+    (False, False): frozenset(),
+}  # the channels that found a candidate, by (semantic, lexical)
 
 
 def visible_candidates(
@@ -125,12 +130,7 @@ def visible_candidates(
                 bonus += weights.utility * utility(state, context)
         if query_labels:
             bonus += weights.labels * overlap(query_labels, _labels_of(item.fields))
-        matched = frozenset(
-            name
-            for name, found in (("semantic", match.id in semantic_ids),
-                                ("lexical", match.id in lexical_ids))
-            if found
-        )  # fmt: skip
+        matched = _CHANNELS[(match.id in semantic_ids, match.id in lexical_ids)]
         out.append(Visible(pool, item, distance, bonus, matched, kept))
     return out
 
@@ -161,7 +161,7 @@ def fused(
             for v in visible
         ]
     scorer = lexical.QueryScorer.of(terms, stats)
-    scored = [scorer.score(lexical.document_terms(v.item.content)) for v in visible]
+    scored = [scorer.score(_terms(v.item)) for v in visible]
     kept = [
         (v, s, c)
         for v, (s, c) in zip(visible, scored, strict=True)
@@ -181,10 +181,22 @@ def fused(
             relevance=rel,
             lexical_match=s > 0 and c >= LEXICAL_GATE,
             lexical_score=s,
-            matched=v.matched | {"lexical"} if s > 0 else v.matched - {"lexical"},
+            matched=_CHANNELS["semantic" in v.matched, s > 0],
         )
         for (v, s, c), rel in zip(kept, relevance, strict=True)
     ]
+
+
+def _terms(item: _Light) -> tuple[str, ...]:
+    """The analysed terms of a candidate's text: read from ``lex_text`` where the store
+    keeps them (the server's full-text form), else analysed here (memoised)."""
+    stored = item.fields.get(L.F_LEX_TEXT)
+    if stored is not None:
+        try:
+            return tuple(text(stored).split())
+        except ReplyParseError:
+            pass  # analyse the content instead, as a store without the field does
+    return lexical.document_terms(item.content)
 
 
 def rank_fields(ctx: StoreContext, *, with_labels: bool, with_content: bool) -> tuple[str, ...]:
@@ -194,6 +206,8 @@ def rank_fields(ctx: StoreContext, *, with_labels: bool, with_content: bool) -> 
     names = [L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES]
     if with_content:
         names.insert(0, L.F_CONTENT)
+        if ctx.lexical_form == lexical.TEXT_FORM:
+            names.insert(1, L.F_LEX_TEXT)  # the terms, analysed at write time
     if with_labels:
         names.append(L.F_LABELS_RAW)
     if ctx.settings.reinforcement or ctx.settings.forgetting is not None:

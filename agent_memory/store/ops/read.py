@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
@@ -36,17 +36,21 @@ def is_expired(fields: Mapping[str, Any], now_ms: int) -> bool:
     return expires is not None and integer(expires) <= now_ms
 
 
-def item_or_none(ctx: StoreContext, memory_id: str, fields: dict[str, Any]) -> MemoryItem | None:
-    """Parse a memory, or ``None`` when it is missing, expired or corrupt (logged, counted)."""
+def item_or_none(
+    ctx: StoreContext, memory_id: str, fields: dict[str, Any], usage: tuple[int, int] = (0, 0)
+) -> MemoryItem | None:
+    """Parse a memory with its usage counters, or ``None`` when it is missing, expired or
+    corrupt (logged, counted)."""
     if L.F_CONTENT not in fields or is_expired(fields, ctx.now_ms()):
         return None
     try:
-        item = parse_item(memory_id, fields)
-        if ctx.settings.forgetting is not None:
-            item = replace(
-                item, retention=retention_from_fields(fields, ctx.settings.forgetting, ctx.now_ms())
-            )
-        return item
+        forgetting = ctx.settings.forgetting
+        kept = (
+            retention_from_fields(fields, forgetting, ctx.now_ms())
+            if forgetting is not None
+            else 1.0
+        )
+        return parse_item(memory_id, fields, usage=usage, retention=kept)
     except ReplyParseError as exc:
         unreadable(ctx, memory_id, exc)
         return None
@@ -73,15 +77,6 @@ def usage_counts(reply: Any, count: int) -> list[tuple[int, int]]:
     return [(value(values[2 * i]), value(values[2 * i + 1])) for i in range(count)]
 
 
-def with_usage(item: MemoryItem, exposures: int, accesses: int) -> MemoryItem:
-    """``item`` with the usage hash's counters added to the ones in its document."""
-    if not exposures and not accesses:
-        return item
-    return replace(
-        item, exposures=item.exposures + exposures, access_count=item.access_count + accesses
-    )
-
-
 def item_commands(ctx: StoreContext, ids: Sequence[str]) -> list[Command]:
     """The reads :func:`parse_items` needs for ``ids``: their records, then the usage."""
     return [
@@ -104,8 +99,7 @@ def parse_items(
             out.append((memory_id, {}, None))
             continue
         fields = fields_of(values)
-        item = item_or_none(ctx, memory_id, fields)
-        out.append((memory_id, fields, with_usage(item, *used) if item is not None else None))
+        out.append((memory_id, fields, item_or_none(ctx, memory_id, fields, used)))
     return out
 
 

@@ -22,14 +22,14 @@ import math
 import uuid
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnQuery
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Command, Operation, command
+from agent_memory.core.effects import Command, Operation, command, pause
 from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema import lexical
@@ -42,7 +42,6 @@ from agent_memory.store.ops.candidates import Visible, fused, rank_fields, visib
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.labeling import run_labeler
-from agent_memory.store.ops.read import with_usage
 from agent_memory.store.ops.selection import HitRecord, side_effects
 from agent_memory.store.validation import (
     check_k,
@@ -165,12 +164,18 @@ def recall_vector(
     now = ctx.now_ms()
     pools = len(filters)
     visible: list[Visible] = []
+    # Pauses cut the ranking of ~100 candidates into short turns: eight concurrent
+    # recalls then share an event loop in ~0.2 ms slices instead of queueing the loop
+    # for the sum of their whole rankings (free for the blocking store).
+    yield from pause()
     for i in range(pools):
         lexical_matches = outcome.matches[pools + i] if len(outcome.matches) > pools else []
         visible += visible_candidates(
             ctx, i, outcome.matches[i], lexical_matches, weights, context_labels, now
         )
+    yield from pause()
     candidates = fused(visible, terms, stats, weights)
+    yield from pause()
     pool_of = {v.item.id: v.pool for v in visible}
     rankings = [
         rank(
@@ -215,15 +220,18 @@ def _hit(ctx: StoreContext, ranked: Ranked, record: HitRecord) -> MemoryHit | No
     if fields is None or L.F_CONTENT not in fields:
         return None  # forgotten between the search and the fetch
     try:
-        item = with_usage(parse_item(visible.item.id, fields), record.exposures, record.accesses)
+        item = parse_item(
+            visible.item.id,
+            fields,
+            usage=(record.exposures, record.accesses),
+            retention=visible.retention,
+        )
     except ReplyParseError as exc:
         logger.warning(
             "memory %s of store %s is unreadable: %s", visible.item.id, ctx.keys.name, exc
         )
         ctx.count("corrupt_records")
         return None
-    if ctx.settings.forgetting is not None:
-        item = replace(item, retention=visible.retention)
     candidate = ranked.candidate
     distance = candidate.distance
     return MemoryHit(
