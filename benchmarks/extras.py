@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from typing import Any
@@ -137,11 +138,14 @@ async def event_loop_lag(url: str, data: Dataset, *, rounds: int = 20) -> dict[s
     lookup.add([query_text(i) for i in range(len(data.queries))], data.queries)
     client = valkey_asyncio.Valkey.from_url(url)
     out: dict[str, Any] = {"embedder_ms": 20, "concurrent_recalls": 8}
+    pauses = _GcPauses()
+    gc.callbacks.append(pauses)
     try:
         for label, embed in (("library", blocking), ("on_the_loop", blocking_on_loop)):
             store = MemoryStore(client, "bench", embed, default_threshold=THRESHOLD)
             await store.ensure_index()
             lags: list[float] = []
+            pauses.full.clear()
             for r in range(rounds):
                 done = asyncio.Event()
                 tick = asyncio.create_task(_ticker(done, lags))
@@ -155,7 +159,28 @@ async def event_loop_lag(url: str, data: Dataset, *, rounds: int = 20) -> dict[s
                 "p99_ms": percentile(lags, 99) * 1000,
                 "max_ms": max(lags) * 1000,
                 "ticks": len(lags),
+                # Full collections of the benchmark process stall the loop too; reported
+                # apart, they are the interpreter's, not the library's.
+                "full_gc": len(pauses.full),
+                "full_gc_max_ms": max(pauses.full, default=0.0) * 1000,
             }
     finally:
+        gc.callbacks.remove(pauses)
         await client.aclose()
     return out
+
+
+class _GcPauses:
+    """``gc.callbacks`` hook recording how long each full (generation 2) collection took."""
+
+    def __init__(self) -> None:
+        self.full: list[float] = []
+        self._began = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.full.append(time.perf_counter() - self._began)

@@ -2,8 +2,9 @@
 """Start and stop a real 3-primary Valkey cluster on free loopback ports.
 
 Each node is the Valkey 8.0 of ``scripts/test_servers.py`` started with
-``--cluster-enabled yes``; ``valkey-cli --cluster create`` assigns the slots, then we
-wait until every node reports ``cluster_state:ok``. A cluster that does not come up
+``--cluster-enabled yes``; ``valkey-cli --cluster create`` assigns the slots (and, with
+``replicas``, gives each primary that many replicas), then we wait until every live node
+reports ``cluster_state:ok``. A cluster that does not come up
 raises :class:`ClusterStartError` carrying the nodes' logs and the cli output.
 
 Usage:
@@ -23,14 +24,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import test_servers
 
 from agent_memory.embedded import ServerProcess, free_port, start_server
 
-NODES = 3
+NODES = 3  # primaries
+NODE_TIMEOUT_MS = 5000
 _BUS_OFFSET = 10_000  # the cluster bus listens on port + 10000
 _MAX_PORT = 65_535 - _BUS_OFFSET
 
@@ -45,6 +47,8 @@ class Cluster:
     root: Path
     appendonly: bool = False
     extra_args: tuple[str, ...] = ()
+    node_timeout_ms: int = NODE_TIMEOUT_MS
+    killed: set[int] = field(default_factory=set)
 
     @property
     def url(self) -> str:
@@ -53,6 +57,21 @@ class Cluster:
     @property
     def ports(self) -> list[int]:
         return [node.port for node in self.nodes]
+
+    def kill(self, index: int) -> None:
+        """SIGKILL node ``index`` (it stays down until :meth:`restart`)."""
+        self.nodes[index].kill()
+        self.killed.add(index)
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        """Wait until every live node reports ``cluster_state:ok`` (after a failover,
+        say)."""
+        _wait_ok(self, timeout)
+
+    def role(self, index: int) -> str:
+        """``master`` or ``slave``, as node ``index`` sees itself."""
+        done = _cli("-h", "127.0.0.1", "-p", str(self.nodes[index].port), "ROLE", timeout=5)
+        return done.stdout.split("\n", 1)[0].strip()
 
     def logs(self) -> str:
         return "\n".join(f"--- node {n.port} ---\n{n.log_tail(30)}" for n in self.nodes)
@@ -65,14 +84,20 @@ class Cluster:
         """Start node ``index`` again on its port, data and ``nodes.conf`` (after a kill),
         and wait until the cluster is ok again."""
         node = _start_node(self.root, index, self.nodes[index].port, self.appendonly,
-                           self.extra_args)  # fmt: skip
+                           self.extra_args, self.node_timeout_ms)  # fmt: skip
         self.nodes[index] = node
+        self.killed.discard(index)
         _wait_ok(self, timeout)
         return node
 
 
 def _start_node(
-    root: Path, index: int, port: int, appendonly: bool, extra_args: tuple[str, ...]
+    root: Path,
+    index: int,
+    port: int,
+    appendonly: bool,
+    extra_args: tuple[str, ...],
+    node_timeout_ms: int = NODE_TIMEOUT_MS,
 ) -> ServerProcess:
     node_dir = root / f"node-{index}"
     return start_server(
@@ -83,7 +108,8 @@ def _start_node(
         extra_args=(
             "--cluster-enabled", "yes",
             "--cluster-config-file", str(node_dir / "nodes.conf"),
-            "--cluster-node-timeout", "5000",
+            "--cluster-node-timeout", str(node_timeout_ms),
+            "--repl-diskless-sync-delay", "0",  # replicas sync at once, not after 5 s
             *extra_args,
         ),
     )  # fmt: skip
@@ -92,7 +118,8 @@ def _start_node(
 def _wait_ok(cluster: Cluster, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if all(_cluster_ok(port) for port in cluster.ports):
+        live = [port for i, port in enumerate(cluster.ports) if i not in cluster.killed]
+        if all(_cluster_ok(port) for port in live):
             return
         time.sleep(0.2)
     raise ClusterStartError(f"cluster_state did not become ok within {timeout}s:\n{cluster.logs()}")
@@ -137,8 +164,12 @@ def start(
     timeout: float = 30.0,
     appendonly: bool = False,
     extra_args: tuple[str, ...] = (),
+    replicas: int = 0,
+    node_timeout_ms: int = NODE_TIMEOUT_MS,
 ) -> Cluster:
-    """Start 3 cluster-enabled nodes, create the cluster and wait until it is ok.
+    """Start 3 cluster-enabled primaries (and ``replicas`` replicas of each), create the
+    cluster and wait until it is ok. ``node_timeout_ms`` is how long a node may be
+    unreachable before the cluster fails it over (when it has a replica).
 
     Raises:
         ClusterStartError: a node did not start or the cluster did not form in time.
@@ -146,16 +177,20 @@ def start(
     root = data_dir or Path(tempfile.mkdtemp(prefix="agent-memory-cluster-"))
     nodes: list[ServerProcess] = []
     try:
-        for index in range(NODES):
+        for index in range(NODES * (1 + replicas)):
             port = cluster_port({node.port for node in nodes})
-            nodes.append(_start_node(root, index, port, appendonly, extra_args))
+            nodes.append(
+                _start_node(root, index, port, appendonly, extra_args, node_timeout_ms)
+            )
     except Exception as exc:
         for node in nodes:
             node.stop()
         raise ClusterStartError(f"a cluster node failed to start: {exc}") from exc
-    cluster = Cluster(nodes, root, appendonly, extra_args)
+    cluster = Cluster(nodes, root, appendonly, extra_args, node_timeout_ms)
     addresses = [f"127.0.0.1:{port}" for port in cluster.ports]
-    created = _cli("--cluster", "create", *addresses, "--cluster-replicas", "0", "--cluster-yes")
+    created = _cli(
+        "--cluster", "create", *addresses, "--cluster-replicas", str(replicas), "--cluster-yes"
+    )
     if created.returncode != 0:
         cluster.stop()
         raise ClusterStartError(
@@ -164,10 +199,26 @@ def start(
         )
     try:
         _wait_ok(cluster, timeout)
+        _wait_synced(cluster, timeout)
     except ClusterStartError:
         cluster.stop()
         raise
     return cluster
+
+
+def _wait_synced(cluster: Cluster, timeout: float) -> None:
+    """Wait until every replica has finished its first sync (a replica that never
+    synced cannot take over from its primary)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        infos = [
+            _cli("-h", "127.0.0.1", "-p", str(port), "INFO", "replication", timeout=5).stdout
+            for port in cluster.ports
+        ]
+        if all("role:master" in i or "master_link_status:up" in i for i in infos):
+            return
+        time.sleep(0.2)
+    raise ClusterStartError(f"replicas did not sync within {timeout}s:\n{cluster.logs()}")
 
 
 def _state_file() -> Path:

@@ -93,7 +93,7 @@ async def test_cluster_node_sigkill_loses_nothing_acknowledged(tmp_path: Path, n
         tasks = [asyncio.create_task(writer()), asyncio.create_task(recaller())]
         while len(acked) < soak(40, 1000):
             await asyncio.sleep(0.001)
-        cluster.nodes[node].kill()  # SIGKILL while the writer and the recaller keep going
+        cluster.kill(node)  # SIGKILL while the writer and the recaller keep going
         await asyncio.sleep(1.0)
         stop.set()
         await asyncio.gather(*tasks)
@@ -118,6 +118,89 @@ async def test_cluster_node_sigkill_loses_nothing_acknowledged(tmp_path: Path, n
         assert len(registered - stored) <= len(failures)  # entries of writes cut short
         new_id = await store.remember("after restart")
         assert (await store.recall("after restart", k=1))[0].item.id == new_id
+    finally:
+        await store.close()
+        await client.aclose()
+        cluster.stop()
+
+
+async def test_cluster_primary_failover_keeps_the_store_going(tmp_path: Path) -> None:
+    """The primary holding the store's write counter (every write needs it) is SIGKILLed
+    while a writer and a recaller run; its replica takes over, and the store carries on
+    without a restart. Found after the failover: every acknowledged write (loopback
+    replication; over a network, writes acknowledged just before the crash can be lost,
+    see README)."""
+    from valkey.asyncio.cluster import ValkeyCluster
+
+    cluster = test_cluster.start(
+        tmp_path / "cluster", appendonly=True, extra_args=AOF_ALWAYS, replicas=1,
+        node_timeout_ms=1000,
+    )  # fmt: skip
+    client = ValkeyCluster.from_url(cluster.url, socket_timeout=2.0, socket_connect_timeout=1.0)
+    name = f"cf{uuid.uuid4().hex[:10]}"
+    store = MemoryStore(client, name, TableEmbedder())
+    try:
+        assert (await store.ensure_index()).backend == "portable"
+        owner = client.get_node_from_key(f"{name}:__mem_seq")
+        primary = next(i for i, n in enumerate(cluster.nodes) if n.port == int(owner.port))
+        acked: dict[str, str] = {}
+        failures: list[BaseException] = []
+        recall_failures: list[BaseException] = []
+        stop = asyncio.Event()
+
+        async def writer() -> None:
+            i = 0
+            while not stop.is_set():
+                text = f"memory number {i}"
+                i += 1
+                try:
+                    acked[await store.remember(text)] = text
+                except AgentMemoryError as exc:
+                    failures.append(exc)
+                    await asyncio.sleep(0.05)
+
+        async def recaller() -> None:
+            while not stop.is_set():
+                try:
+                    await store.recall("memory number 1", reinforce=False)
+                except AgentMemoryError as exc:
+                    recall_failures.append(exc)
+                    await asyncio.sleep(0.05)
+
+        tasks = [asyncio.create_task(writer()), asyncio.create_task(recaller())]
+        while len(acked) < soak(40, 1000):
+            await asyncio.sleep(0.001)
+        before_kill = len(acked)
+        cluster.kill(primary)
+        deadline = time.monotonic() + 30.0
+        while len(acked) < before_kill + 20:  # the replica took over: the store writes again
+            assert time.monotonic() < deadline, (len(acked) - before_kill, failures[-3:])
+            await asyncio.sleep(0.01)
+        stop.set()
+        await asyncio.gather(*tasks)
+        cluster.wait_ok(30.0)
+        assert failures, "writes during the failover must fail"
+        assert all(isinstance(f, ServerUnavailableError) for f in failures), failures[:3]
+        assert all(isinstance(f, ServerUnavailableError) for f in recall_failures), recall_failures[
+            :3
+        ]
+        missing = []
+        for memory_id, text in acked.items():
+            item = await store.get(memory_id)
+            if item is None or item.content != text:
+                missing.append(memory_id)
+        assert not missing, f"{len(missing)} of {len(acked)} acknowledged writes lost"
+        for memory_id, text in acked.items():
+            hits = await store.recall_by_vector(random_unit(text), k=1, reinforce=False)
+            assert [h.item.id for h in hits] == [memory_id], text
+        stored = await _stored_ids(client, f"{name}:mem:")
+        registered = await _registered_ids(client, name)
+        assert stored <= registered, "a stored memory that nothing lists"
+
+        cluster.restart(primary)  # the old primary comes back as a replica
+        assert cluster.role(primary) == "slave"
+        new_id = await store.remember("after failover")
+        assert (await store.recall("after failover", k=1))[0].item.id == new_id
     finally:
         await store.close()
         await client.aclose()
