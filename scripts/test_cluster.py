@@ -179,9 +179,7 @@ def start(
     try:
         for index in range(NODES * (1 + replicas)):
             port = cluster_port({node.port for node in nodes})
-            nodes.append(
-                _start_node(root, index, port, appendonly, extra_args, node_timeout_ms)
-            )
+            nodes.append(_start_node(root, index, port, appendonly, extra_args, node_timeout_ms))
     except Exception as exc:
         for node in nodes:
             node.stop()
