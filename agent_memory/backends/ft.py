@@ -17,7 +17,15 @@ from typing import Any
 from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.upgrade import choose_form, ensure_lexical, recorded_form
-from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, sleep
+from agent_memory.core.effects import (
+    Command,
+    Operation,
+    command,
+    execute,
+    execute_batch,
+    pause,
+    sleep,
+)
 from agent_memory.core.replies import error_text, integer, number, text
 from agent_memory.errors import (
     AgentMemoryError,
@@ -294,9 +302,11 @@ class FtBackend:
         searched = len(commands) + len(extra)
         self._learn_sizes(plan, replies[searched:])
         results: list[list[KnnMatch]] = []
-        for q, reply in zip(queries, replies, strict=False):
+        for i, (q, reply) in enumerate(zip(queries, replies, strict=False)):
             if isinstance(reply, AgentMemoryError):
                 raise reply
+            if i:
+                yield from pause()  # each reply holds ~50 documents to parse
             results.append(_matches(ctx, q, reply))
         return SearchOutcome(results, list(replies[len(commands) : searched]))
 

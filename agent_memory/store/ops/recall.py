@@ -202,6 +202,7 @@ def recall_vector(
     records = yield from side_effects(
         ctx, ranked, now, request.reinforce, selection_id, context_digest(context_labels)
     )
+    yield from pause()
     hits = [_hit(ctx, r, fields) for r, fields in zip(ranked, records, strict=True)]
     return RecallResult(
         [hit for hit in hits if hit is not None],
