@@ -193,6 +193,24 @@ async def test_term_statistics_follow_writes_updates_and_forgets(env: StoreEnv) 
     assert await _stats(store, "other") == _expected(["namespaced text"])
 
 
+async def test_term_statistics_of_a_batch_spanning_namespaces(env: StoreEnv) -> None:
+    """A batch adds its texts' terms up per namespace, once (not per memory)."""
+    store = env.make(TableEmbedder())
+    texts = {"n1": ["alpha beta", "gamma delta alpha"], "n2": ["beta gamma", "beta"]}
+    await store.remember_many(
+        [
+            MemoryInput(text, scope=Scope(namespace=ns))
+            for i in range(2)
+            for ns, batch in texts.items()
+            for text in batch[i : i + 1]
+        ]
+    )
+    for ns, batch in texts.items():
+        assert await _stats(store, ns) == _expected(batch)
+    await store.remember_many([MemoryInput("alpha omega", scope=Scope(namespace="n2"))])
+    assert await _stats(store, "n2") == _expected([*texts["n2"], "alpha omega"])
+
+
 async def test_term_statistics_follow_capacity_evictions(env: StoreEnv) -> None:
     clock = Clock()
     store = env.make(TableEmbedder(), clock=clock, max_items_per_scope=2)
