@@ -87,6 +87,10 @@ def test_text_form_rescoring_reads_the_stored_terms(server: ServerInfo) -> None:
         assert score() == 0  # the stored terms, not a fresh analysis of the content
         client.hdel(key, "lex_text")
         assert score() > 0  # no stored terms: the content is analysed
+        before = store._ctx.counters.get("corrupt_records", 0)
+        client.hset(key, "lex_text", b"tide \xff tables")
+        assert score() > 0  # unreadable stored terms: the content is analysed, counted
+        assert store._ctx.counters.get("corrupt_records", 0) > before
     finally:
         store.close()
         client.close()

@@ -149,6 +149,7 @@ def _labels_of(fields: Mapping[str, Any]) -> Labels:
 
 
 def fused(
+    ctx: StoreContext,
     visible: list[Visible],
     terms: list[str] | None,
     stats: lexical.TermStats,
@@ -161,7 +162,7 @@ def fused(
             for v in visible
         ]
     scorer = lexical.QueryScorer.of(terms, stats)
-    scored = [scorer.score(_terms(v.item)) for v in visible]
+    scored = [scorer.score(_terms(ctx, v.item)) for v in visible]
     kept = [
         (v, s, c)
         for v, (s, c) in zip(visible, scored, strict=True)
@@ -187,15 +188,22 @@ def fused(
     ]
 
 
-def _terms(item: _Light) -> tuple[str, ...]:
+def _terms(ctx: StoreContext, item: _Light) -> tuple[str, ...]:
     """The analysed terms of a candidate's text: read from ``lex_text`` where the store
     keeps them (the server's full-text form), else analysed here (memoised)."""
     stored = item.fields.get(L.F_LEX_TEXT)
     if stored is not None:
         try:
             return tuple(text(stored).split())
-        except ReplyParseError:
-            pass  # analyse the content instead, as a store without the field does
+        except ReplyParseError as exc:
+            logger.warning(
+                "memory %s of store %s has unreadable stored terms (%s); its text is "
+                "analysed instead",
+                item.id,
+                ctx.keys.name,
+                exc,
+            )
+            ctx.count("corrupt_records")
     return lexical.document_terms(item.content)
 
 

@@ -174,7 +174,7 @@ def recall_vector(
             ctx, i, outcome.matches[i], lexical_matches, weights, context_labels, now
         )
     yield from pause()
-    candidates = fused(visible, terms, stats, weights)
+    candidates = fused(ctx, visible, terms, stats, weights)
     yield from pause()
     pool_of = {v.item.id: v.pool for v in visible}
     rankings = [
