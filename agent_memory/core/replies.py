@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from agent_memory.errors import AgentMemoryError, ReplyParseError, ServerResponseError
 
@@ -109,19 +109,23 @@ def name(value: Any) -> str:
 
 def pairs(value: Any) -> dict[str, Any]:
     """A map reply (dict, or flat ``[k, v, k, v]`` list) as ``{str: raw value}``."""
+    if type(value) is list or isinstance(value, tuple):  # the common shape, checked first
+        if len(value) % 2:
+            raise ReplyParseError(f"map reply has an odd number of elements ({len(value)})")
+        keys, values = value[::2], value[1::2]
+        try:  # the common case: every name seen before (a search reply holds thousands)
+            names: list[str | None] = list(map(_NAMES.get, keys))
+        except TypeError:  # an unhashable key: name() below says what it is
+            names = [None]
+        if None not in names:
+            return dict(zip(cast("list[str]", names), values, strict=True))
+        return {name(k): v for k, v in zip(keys, values, strict=True)}
     if value is None:
         return {}
     if isinstance(value, Mapping):
         return {name(k): v for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        if len(value) % 2:
-            raise ReplyParseError(f"map reply has an odd number of elements ({len(value)})")
-        keys, values = value[::2], value[1::2]
-        known = _NAMES.get  # inlined name(): search replies hold thousands of names
-        try:
-            return {known(k) or name(k): v for k, v in zip(keys, values, strict=True)}
-        except TypeError:  # an unhashable key: name() says what it is
-            return {name(k): v for k, v in zip(keys, values, strict=True)}
+    if isinstance(value, list):
+        return pairs(list(value))  # a list subclass
     raise ReplyParseError(f"expected a map reply, got {type(value).__name__}")
 
 
