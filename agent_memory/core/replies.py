@@ -66,7 +66,11 @@ def integer(value: Any) -> int:
         try:
             return int(value)  # the common case: an integer's digits
         except ValueError:
-            pass
+            return _integer_of_number(value)  # "1.0", "1e3": written as a float
+    return _integer_of_number(value)
+
+
+def _integer_of_number(value: Any) -> int:
     try:
         return int(float(text(value)))
     except (ValueError, OverflowError) as exc:

@@ -100,15 +100,18 @@ def rank(
     """
     nearest = min((c.distance for c in candidates if "semantic" in c.matched), default=None)
     passed = [c for c in candidates if c.distance <= threshold or c.lexical_match]
-    # composite_score() inlined (same arithmetic): a recall scores about a hundred.
-    w_sim, w_rec, w_imp = weights.similarity, weights.recency, weights.importance
     scored = [
         Ranked(
             c,
-            w_sim * (c.relevance if c.relevance is not None else 1.0 - c.distance / 2.0)
-            + w_rec
-            * float(2.0 ** (-max(now_ms - c.last_touched_ms, 0.0) / 1000.0 / half_life_seconds))
-            + w_imp * c.importance
+            composite_score(
+                c.distance,
+                c.importance,
+                c.last_touched_ms,
+                now_ms,
+                weights,
+                half_life_seconds,
+                c.relevance,
+            )
             + c.bonus,
         )
         for c in passed

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from agent_memory import AgentMemoryError, MemoryStore, ServerUnavailableError
+from agent_memory import MemoryStore, ServerUnavailableError
 from tests.reliability.conftest import soak
-from tests.support import TableEmbedder, random_unit
+from tests.reliability.load import WriteRecallLoad, assert_read_back, assert_recalled
+from tests.support import TableEmbedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 
@@ -65,57 +66,25 @@ async def test_cluster_node_sigkill_loses_nothing_acknowledged(tmp_path: Path, n
     store = MemoryStore(client, name, TableEmbedder())
     try:
         assert (await store.ensure_index()).backend == "portable"
-        acked: dict[str, str] = {}
-        failures: list[BaseException] = []
-        recall_failures: list[BaseException] = []
-        recalled: list[int] = []
-        stop = asyncio.Event()
-
-        async def writer() -> None:
-            i = 0
-            while not stop.is_set():
-                text = f"memory number {i}"
-                i += 1
-                try:
-                    acked[await store.remember(text)] = text
-                except AgentMemoryError as exc:
-                    failures.append(exc)
-                    await asyncio.sleep(0.02)
-
-        async def recaller() -> None:
-            while not stop.is_set():
-                try:
-                    recalled.append(len(await store.recall("memory number 1", reinforce=False)))
-                except AgentMemoryError as exc:
-                    recall_failures.append(exc)
-                    await asyncio.sleep(0.02)
-
-        tasks = [asyncio.create_task(writer()), asyncio.create_task(recaller())]
-        while len(acked) < soak(40, 1000):
-            await asyncio.sleep(0.001)
+        load = WriteRecallLoad(store)
+        load.start()
+        await load.until_acked(soak(40, 1000))
         cluster.kill(node)  # SIGKILL while the writer and the recaller keep going
         await asyncio.sleep(1.0)
-        stop.set()
-        await asyncio.gather(*tasks)
-        assert failures, "writes touching the dead node must fail"
-        assert all(isinstance(f, ServerUnavailableError) for f in failures), failures[:3]
-        assert all(isinstance(f, ServerUnavailableError) for f in recall_failures), recall_failures[
-            :3
-        ]
-        acked_before_restart = dict(acked)
+        await load.stop()
+        assert load.failures, "writes touching the dead node must fail"
+        assert all(isinstance(f, ServerUnavailableError) for f in load.failures), load.failures[:3]
+        unavailable = [isinstance(f, ServerUnavailableError) for f in load.recall_failures]
+        assert all(unavailable), load.recall_failures[:3]
 
         cluster.restart(node)
         await _until_up(store)
-        for memory_id, text in acked_before_restart.items():
-            item = await store.get(memory_id)
-            assert item is not None and item.content == text, memory_id
-        for memory_id, text in acked_before_restart.items():
-            hits = await store.recall_by_vector(random_unit(text), k=1, reinforce=False)
-            assert [h.item.id for h in hits] == [memory_id], text
+        await assert_read_back(store, load.acked)
+        await assert_recalled(store, load.acked)
         stored = await _stored_ids(client, f"{name}:mem:")
         registered = await _registered_ids(client, name)
         assert stored <= registered, "a stored memory that nothing lists"
-        assert len(registered - stored) <= len(failures)  # entries of writes cut short
+        assert len(registered - stored) <= len(load.failures)  # entries of writes cut short
         new_id = await store.remember("after restart")
         assert (await store.recall("after restart", k=1))[0].item.id == new_id
     finally:
@@ -143,56 +112,24 @@ async def test_cluster_primary_failover_keeps_the_store_going(tmp_path: Path) ->
         assert (await store.ensure_index()).backend == "portable"
         owner = client.get_node_from_key(f"{name}:__mem_seq")
         primary = next(i for i, n in enumerate(cluster.nodes) if n.port == int(owner.port))
-        acked: dict[str, str] = {}
-        failures: list[BaseException] = []
-        recall_failures: list[BaseException] = []
-        stop = asyncio.Event()
-
-        async def writer() -> None:
-            i = 0
-            while not stop.is_set():
-                text = f"memory number {i}"
-                i += 1
-                try:
-                    acked[await store.remember(text)] = text
-                except AgentMemoryError as exc:
-                    failures.append(exc)
-                    await asyncio.sleep(0.05)
-
-        async def recaller() -> None:
-            while not stop.is_set():
-                try:
-                    await store.recall("memory number 1", reinforce=False)
-                except AgentMemoryError as exc:
-                    recall_failures.append(exc)
-                    await asyncio.sleep(0.05)
-
-        tasks = [asyncio.create_task(writer()), asyncio.create_task(recaller())]
-        while len(acked) < soak(40, 1000):
-            await asyncio.sleep(0.001)
-        before_kill = len(acked)
+        load = WriteRecallLoad(store, backoff=0.05)
+        load.start()
+        await load.until_acked(soak(40, 1000))
+        before_kill = len(load.acked)
         cluster.kill(primary)
-        deadline = time.monotonic() + 30.0
-        while len(acked) < before_kill + 20:  # the replica took over: the store writes again
-            assert time.monotonic() < deadline, (len(acked) - before_kill, failures[-3:])
-            await asyncio.sleep(0.01)
-        stop.set()
-        await asyncio.gather(*tasks)
+        try:  # the replica took over when the same store writes again (no restart)
+            await asyncio.wait_for(load.until_acked(before_kill + 20), timeout=30.0)
+        finally:
+            await load.stop()
         cluster.wait_ok(30.0)
-        assert failures, "writes during the failover must fail"
-        assert all(isinstance(f, ServerUnavailableError) for f in failures), failures[:3]
-        assert all(isinstance(f, ServerUnavailableError) for f in recall_failures), recall_failures[
-            :3
-        ]
-        missing = []
-        for memory_id, text in acked.items():
-            item = await store.get(memory_id)
-            if item is None or item.content != text:
-                missing.append(memory_id)
-        assert not missing, f"{len(missing)} of {len(acked)} acknowledged writes lost"
-        for memory_id, text in acked.items():
-            hits = await store.recall_by_vector(random_unit(text), k=1, reinforce=False)
-            assert [h.item.id for h in hits] == [memory_id], text
+        assert load.failures, "writes during the failover must fail"
+        assert all(isinstance(f, ServerUnavailableError) for f in load.failures), load.failures[:3]
+        unavailable = [isinstance(f, ServerUnavailableError) for f in load.recall_failures]
+        assert all(unavailable), load.recall_failures[:3]
+        missing = [m for m in load.acked if (await store.get(m)) is None]
+        assert not missing, f"{len(missing)} of {len(load.acked)} acknowledged writes lost"
+        await assert_read_back(store, load.acked)
+        await assert_recalled(store, load.acked)
         stored = await _stored_ids(client, f"{name}:mem:")
         registered = await _registered_ids(client, name)
         assert stored <= registered, "a stored memory that nothing lists"

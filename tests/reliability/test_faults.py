@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from agent_memory import (
-    AgentMemoryError,
     MemoryInput,
     MemoryStore,
     OperationTimeoutError,
@@ -34,7 +33,8 @@ from agent_memory import (
 )
 from agent_memory.search.parse import parse_index_info
 from tests.reliability.conftest import Dedicated, soak
-from tests.support import TableEmbedder, random_unit
+from tests.reliability.load import WriteRecallLoad, assert_read_back, assert_recalled
+from tests.support import TableEmbedder
 
 AOF_ALWAYS = ("--appendfsync", "always")
 DOWN_BOUND_S = 15.0  # generous: a call against a dead server must return within this
@@ -78,59 +78,26 @@ async def test_sigkill_mid_stream_loses_nothing_acknowledged(
     store = MemoryStore.from_url(server.url, name=name, embed=embed, **FAST_CLIENT)
     expected_backend = "portable" if kind == "valkey" else "ft"
     assert (await store.ensure_index()).backend == expected_backend
-    acked: dict[str, str] = {}
-    failures: list[BaseException] = []
-    kill_after = soak(40, 2000)
-    stop = asyncio.Event()
-
-    async def writer() -> None:
-        i = 0
-        while not stop.is_set():
-            text = f"memory number {i}"
-            i += 1
-            try:
-                acked[await store.remember(text)] = text
-            except AgentMemoryError as exc:
-                failures.append(exc)
-                await asyncio.sleep(0.02)
-
-    recalled: list[int] = []
-    recall_failures: list[BaseException] = []
-
-    async def recaller() -> None:
-        while not stop.is_set():
-            try:
-                recalled.append(len(await store.recall("memory number 1", reinforce=False)))
-            except AgentMemoryError as exc:
-                recall_failures.append(exc)
-                await asyncio.sleep(0.02)
-
-    tasks = [asyncio.create_task(writer()), asyncio.create_task(recaller())]
-    while len(acked) < kill_after:
-        await asyncio.sleep(0.001)
+    load = WriteRecallLoad(store)
+    load.start()
+    await load.until_acked(soak(40, 2000))
     server.kill()  # SIGKILL while the writer and the recaller keep going
     await asyncio.sleep(0.3)
-    assert failures, "writes against a dead server must fail"
-    assert all(isinstance(f, ServerUnavailableError) for f in failures), failures[:3]
-    assert recalled and recall_failures
+    assert load.failures, "writes against a dead server must fail"
+    assert all(isinstance(f, ServerUnavailableError) for f in load.failures), load.failures[:3]
+    assert load.recalled and load.recall_failures
     unavailable = (ServerUnavailableError, OperationTimeoutError)
-    assert all(isinstance(f, unavailable) for f in recall_failures), recall_failures[:3]
+    assert all(isinstance(f, unavailable) for f in load.recall_failures), load.recall_failures[:3]
     await _assert_down_fast(lambda: store.recall("memory number 1"))
     await _assert_down_fast(lambda: store.remember("while down"))
-    stop.set()
-    await asyncio.gather(*tasks)
-    acked_before_restart = dict(acked)
+    await load.stop()
 
     dedicated.start(kind, data, port=server.port, appendonly=True, extra_args=AOF_ALWAYS)
     await _until_up(store)
-    for memory_id, text in acked_before_restart.items():
-        item = await store.get(memory_id)
-        assert item is not None and item.content == text, memory_id
+    await assert_read_back(store, load.acked)
     if kind != "valkey":  # the module re-indexes the reloaded hashes in the background
-        await _wait_indexed(store, len(acked_before_restart))
-    for memory_id, text in acked_before_restart.items():
-        hits = await store.recall_by_vector(random_unit(text), k=1, reinforce=False)
-        assert [h.item.id for h in hits] == [memory_id], text
+        await _wait_indexed(store, len(load.acked))
+    await assert_recalled(store, load.acked)
     # The same store keeps writing after the restart.
     new_id = await store.remember("after restart")
     assert (await store.recall("after restart", k=1))[0].item.id == new_id

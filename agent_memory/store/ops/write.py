@@ -182,36 +182,29 @@ def _registered_and_numbered(
     return [(replace(m, sequence=first + i), ttl) for i, (m, ttl) in enumerate(chunk)]
 
 
-def _batch_commands(ctx: StoreContext, memories: Sequence[NewMemory]) -> list[Command]:
+def _batch_commands(
+    ctx: StoreContext, memories: Sequence[NewMemory], *, with_terms: bool
+) -> list[Command]:
     """The bookkeeping of a batch of writes, per namespace, after the writes in the same
-    round trip. On a standalone server each memory's write script does the rest; a batch
-    of several adds up the term statistics of its texts once (a hundred texts share most
-    of their terms: a few hundred increments instead of a thousand). On a cluster: the
-    ``remembers`` counter, the term statistics and, when a caller chose an id (it may
-    replace a vector a portable mirror holds), the epoch; the registrations and the
-    registry version went in the first round trip (:func:`_registered_and_numbered`).
-    Term statistics apart from the writes are not atomic with them: slightly stale
-    statistics do not change rankings measurably."""
-    if not ctx.settings.cluster:
-        if len(memories) < 2:
-            return []
-        namespaces = sorted({m.namespace_token for m in memories})
-        adjustments = (
-            adjust_args(
-                ctx.keys.term_stats(ns),
-                stats_delta([m.content for m in memories if m.namespace_token == ns], 1),
-            )
-            for ns in namespaces
-        )
-        return [Command(args) for args in adjustments if args is not None]
+    round trip. ``with_terms``: the batch adds up the term statistics of its texts once
+    (a hundred texts share most of their terms: a few hundred increments instead of a
+    thousand); a single write on a standalone server keeps them in its script. On a
+    cluster also the ``remembers`` counter and, when a caller chose an id (it may replace
+    a vector a portable mirror holds), the epoch; the registrations and the registry
+    version went in the first round trip (:func:`_registered_and_numbered`). Standalone
+    write scripts do the rest themselves. Term statistics apart from the writes are not
+    atomic with them: slightly stale statistics do not change rankings measurably."""
+    cluster = ctx.settings.cluster
     commands: list[Command] = []
     for ns in sorted({m.namespace_token for m in memories}):
         mine = [m for m in memories if m.namespace_token == ns]
-        commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(mine))))
-        adjust = adjust_args(ctx.keys.term_stats(ns), stats_delta([m.content for m in mine], 1))
-        if adjust is not None:
-            commands.append(Command(adjust))
-        if any(m.explicit_id for m in mine):
+        if cluster:
+            commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(mine))))
+        if with_terms:
+            adjust = adjust_args(ctx.keys.term_stats(ns), stats_delta([m.content for m in mine], 1))
+            if adjust is not None:
+                commands.append(Command(adjust))
+        if cluster and any(m.explicit_id for m in mine):
             commands.append(bump(ctx.keys.epoch(ns)))
     return commands
 
@@ -316,15 +309,15 @@ def write_memories(
     buckets: dict[str, tuple[str, list[str]]] = {}
     for start in range(0, len(memories), _WRITE_CHUNK):
         chunk = memories[start : start + _WRITE_CHUNK]
+        terms_apart = ctx.settings.cluster or len(chunk) > 1  # added up once per batch
         if ctx.settings.cluster:
             chunk = yield from _registered_and_numbered(ctx, chunk)
             commands = [c for memory, ttl in chunk for c in _cluster_record(ctx, memory, ttl)]
         else:
-            batched = len(chunk) > 1
             commands = [
-                _write_script(ctx, memory, ttl, with_terms=not batched) for memory, ttl in chunk
+                _write_script(ctx, memory, ttl, with_terms=not terms_apart) for memory, ttl in chunk
             ]
-        commands += _batch_commands(ctx, [memory for memory, _ in chunk])
+        commands += _batch_commands(ctx, [memory for memory, _ in chunk], with_terms=terms_apart)
         replies = yield from execute_batch(commands)
         raise_first_error(replies)
         for memory, _ in chunk:
