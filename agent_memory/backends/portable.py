@@ -79,7 +79,7 @@ class _Snapshot:
     columns: dict[str, NDArray[np.int32]]
     codes: dict[str, dict[str, int]]
     tokens: tuple[dict[str, str | None], ...]
-    lex: NDArray[np.float32]
+    lex_by_dim: NDArray[np.float32]  # hashed term vectors, one row per dimension
 
     @classmethod
     def build(
@@ -96,7 +96,14 @@ class _Snapshot:
                 token = r.tokens.get(name)
                 column[i] = -1 if token is None else table.setdefault(token, len(table))
             columns[name], codes[name] = column, table
-        lex = np.stack([r.lex for r in rows]) if rows else np.zeros((0, LEX_DIM), np.float32)
+        # Stored dimension-major: a query has a handful of non-zero dimensions, and
+        # their rows are all a lexical score reads (a row-major matrix would be read
+        # whole, LEX_DIM floats per memory, for every query).
+        lex_by_dim = (
+            np.ascontiguousarray(np.stack([r.lex for r in rows]).T)
+            if rows
+            else np.zeros((LEX_DIM, 0), np.float32)
+        )
         return cls(
             ids,
             np.asarray(expires, dtype=np.float64),
@@ -104,8 +111,15 @@ class _Snapshot:
             columns,
             codes,
             tuple(r.tokens for r in rows),
-            lex,
+            lex_by_dim,
         )
+
+    def lexical_scores(self, query: NDArray[np.float32]) -> NDArray[np.float64]:
+        """Inner product of every memory's hashed term vector with ``query``, over the
+        query's non-zero dimensions only (the others add exact zeros)."""
+        dims = np.flatnonzero(query)
+        weights = query[dims].astype(np.float32)
+        return (weights @ self.lex_by_dim[dims]).astype(np.float64)
 
     def mask(self, flt: MemoryFilter, now_ms: int) -> NDArray[np.bool_]:
         mask = self.expires > now_ms
@@ -263,7 +277,7 @@ class PortableBackend:
             key = (q.filter.namespace, q.lexical, id(q.vector))
             if key not in scored:
                 scored[key] = (
-                    (snap.lex @ q.vector).astype(np.float64)
+                    snap.lexical_scores(q.vector)
                     if q.lexical
                     else cosine_distances(snap.matrix, q.vector)
                 )
