@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent_memory.core.effects import Batch, Command, ScanKeys
+from agent_memory.core.wire import AsyncLane, SyncLane, pack
 from agent_memory.errors import (
     AgentMemoryError,
     InvalidInputError,
@@ -174,11 +175,12 @@ class SyncExecutor:
     valid UTF-8 spoils only what it belongs to, never a whole reply.
     """
 
-    __slots__ = ("_raw", "client")
+    __slots__ = ("_lane", "_raw", "client")
 
     def __init__(self, client: Any, *, raw_replies: bool = False) -> None:
         self.client = client
         self._raw = raw_replies
+        self._lane = SyncLane.of(client)
 
     def _options(self, cmd: Command) -> dict[str, Any]:
         return _RAW if cmd.binary or self._raw else _DECODED
@@ -187,11 +189,30 @@ class SyncExecutor:
         with map_client_errors(cmd.name):
             if cmd.name.upper() == "EVAL":
                 try:
-                    return self.client.execute_command(*_by_sha(cmd).args, **self._options(cmd))
+                    return self._one(_by_sha(cmd))
                 except Exception as exc:
                     if not _is_noscript(exc):
                         raise
+            return self._one(cmd)
+
+    def _one(self, cmd: Command) -> Any:
+        replies = self._on_lane(Batch((cmd,)))
+        if replies is None:
             return self.client.execute_command(*cmd.args, **self._options(cmd))
+        if isinstance(replies[0], BaseException):
+            raise replies[0]
+        return replies[0]
+
+    def _on_lane(self, b: Batch) -> list[Any] | None:
+        """The batch's replies over the client's connection directly (``None``: the
+        client's own API must run it; see :mod:`agent_memory.core.wire`)."""
+        lane = self._lane
+        if lane is None or b.atomic or not b.commands or not lane.accepts(b.commands):
+            return None
+        packed = pack(b.commands)
+        if packed is None:
+            return None
+        return lane.run(b.commands, packed, [cmd.binary or self._raw for cmd in b.commands])
 
     def batch(self, b: Batch) -> list[Any]:
         replies = self._batch(b if b.atomic else _sha_batch(b))
@@ -203,6 +224,10 @@ class SyncExecutor:
         return _map_batch_errors(b, replies)
 
     def _batch(self, b: Batch) -> list[Any]:
+        with map_client_errors(b.commands[0].name if b.commands else None):
+            fast = self._on_lane(b)
+        if fast is not None:
+            return fast
         keyless, keyed = _split_cluster_batch(self.client, b)
         replies: list[Any] = [None] * len(b.commands)
         for i in keyless:
@@ -237,11 +262,12 @@ class AsyncExecutor:
     valid UTF-8 spoils only what it belongs to, never a whole reply.
     """
 
-    __slots__ = ("_raw", "client")
+    __slots__ = ("_lane", "_raw", "client")
 
     def __init__(self, client: Any, *, raw_replies: bool = False) -> None:
         self.client = client
         self._raw = raw_replies
+        self._lane = AsyncLane.of(client)
 
     def _options(self, cmd: Command) -> dict[str, Any]:
         return _RAW if cmd.binary or self._raw else _DECODED
@@ -250,13 +276,30 @@ class AsyncExecutor:
         with map_client_errors(cmd.name):
             if cmd.name.upper() == "EVAL":
                 try:
-                    return await self.client.execute_command(
-                        *_by_sha(cmd).args, **self._options(cmd)
-                    )
+                    return await self._one(_by_sha(cmd))
                 except Exception as exc:
                     if not _is_noscript(exc):
                         raise
+            return await self._one(cmd)
+
+    async def _one(self, cmd: Command) -> Any:
+        replies = await self._on_lane(Batch((cmd,)))
+        if replies is None:
             return await self.client.execute_command(*cmd.args, **self._options(cmd))
+        if isinstance(replies[0], BaseException):
+            raise replies[0]
+        return replies[0]
+
+    async def _on_lane(self, b: Batch) -> list[Any] | None:
+        """The batch's replies over the client's connection directly (``None``: the
+        client's own API must run it; see :mod:`agent_memory.core.wire`)."""
+        lane = self._lane
+        if lane is None or b.atomic or not b.commands or not lane.accepts(b.commands):
+            return None
+        packed = pack(b.commands)
+        if packed is None:
+            return None
+        return await lane.run(b.commands, packed, [cmd.binary or self._raw for cmd in b.commands])
 
     async def batch(self, b: Batch) -> list[Any]:
         replies = await self._batch(b if b.atomic else _sha_batch(b))
@@ -268,6 +311,10 @@ class AsyncExecutor:
         return _map_batch_errors(b, replies)
 
     async def _batch(self, b: Batch) -> list[Any]:
+        with map_client_errors(b.commands[0].name if b.commands else None):
+            fast = await self._on_lane(b)
+        if fast is not None:
+            return fast
         keyless, keyed = _split_cluster_batch(self.client, b)
         replies: list[Any] = [None] * len(b.commands)
         for i in keyless:
