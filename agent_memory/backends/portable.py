@@ -6,8 +6,10 @@ and kept in a per-store mirror, refreshed incrementally: a recall reads the name
 change tokens (membership and vectors, :mod:`agent_memory.schema.versions`; one round
 trip), re-reads the live id list only when membership changed and fetches only ids it
 has not seen (skipped when nothing changed), computes exact cosine distances with numpy,
-and reads the returned fields of the nearest candidates (one round trip). Writes that
-change a stored vector or filter field change the epoch token, which drops the mirror
+and reads the returned fields of the nearest candidates (one round trip). With a warm
+mirror the tokens travel with that read, and the search is redone on a refreshed mirror
+only when they moved: the search of a namespace nobody wrote to since costs one round
+trip. Writes that change a stored vector or filter field change the epoch token, which drops the mirror
 of that namespace. The tokens are random, so a server that restarted empty or from an
 older snapshot is never mistaken for the state the mirror holds. Results and ranking
 rules are those of the FT backend.
@@ -171,25 +173,55 @@ class PortableBackend:
         return None
         yield
 
+    def _token_reads(self, ctx: StoreContext, namespaces: Sequence[str]) -> list[Command]:
+        """Reads of each namespace's vector epoch and membership version."""
+        return [
+            command(name, key)
+            for ns in namespaces
+            for name, key in (("GET", ctx.keys.epoch(ns)), ("GET", ctx.keys.registry_version(ns)))
+        ]
+
+    def _held(self, namespaces: Sequence[str]) -> dict[str, _Snapshot] | None:
+        """The mirrored snapshots of all ``namespaces`` (``None``: one is not mirrored)."""
+        held: dict[str, _Snapshot] = {}
+        for ns in namespaces:
+            mirror = self._mirrors.get(ns)
+            if mirror is None or mirror.snapshot is None:
+                return None
+            held[ns] = mirror.snapshot
+        return held
+
+    def _still_current(
+        self, namespaces: Sequence[str], held: dict[str, _Snapshot], counters: Sequence[Any]
+    ) -> bool:
+        """Whether the tokens just read are those of the snapshots a search used."""
+        raise_first_error(counters)
+        for i, ns in enumerate(namespaces):
+            mirror = self._mirrors.get(ns)
+            if (
+                mirror is None
+                or mirror.snapshot is not held[ns]
+                or mirror.epoch != (optional_text(counters[2 * i]) or "")
+                or mirror.version != (optional_text(counters[2 * i + 1]) or "")
+            ):
+                return False
+        return True
+
     def _sync(
-        self, ctx: StoreContext, namespaces: Sequence[str]
+        self,
+        ctx: StoreContext,
+        namespaces: Sequence[str],
+        counters: Sequence[Any] | None = None,
     ) -> Operation[dict[str, _Snapshot]]:
         """Bring each namespace's mirror up to date; returns their snapshots.
 
-        One round trip reads the namespace's membership version and vector epoch; the
-        id list is re-read only when membership changed, and vectors only for ids not
-        seen before (or all of them after the epoch moved).
+        One round trip reads the namespace's membership version and vector epoch (unless
+        ``counters`` holds them, just read); the id list is re-read only when membership
+        changed, and vectors only for ids not seen before (or all of them after the
+        epoch moved).
         """
-        counters = yield from execute_batch(
-            [
-                command(name, key)
-                for ns in namespaces
-                for name, key in (
-                    ("GET", ctx.keys.epoch(ns)),
-                    ("GET", ctx.keys.registry_version(ns)),
-                )
-            ]
-        )
+        if counters is None:
+            counters = yield from execute_batch(self._token_reads(ctx, namespaces))
         raise_first_error(counters)
         snapshots: dict[str, _Snapshot] = {}
         for i, ns in enumerate(namespaces):
@@ -262,8 +294,35 @@ class PortableBackend:
     def search(
         self, ctx: StoreContext, queries: Sequence[KnnQuery], extra: Sequence[Command]
     ) -> Operation[SearchOutcome]:
+        """Exact KNN over the mirror, then one round trip for the candidates' fields.
+
+        When every namespace is mirrored already, the change tokens travel in that same
+        round trip: if they moved, the mirror is refreshed and the search runs again on
+        the new snapshot, so a recall never answers from a snapshot older than the
+        tokens it read (two round trips, as with a cold mirror), and a store nobody
+        wrote to since answers in one.
+        """
         namespaces = sorted({q.filter.namespace for q in queries})
-        snapshots = yield from self._sync(ctx, namespaces)
+        held = self._held(namespaces)
+        counters: Sequence[Any] | None = None
+        if held is not None:
+            tokens = self._token_reads(ctx, namespaces)
+            picked = self._pick(ctx, held, queries)
+            reads, wanted, names = self._reads(ctx, queries, picked)
+            replies = yield from execute_batch([*tokens, *reads, *extra])
+            counters = replies[: len(tokens)]
+            if self._still_current(namespaces, held, counters):
+                return self._outcome(ctx, picked, wanted, names, replies[len(tokens) :], len(reads))
+        snapshots = yield from self._sync(ctx, namespaces, counters)
+        picked = self._pick(ctx, snapshots, queries)
+        reads, wanted, names = self._reads(ctx, queries, picked)
+        fetched = yield from execute_batch([*reads, *extra])
+        return self._outcome(ctx, picked, wanted, names, fetched, len(reads))
+
+    def _pick(
+        self, ctx: StoreContext, snapshots: dict[str, _Snapshot], queries: Sequence[KnnQuery]
+    ) -> list[list[tuple[str, float]]]:
+        """Each query's nearest (or best lexical) memories of its namespace's snapshot."""
         now = ctx.now_ms()
         picked: list[list[tuple[str, float]]] = []
         # A recall's pools share their query vectors: score each namespace once per vector.
@@ -283,12 +342,28 @@ class PortableBackend:
                 )
             chosen = _lexical_top if q.lexical else _nearest
             picked.append(chosen(snap, rows, q.k, scored[key][rows]))
+        return picked
+
+    @staticmethod
+    def _reads(
+        ctx: StoreContext, queries: Sequence[KnnQuery], picked: list[list[tuple[str, float]]]
+    ) -> tuple[list[Command], list[str], tuple[str, ...]]:
+        """The reads of the picked memories' fields: commands, ids and field names."""
         wanted = sorted({memory_id for chosen in picked for memory_id, _ in chosen})
         names = tuple(dict.fromkeys(name for q in queries for name in q.fields))
-        reads = read_many(ctx, [ctx.keys.memory(m) for m in wanted], names)
-        fetched = yield from execute_batch([*reads, *extra])
+        return read_many(ctx, [ctx.keys.memory(m) for m in wanted], names), wanted, names
+
+    @staticmethod
+    def _outcome(
+        ctx: StoreContext,
+        picked: list[list[tuple[str, float]]],
+        wanted: list[str],
+        names: tuple[str, ...],
+        fetched: Sequence[Any],
+        reads: int,
+    ) -> SearchOutcome:
         fields_by_id: dict[str, dict[str, Any]] = {}
-        values_of = read_many_replies(ctx, fetched[: len(reads)], len(wanted))
+        values_of = read_many_replies(ctx, fetched[:reads], len(wanted))
         for memory_id, values in zip(wanted, values_of, strict=True):
             if isinstance(values, Unreadable):
                 unreadable(ctx, memory_id, "its key holds no hash")
@@ -300,7 +375,7 @@ class PortableBackend:
             [KnnMatch(m, d, fields_by_id[m]) for m, d in chosen if m in fields_by_id]
             for chosen in picked
         ]
-        return SearchOutcome(matches, list(fetched[len(reads) :]))
+        return SearchOutcome(matches, list(fetched[reads:]))
 
 
 def _nearest(

@@ -1,0 +1,90 @@
+"""The portable backend's warm mirror: one round trip per search while nobody writes,
+and never an answer from a snapshot older than the change tokens read with it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import valkey.asyncio
+
+from agent_memory import MemoryStore, Scope
+from agent_memory.core.effects import Batch
+from tests.conftest import ServerInfo
+from tests.support import TableEmbedder
+
+
+class _CountingExecutor:
+    """The store's executor, counting the round trips it makes."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.round_trips = 0
+
+    async def command(self, cmd: Any) -> Any:
+        self.round_trips += 1
+        return await self.inner.command(cmd)
+
+    async def batch(self, b: Batch) -> list[Any]:
+        self.round_trips += 1
+        return await self.inner.batch(b)
+
+    async def scan(self, scan: Any) -> list[Any]:
+        return await self.inner.scan(scan)
+
+
+def _embedder() -> TableEmbedder:
+    embed = TableEmbedder()
+    base = [1.0] + [0.0] * 15
+    embed.set("where is the cat", base)
+    embed.set("the cat sleeps on the sofa", [0.99, 0.1] + [0.0] * 14)
+    embed.set("the cat sleeps in the garden", [0.98, 0.0, 0.15] + [0.0] * 13)
+    embed.set("the cat sleeps in the kitchen", [0.97, 0.0, 0.0, 0.2] + [0.0] * 12)
+    return embed
+
+
+async def test_a_warm_mirror_sees_other_writers_and_searches_in_one_round_trip(
+    plain_server: ServerInfo,
+) -> None:
+    name = f"mirror{uuid.uuid4().hex[:8]}"
+    reader_client = valkey.asyncio.Valkey.from_url(plain_server.url)
+    writer_client = valkey.asyncio.Valkey.from_url(plain_server.url)
+    reader = MemoryStore(reader_client, name, _embedder(), default_threshold=0.5)
+    writer = MemoryStore(writer_client, name, _embedder(), default_threshold=0.5)
+    try:
+        sofa = await writer.remember("the cat sleeps on the sofa")
+        assert [h.item.id for h in await reader.recall("where is the cat")] == [sofa]
+        counting = _CountingExecutor(reader._executor)
+        reader._executor = counting  # type: ignore[assignment]
+
+        # Nobody wrote: the search and its change tokens share one round trip, the side
+        # effects take the other.
+        await reader.recall("where is the cat", reinforce=False)
+        assert counting.round_trips == 2
+
+        # Another process adds a memory: the tokens read with the candidates moved, so
+        # the search runs again on the refreshed mirror.
+        garden = await writer.remember("the cat sleeps in the garden")
+        hits = await reader.recall("where is the cat", reinforce=False)
+        assert {h.item.id for h in hits} == {sofa, garden}
+
+        # ... forgets one ...
+        await writer.forget(sofa)
+        assert [h.item.id for h in await reader.recall("where is the cat")] == [garden]
+
+        # ... and changes a vector (the epoch moves: the mirror is rebuilt).
+        await writer.update(garden, content="the cat sleeps in the kitchen")
+        hits = await reader.recall("where is the cat")
+        assert [(h.item.id, h.item.content) for h in hits] == [
+            (garden, "the cat sleeps in the kitchen")
+        ]
+
+        counting.round_trips = 0
+        await reader.recall("where is the cat", reinforce=False)
+        assert counting.round_trips == 2
+    finally:
+        await writer.forget_by_scope(Scope())
+        await reader.close()
+        await writer.close()
+        await reader_client.aclose()
+        await writer_client.aclose()
