@@ -73,9 +73,8 @@ def _checked(pack: Callable[[Any], bytes]) -> Packer:
     refuse (``bool``, which they reject with a DataError) refused first."""
 
     def packer(args: tuple[Arg, ...]) -> bytes:
-        for arg in args:
-            if isinstance(arg, bool):
-                raise TypeError("a command argument must not be a bool")
+        if bool in set(map(type, args)):
+            raise TypeError("a command argument must not be a bool")
         return pack(args)
 
     return packer

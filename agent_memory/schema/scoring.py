@@ -29,7 +29,7 @@ LEXICAL_GATE = 0.5  # share of the query's idf mass a lexical match must contain
 
 def recency(age_ms: float, half_life_seconds: float) -> float:
     """``2^(-age/half_life)``: 1 for a fresh memory, 0.5 after one half-life."""
-    return float(2.0 ** (-max(age_ms, 0.0) / 1000.0 / half_life_seconds))
+    return float(2.0 ** (-(age_ms if age_ms > 0.0 else 0.0) / 1000.0 / half_life_seconds))
 
 
 def composite_score(

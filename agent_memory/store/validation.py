@@ -161,7 +161,8 @@ def unit_vector(vector: Any, dim: int | None, *, field: str = "vector") -> NDArr
         InvalidInputError: not a flat sequence of finite numbers, wrong dimension, or
             zero length.
     """
-    if isinstance(vector, (str, bytes)) or not isinstance(vector, (Sequence, np.ndarray)):
+    common = type(vector) is list or isinstance(vector, np.ndarray)  # checked first: cheap
+    if not common and (isinstance(vector, (str, bytes)) or not isinstance(vector, Sequence)):
         raise InvalidInputError(
             f"{field} must be a sequence of floats, got {type(vector).__name__}", field=field
         )
@@ -175,10 +176,12 @@ def unit_vector(vector: Any, dim: int | None, *, field: str = "vector") -> NDArr
         raise InvalidInputError(
             f"{field} has {array.size} dimensions but the index has {dim}", field=field
         )
-    if not np.all(np.isfinite(array)):
+    # A NaN or infinite element, or an overflow, shows as a norm that is not finite,
+    # told apart only then.
+    with np.errstate(over="ignore", invalid="ignore"):
+        norm = math.sqrt(float(np.dot(array, array)))
+    if not math.isfinite(norm) and not np.all(np.isfinite(array)):
         raise InvalidInputError(f"{field} contains NaN or infinite values", field=field)
-    with np.errstate(over="ignore"):  # an overflowing norm is rejected just below
-        norm = float(np.linalg.norm(array))
     if norm == 0.0 or not math.isfinite(norm):
         raise InvalidInputError(f"{field} has zero length; cannot compute cosine", field=field)
     return (array / norm).astype(np.float32)

@@ -35,10 +35,7 @@ class _Light(NamedTuple):
     created_at: int
     last_accessed_at: int
     fields: Mapping[str, Any]
-
-    @property
-    def touched(self) -> int:
-        return max(self.created_at, self.last_accessed_at)
+    touched: int  # the later of created_at and last_accessed_at
 
 
 def light(ctx: StoreContext, match: KnnMatch, now: int) -> _Light | None:
@@ -50,15 +47,17 @@ def light(ctx: StoreContext, match: KnnMatch, now: int) -> _Light | None:
         if is_expired(fields, now):
             return None
         created = integer(fields.get(L.F_CREATED, 0))
-        accessed = fields.get(L.F_ACCESSED)
+        raw_accessed = fields.get(L.F_ACCESSED)
+        accessed = integer(raw_accessed) if raw_accessed is not None else created
         content = fields.get(L.F_CONTENT)
         return _Light(
             match.id,
             text(content) if content is not None else "",
             number(fields.get(L.F_IMPORTANCE, 0.5)),
             created,
-            integer(accessed) if accessed is not None else created,
+            accessed,
             fields,
+            accessed if accessed > created else created,
         )
     except ReplyParseError as exc:
         logger.warning("memory %s of store %s is unreadable: %s", match.id, ctx.keys.name, exc)
@@ -194,7 +193,7 @@ def _terms(ctx: StoreContext, item: _Light) -> tuple[str, ...]:
     stored = item.fields.get(L.F_LEX_TEXT)
     if stored is not None:
         try:
-            return tuple(text(stored).split())
+            return _stored_terms(stored)
         except ReplyParseError as exc:
             logger.warning(
                 "memory %s of store %s has unreadable stored terms (%s); its text is "
@@ -205,6 +204,25 @@ def _terms(ctx: StoreContext, item: _Light) -> tuple[str, ...]:
             )
             ctx.count("corrupt_records")
     return lexical.document_terms(item.content)
+
+
+_STORED_TERMS: dict[Any, tuple[str, ...]] = {}
+_MAX_STORED_TERMS = 8192
+
+
+def _stored_terms(raw: Any) -> tuple[str, ...]:
+    """The terms of a stored ``lex_text`` value, memoised by the raw value (the same
+    memories come back as candidates recall after recall), up to a bound."""
+    try:
+        known = _STORED_TERMS.get(raw)
+    except TypeError:  # not hashable: text() below says what it is
+        known = None
+    if known is not None:
+        return known
+    terms = tuple(text(raw).split())
+    if len(_STORED_TERMS) < _MAX_STORED_TERMS:
+        _STORED_TERMS[raw] = terms
+    return terms
 
 
 def rank_fields(ctx: StoreContext, *, with_labels: bool, with_content: bool) -> tuple[str, ...]:
