@@ -65,6 +65,9 @@ def test_a_lane_serves_only_clients_whose_own_path_it_reproduces() -> None:
     single.connection = object()  # what single_connection_client=True sets up
     assert wire.SyncLane.of(single) is None
     single.connection = None
+    # The asyncio clients open their single connection only on first use.
+    assert wire.AsyncLane.of(valkey.asyncio.Valkey(single_connection_client=True)) is None
+    assert wire.AsyncLane.of(redis.asyncio.Redis(single_connection_client=True)) is None
     # Arguments in another encoding than UTF-8.
     assert wire.AsyncLane.of(valkey.asyncio.Valkey(encoding="latin-1")) is None
     # Not a client of either package.

@@ -104,8 +104,8 @@ def _eligible(client: Any) -> bool:
     """Whether the client's own ``execute_command`` would do exactly what a lane does."""
     if _package(client) is None or "Cluster" in type(client).__name__:
         return False
-    if getattr(client, "connection", None) is not None:
-        return False  # single_connection_client: the client serialises on its lock
+    if getattr(client, "single_connection_client", False) or getattr(client, "connection", None):
+        return False  # one connection, serialised on the client's lock (asyncio: set lazily)
     pool = getattr(client, "connection_pool", None)
     kwargs = getattr(pool, "connection_kwargs", None)
     if not isinstance(kwargs, dict):
