@@ -302,11 +302,12 @@ class FtBackend:
         searched = len(commands) + len(extra)
         self._learn_sizes(plan, replies[searched:])
         results: list[list[KnnMatch]] = []
-        for i, (q, reply) in enumerate(zip(queries, replies, strict=False)):
+        for q, reply in zip(queries, replies, strict=False):
             if isinstance(reply, AgentMemoryError):
                 raise reply
-            if i:
-                yield from pause()  # each reply holds ~50 documents to parse
+            # Each reply holds ~50 documents to parse: a turn of its own (the first one's
+            # too, apart from reading the replies off the socket).
+            yield from pause()
             results.append(_matches(ctx, q, reply))
         return SearchOutcome(results, list(replies[len(commands) : searched]))
 

@@ -198,6 +198,7 @@ def recall_vector(
     total_candidates = len(candidates)
     if near_miss:
         _report_near_miss(ctx, nearest, threshold)
+    yield from pause()
     selection_id = uuid.uuid4().hex
     records = yield from side_effects(
         ctx, ranked, now, request.reinforce, selection_id, context_digest(context_labels)
