@@ -86,6 +86,11 @@ def test_a_reply_the_client_would_rewrite_is_left_to_the_client() -> None:
     assert lane.accepts([command("FT.SEARCH", "i", "*"), command("HMGET", "h", "a")])
     assert not lane.accepts([command("HMGET", "h", "a"), command("HGETALL", "h")])
     assert not lane.accepts([command("hgetall", "h")])
+    client = valkey.asyncio.Valkey()
+    lane = wire.AsyncLane.of(client)
+    assert lane is not None and lane.accepts([command("HMGET", "h", "a")])
+    client.set_response_callback("HMGET", lambda reply, **_: reply)
+    assert not lane.accepts([command("HMGET", "h", "a")])
 
 
 def _client(url: str, package: str, *, asyncio_client: bool, protocol: int, decode: bool) -> Any:

@@ -119,7 +119,7 @@ def _eligible(client: Any) -> bool:
 class _LaneBase:
     """What both lanes share: which commands they take and how a failure is handled."""
 
-    __slots__ = ("_accepted", "_callbacks", "_name_arg", "_pool", "_response_error", "_strict")
+    __slots__ = ("_callbacks", "_name_arg", "_pool", "_response_error", "_strict")
 
     def __init__(self, client: Any) -> None:
         package = _package(client)
@@ -134,18 +134,12 @@ class _LaneBase:
         self._strict = hasattr(type(client), "_disconnect_raise")
         parameters = list(inspect.signature(self._pool.get_connection).parameters.values())
         self._name_arg = bool(parameters) and parameters[0].default is inspect.Parameter.empty
-        self._accepted: dict[str, bool] = {}
 
     def accepts(self, commands: Sequence[Command]) -> bool:
-        """Whether every command's reply reaches the caller unchanged by the client."""
-        for cmd in commands:
-            name = cmd.name
-            ok = self._accepted.get(name)
-            if ok is None:
-                ok = self._accepted[name] = name.upper() not in self._callbacks
-            if not ok:
-                return False
-        return True
+        """Whether every command's reply reaches the caller unchanged by the client (read
+        each time: a callback set on the client later counts too)."""
+        callbacks = self._callbacks
+        return not any(cmd.name.upper() in callbacks for cmd in commands)
 
     def _connection_args(self, commands: Sequence[Command]) -> tuple[str, ...]:
         return (commands[0].name,) if self._name_arg else ()
