@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent_memory.core.effects import Batch, Command, ScanKeys
-from agent_memory.core.wire import AsyncLane, SyncLane, pack
+from agent_memory.core.wire import AsyncLane, SyncLane
 from agent_memory.errors import (
     AgentMemoryError,
     InvalidInputError,
@@ -207,12 +207,10 @@ class SyncExecutor:
         """The batch's replies over the client's connection directly (``None``: the
         client's own API must run it; see :mod:`agent_memory.core.wire`)."""
         lane = self._lane
-        if lane is None or b.atomic or not b.commands or not lane.accepts(b.commands):
+        if lane is None:
             return None
-        packed = pack(b.commands)
-        if packed is None:
-            return None
-        return lane.run(b.commands, packed, [cmd.binary or self._raw for cmd in b.commands])
+        prepared = lane.prepare(b, raw_replies=self._raw)
+        return None if prepared is None else lane.run(prepared)
 
     def batch(self, b: Batch) -> list[Any]:
         replies = self._batch(b if b.atomic else _sha_batch(b))
@@ -294,12 +292,10 @@ class AsyncExecutor:
         """The batch's replies over the client's connection directly (``None``: the
         client's own API must run it; see :mod:`agent_memory.core.wire`)."""
         lane = self._lane
-        if lane is None or b.atomic or not b.commands or not lane.accepts(b.commands):
+        if lane is None:
             return None
-        packed = pack(b.commands)
-        if packed is None:
-            return None
-        return await lane.run(b.commands, packed, [cmd.binary or self._raw for cmd in b.commands])
+        prepared = lane.prepare(b, raw_replies=self._raw)
+        return None if prepared is None else await lane.run(prepared)
 
     async def batch(self, b: Batch) -> list[Any]:
         replies = await self._batch(b if b.atomic else _sha_batch(b))

@@ -28,9 +28,9 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from agent_memory.core.effects import Arg, Command
+from agent_memory.core.effects import Arg, Batch, Command
 
 Packer = Callable[[tuple[Arg, ...]], bytes]
 
@@ -92,6 +92,14 @@ def pack(commands: Sequence[Command]) -> bytes | None:
         return None
 
 
+class Prepared(NamedTuple):
+    """A batch ready for a lane: packed, with each reply's decoding."""
+
+    first: str  # the first command's name (valkey-py's pool asks for one)
+    packed: bytes
+    raw: list[bool]  # per command: read the reply undecoded
+
+
 _PACKAGES = frozenset({"valkey", "redis"})
 
 
@@ -141,8 +149,18 @@ class _LaneBase:
         callbacks = self._callbacks
         return not any(cmd.name.upper() in callbacks for cmd in commands)
 
-    def _connection_args(self, commands: Sequence[Command]) -> tuple[str, ...]:
-        return (commands[0].name,) if self._name_arg else ()
+    def prepare(self, b: Batch, *, raw_replies: bool) -> Prepared | None:
+        """The batch packed for :meth:`run` (``None``: the client's own API must run
+        it; ``raw_replies``: every reply undecoded, else only binary commands')."""
+        if b.atomic or not b.commands or not self.accepts(b.commands):
+            return None
+        packed = pack(b.commands)
+        if packed is None:
+            return None
+        return Prepared(b.commands[0].name, packed, [c.binary or raw_replies for c in b.commands])
+
+    def _connection_args(self, batch: Prepared) -> tuple[str, ...]:
+        return (batch.first,) if self._name_arg else ()
 
     def _retryable(self, conn: Any, error: Exception) -> bool:
         if not self._strict:
@@ -161,19 +179,17 @@ class AsyncLane(_LaneBase):
         """The lane for ``client``, or ``None`` when its own API must be used."""
         return cls(client) if _eligible(client) else None
 
-    async def run(
-        self, commands: Sequence[Command], packed: bytes, raw: Sequence[bool]
-    ) -> list[Any]:
-        """Send ``packed`` (the ``commands``) and read one reply per command (undecoded
-        where ``raw`` says so); error replies are returned as exception instances."""
+    async def run(self, batch: Prepared) -> list[Any]:
+        """Send the batch and read one reply per command (undecoded where ``batch.raw``
+        says so); error replies are returned as exception instances."""
         pool = self._pool
-        conn = await pool.get_connection(*self._connection_args(commands))
+        conn = await pool.get_connection(*self._connection_args(batch))
         try:
 
             async def exchange() -> list[Any]:
-                await conn.send_packed_command([packed])
+                await conn.send_packed_command([batch.packed])
                 replies: list[Any] = []
-                for undecoded in raw:
+                for undecoded in batch.raw:
                     try:
                         replies.append(await conn.read_response(disable_decoding=undecoded))
                     except self._response_error as exc:
@@ -205,17 +221,17 @@ class SyncLane(_LaneBase):
         """The lane for ``client``, or ``None`` when its own API must be used."""
         return cls(client) if _eligible(client) else None
 
-    def run(self, commands: Sequence[Command], packed: bytes, raw: Sequence[bool]) -> list[Any]:
-        """Send ``packed`` (the ``commands``) and read one reply per command (undecoded
-        where ``raw`` says so); error replies are returned as exception instances."""
+    def run(self, batch: Prepared) -> list[Any]:
+        """Send the batch and read one reply per command (undecoded where ``batch.raw``
+        says so); error replies are returned as exception instances."""
         pool = self._pool
-        conn = pool.get_connection(*self._connection_args(commands))
+        conn = pool.get_connection(*self._connection_args(batch))
         try:
 
             def exchange() -> list[Any]:
-                conn.send_packed_command([packed])
+                conn.send_packed_command([batch.packed])
                 replies: list[Any] = []
-                for undecoded in raw:
+                for undecoded in batch.raw:
                     try:
                         replies.append(conn.read_response(disable_decoding=undecoded))
                     except self._response_error as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from agent_memory.backends.base import KnnMatch
@@ -206,23 +207,17 @@ def _terms(ctx: StoreContext, item: _Light) -> tuple[str, ...]:
     return lexical.document_terms(item.content)
 
 
-_STORED_TERMS: dict[Any, tuple[str, ...]] = {}
-_MAX_STORED_TERMS = 8192
-
-
 def _stored_terms(raw: Any) -> tuple[str, ...]:
-    """The terms of a stored ``lex_text`` value, memoised by the raw value (the same
-    memories come back as candidates recall after recall), up to a bound."""
-    try:
-        known = _STORED_TERMS.get(raw)
-    except TypeError:  # not hashable: text() below says what it is
-        known = None
-    if known is not None:
-        return known
-    terms = tuple(text(raw).split())
-    if len(_STORED_TERMS) < _MAX_STORED_TERMS:
-        _STORED_TERMS[raw] = terms
-    return terms
+    """The terms of a stored ``lex_text`` value (memoised by the raw value: the same
+    memories come back as candidates recall after recall)."""
+    if isinstance(raw, (bytes, str)):
+        return _split_terms(raw)
+    return tuple(text(raw).split())
+
+
+@lru_cache(maxsize=8192)
+def _split_terms(raw: bytes | str) -> tuple[str, ...]:
+    return tuple(text(raw).split())
 
 
 def rank_fields(ctx: StoreContext, *, with_labels: bool, with_content: bool) -> tuple[str, ...]:
