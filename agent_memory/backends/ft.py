@@ -23,6 +23,7 @@ from agent_memory.core.effects import (
     command,
     execute,
     execute_batch,
+    in_turns,
     pause,
     sleep,
 )
@@ -40,7 +41,12 @@ from agent_memory.schema.layout import DISTANCE_ALIAS, F_LEX, F_LEX_TEXT, F_SESS
 from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM
 from agent_memory.schema.records import vector_blob
 from agent_memory.search.dialect import NO_SEARCH
-from agent_memory.search.parse import IndexInfo, parse_index_info, parse_search_reply
+from agent_memory.search.parse import (
+    IndexInfo,
+    SearchDocument,
+    parse_index_info,
+    parse_search_reply,
+)
 from agent_memory.search.plan import hybrid_policy
 from agent_memory.search.query import (
     LEX_DISTANCE_ALIAS,
@@ -305,10 +311,15 @@ class FtBackend:
         for q, reply in zip(queries, replies, strict=False):
             if isinstance(reply, AgentMemoryError):
                 raise reply
-            # Each reply holds ~50 documents to parse: a turn of its own (the first one's
-            # too, apart from reading the replies off the socket).
+            # Each reply holds ~50 documents: parsed in turns of their own (the first
+            # one apart from reading the replies off the socket).
             yield from pause()
-            results.append(_matches(ctx, q, reply))
+            documents = parse_search_reply(reply).documents
+            matches: list[KnnMatch] = []
+            for part in in_turns(documents):
+                yield from pause()
+                matches += _matches(ctx, q, part)
+            results.append(matches)
         return SearchOutcome(results, list(replies[len(commands) : searched]))
 
     def drop(self, ctx: StoreContext) -> Operation[None]:
@@ -319,15 +330,16 @@ class FtBackend:
                 raise
 
 
-def _matches(ctx: StoreContext, q: KnnQuery, reply: Any) -> list[KnnMatch]:
-    """The matches of one search reply (text searches have no distance: 0)."""
+def _matches(ctx: StoreContext, q: KnnQuery, documents: Sequence[SearchDocument]) -> list[KnnMatch]:
+    """The matches among documents of a search reply (text searches have no distance:
+    0)."""
     alias = None
     if not (q.lexical and ctx.lexical_form == TEXT_FORM):
         alias = LEX_DISTANCE_ALIAS if q.lexical else DISTANCE_ALIAS
     matches = []
     prefix = ctx.keys.prefix
     cut = len(prefix)
-    for doc in parse_search_reply(reply).documents:
+    for doc in documents:
         fields = doc.fields  # a fresh dict per document: ours to change
         distance = fields.pop(alias, None) if alias is not None else 0.0
         if distance is None or not fields:

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from agent_memory.errors import AgentMemoryError, ReplyParseError, ServerResponseError
 
 
 def text(value: Any) -> str:
     """A reply element as ``str`` (UTF-8 decoded when it is bytes)."""
+    if type(value) is bytes:  # the common case first: a recall converts hundreds
+        try:
+            return str(value, "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ReplyParseError(f"reply is not valid UTF-8: {exc}") from exc
     if isinstance(value, str):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -58,6 +63,11 @@ def raw_bytes(value: Any) -> bytes:
 
 def integer(value: Any) -> int:
     """A reply element as ``int`` (accepts ints and their text)."""
+    if type(value) is bytes:  # the common case first: a hash field's digits
+        try:
+            return int(value)
+        except ValueError:
+            return _integer_of_number(value)  # "1.0", "1e3": written as a float
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
@@ -79,6 +89,14 @@ def _integer_of_number(value: Any) -> int:
 
 def number(value: Any) -> float:
     """A reply element as a finite ``float``."""
+    if type(value) is bytes:  # the common case first: a hash field's text
+        try:
+            result = float(value)
+        except ValueError as exc:
+            raise ReplyParseError(f"expected a numeric reply, got {value!r}") from exc
+        if math.isnan(result):
+            raise ReplyParseError("numeric reply is NaN")
+        return result
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         result = float(value)
     else:
@@ -116,14 +134,17 @@ def pairs(value: Any) -> dict[str, Any]:
     if type(value) is list or isinstance(value, tuple):  # the common shape, checked first
         if len(value) % 2:
             raise ReplyParseError(f"map reply has an odd number of elements ({len(value)})")
-        keys, values = value[::2], value[1::2]
-        try:  # the common case: every name seen before (a search reply holds thousands)
-            names: list[str | None] = list(map(_NAMES.get, keys))
+        # The common case: every name seen before (a search reply holds thousands).
+        # zip() draws a name then its value from the one iterator; a name not in the
+        # cache maps to None, and the general path below decodes (and remembers) it.
+        flat = iter(value)
+        try:
+            known: dict[Any, Any] = dict(zip(map(_NAMES.get, flat), flat, strict=True))
         except TypeError:  # an unhashable key: name() below says what it is
-            names = [None]
-        if None not in names:
-            return dict(zip(cast("list[str]", names), values, strict=True))
-        return {name(k): v for k, v in zip(keys, values, strict=True)}
+            known = {None: None}
+        if None not in known:
+            return known
+        return {name(k): v for k, v in zip(value[::2], value[1::2], strict=True)}
     if value is None:
         return {}
     if isinstance(value, Mapping):

@@ -196,18 +196,19 @@ class QueryScorer:
     idf: tuple[float, ...]
     mass: float
     avgdl: float
+    vocabulary: frozenset[str]
 
     @classmethod
     def of(cls, query_terms: Iterable[str], stats: TermStats) -> QueryScorer:
         terms = tuple(sorted(set(query_terms)))
         idf = tuple(stats.idf(t) for t in terms)
-        return cls(terms, idf, sum(idf), stats.avgdl)
+        return cls(terms, idf, sum(idf), stats.avgdl, frozenset(terms))
 
     def score(self, doc_terms: Sequence[str]) -> tuple[float, float]:
         """``(bm25, coverage)`` of one document: Okapi BM25 over the distinct query terms,
         and the share of the query's idf mass the document contains."""
-        if not doc_terms:
-            return 0.0, 0.0
+        if self.vocabulary.isdisjoint(doc_terms):
+            return 0.0, 0.0  # most semantic candidates share no term with the query
         norm = K1 * (1.0 - B + B * len(doc_terms) / self.avgdl)
         score = covered = 0.0
         for term, weight in zip(self.terms, self.idf, strict=True):

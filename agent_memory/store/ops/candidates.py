@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -85,18 +85,16 @@ _CHANNELS = {
 }  # the channels that found a candidate, by (semantic, lexical)
 
 
-def visible_candidates(
-    ctx: StoreContext,
-    pool: int,
-    semantic: list[KnnMatch],
-    lexical_matches: list[KnnMatch],
-    weights: RecallWeights,
-    query_labels: Labels,
-    now: int,
-) -> list[Visible]:
-    """Union of a pool's semantic and lexical matches, minus expired and suppressed."""
-    context = context_digest(query_labels)
-    forgetting = ctx.settings.forgetting
+class Found(NamedTuple):
+    """A match of a pool's semantic or lexical channel, once per memory."""
+
+    match: KnnMatch
+    distance: float  # a lexical-only match: the farthest semantic distance of the pool
+    matched: frozenset[str]  # the channels that found it
+
+
+def found(semantic: list[KnnMatch], lexical_matches: list[KnnMatch]) -> list[Found]:
+    """Union of a pool's semantic and lexical matches, each memory once."""
     bound = max((m.distance for m in semantic), default=2.0)
     lexical_ids = {m.id for m in lexical_matches}
     semantic_ids = {m.id for m in semantic}
@@ -108,6 +106,24 @@ def visible_candidates(
         if match.id in seen:
             continue
         seen.add(match.id)
+        channels = _CHANNELS[(match.id in semantic_ids, match.id in lexical_ids)]
+        out.append(Found(match, distance, channels))
+    return out
+
+
+def visible_candidates(
+    ctx: StoreContext,
+    pool: int,
+    matches: Sequence[Found],
+    weights: RecallWeights,
+    query_labels: Labels,
+    now: int,
+) -> list[Visible]:
+    """The matches of a pool (see :func:`found`) minus the expired and the suppressed."""
+    context = context_digest(query_labels)
+    forgetting = ctx.settings.forgetting
+    out = []
+    for match, distance, matched in matches:
         item = light(ctx, match, now)
         if item is None:
             continue
@@ -130,7 +146,6 @@ def visible_candidates(
                 bonus += weights.utility * utility(state, context)
         if query_labels:
             bonus += weights.labels * overlap(query_labels, _labels_of(item.fields))
-        matched = _CHANNELS[(match.id in semantic_ids, match.id in lexical_ids)]
         out.append(Visible(pool, item, distance, bonus, matched, kept))
     return out
 
@@ -148,21 +163,25 @@ def _labels_of(fields: Mapping[str, Any]) -> Labels:
     return {str(k): tuple(str(v) for v in vs) for k, vs in data.items() if isinstance(vs, list)}
 
 
+def lexical_scores(
+    ctx: StoreContext, visible: Sequence[Visible], scorer: lexical.QueryScorer
+) -> list[tuple[float, float]]:
+    """``(bm25, coverage)`` of each candidate's text for the query."""
+    return [scorer.score(_terms(ctx, v.item)) for v in visible]
+
+
 def fused(
-    ctx: StoreContext,
     visible: list[Visible],
-    terms: list[str] | None,
-    stats: lexical.TermStats,
+    scored: list[tuple[float, float]] | None,
     weights: RecallWeights,
 ) -> list[Candidate]:
-    """Candidates with their hybrid relevance (``terms`` None: hybrid off, 1 - d/2)."""
-    if terms is None:
+    """Candidates with their hybrid relevance, from each visible candidate's lexical
+    scores (:func:`lexical_scores`); ``scored`` None: hybrid off, ``1 - d/2``."""
+    if scored is None:
         return [
             Candidate(v.item.id, v.distance, v.item.importance, v.item.touched, v, v.bonus)
             for v in visible
         ]
-    scorer = lexical.QueryScorer.of(terms, stats)
-    scored = [scorer.score(_terms(ctx, v.item)) for v in visible]
     kept = [
         (v, s, c)
         for v, (s, c) in zip(visible, scored, strict=True)

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnQuery
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Command, Operation, command, pause
+from agent_memory.core.effects import Command, Operation, command, in_turns, pause
 from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema import lexical
@@ -38,7 +38,14 @@ from agent_memory.schema.labels import Labels, check_labels, context_digest, fil
 from agent_memory.schema.records import parse_item
 from agent_memory.schema.scoring import Ranked, rank
 from agent_memory.schema.types import MemoryHit, RecallResult, RecallWeights, Scope
-from agent_memory.store.ops.candidates import Visible, fused, rank_fields, visible_candidates
+from agent_memory.store.ops.candidates import (
+    Visible,
+    found,
+    fused,
+    lexical_scores,
+    rank_fields,
+    visible_candidates,
+)
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.labeling import run_labeler
@@ -164,17 +171,23 @@ def recall_vector(
     now = ctx.now_ms()
     pools = len(filters)
     visible: list[Visible] = []
-    # Pauses cut the ranking of ~100 candidates into short turns: eight concurrent
-    # recalls then share an event loop in ~0.2 ms slices instead of queueing the loop
-    # for the sum of their whole rankings (free for the blocking store).
-    yield from pause()
+    # Pauses cut the ranking of ~100 candidates into short turns (``in_turns``): eight
+    # concurrent recalls then share an event loop in ~0.1 ms slices instead of queueing
+    # the loop for the sum of their whole rankings (free for the blocking store).
     for i in range(pools):
         lexical_matches = outcome.matches[pools + i] if len(outcome.matches) > pools else []
-        visible += visible_candidates(
-            ctx, i, outcome.matches[i], lexical_matches, weights, context_labels, now
-        )
+        for part in in_turns(found(outcome.matches[i], lexical_matches)):
+            yield from pause()
+            visible += visible_candidates(ctx, i, part, weights, context_labels, now)
+    scored: list[tuple[float, float]] | None = None
+    if terms is not None:
+        scorer = lexical.QueryScorer.of(terms, stats)
+        scored = []
+        for some in in_turns(visible):
+            yield from pause()
+            scored += lexical_scores(ctx, some, scorer)
     yield from pause()
-    candidates = fused(ctx, visible, terms, stats, weights)
+    candidates = fused(visible, scored, weights)
     yield from pause()
     pool_of = {v.item.id: v.pool for v in visible}
     rankings = [

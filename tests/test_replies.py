@@ -1,0 +1,61 @@
+"""The reply helpers' fast paths (bytes first, cached field names) keep the contract of
+their general paths."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agent_memory.core import replies
+from agent_memory.errors import ReplyParseError
+
+
+def test_pairs_of_a_flat_list_decodes_known_and_new_names() -> None:
+    first = replies.pairs([b"importance", b"0.5", b"a_name_never_seen_before", b"x"])
+    assert first == {"importance": b"0.5", "a_name_never_seen_before": b"x"}
+    # The second time every name is cached: the fast path gives the same mapping.
+    assert replies.pairs([b"importance", b"0.5", b"a_name_never_seen_before", b"x"]) == first
+    assert replies.pairs(("a", 1, "b", None)) == {"a": 1, "b": None}
+    assert replies.pairs({b"k": b"v"}) == {"k": b"v"}
+    assert replies.pairs(None) == {}
+    assert replies.pairs([]) == {}
+
+
+def test_pairs_rejects_odd_lists_and_unreadable_names() -> None:
+    with pytest.raises(ReplyParseError, match="odd number"):
+        replies.pairs([b"importance", b"0.5", b"created_at"])
+    with pytest.raises(ReplyParseError):
+        replies.pairs([[b"nested"], b"value"])
+    with pytest.raises(ReplyParseError, match="UTF-8"):
+        replies.pairs([b"\xff\xfe", b"value"])
+    with pytest.raises(ReplyParseError, match="map reply"):
+        replies.pairs(42)
+
+
+def test_numbers_from_bytes_and_other_shapes() -> None:
+    assert replies.integer(b"1796150261215") == 1796150261215
+    assert replies.integer(b"2.0") == 2
+    assert replies.integer(7) == 7
+    assert replies.integer(True) == 1
+    assert replies.number(b"0.25") == 0.25
+    assert replies.number(3) == 3.0
+    assert replies.number("inf") == math.inf
+    for bad in (b"nan", "nan", float("nan")):
+        with pytest.raises(ReplyParseError, match="NaN"):
+            replies.number(bad)
+    with pytest.raises(ReplyParseError, match="numeric"):
+        replies.number(b"half")
+    with pytest.raises(ReplyParseError, match="integer"):
+        replies.integer(b"many")
+
+
+def test_text_of_bytes_str_and_numbers() -> None:
+    assert replies.text(b"caf\xc3\xa9") == "café"
+    assert replies.text("café") == "café"
+    assert replies.text(bytearray(b"ab")) == "ab"
+    assert replies.text(5) == "5"
+    with pytest.raises(ReplyParseError, match="UTF-8"):
+        replies.text(b"\xff")
+    with pytest.raises(ReplyParseError, match="string reply"):
+        replies.text(None)
