@@ -43,9 +43,10 @@ from agent_memory.schema.records import vector_blob
 from agent_memory.search.dialect import NO_SEARCH
 from agent_memory.search.parse import (
     IndexInfo,
-    SearchDocument,
+    SearchEntry,
+    document,
     parse_index_info,
-    parse_search_reply,
+    search_entries,
 )
 from agent_memory.search.plan import hybrid_policy
 from agent_memory.search.query import (
@@ -314,9 +315,9 @@ class FtBackend:
             # Each reply holds ~50 documents: parsed in turns of their own (the first
             # one apart from reading the replies off the socket).
             yield from pause()
-            documents = parse_search_reply(reply).documents
+            _, entries = search_entries(reply)
             matches: list[KnnMatch] = []
-            for part in in_turns(documents):
+            for part in in_turns(entries):
                 yield from pause()
                 matches += _matches(ctx, q, part)
             results.append(matches)
@@ -330,8 +331,8 @@ class FtBackend:
                 raise
 
 
-def _matches(ctx: StoreContext, q: KnnQuery, documents: Sequence[SearchDocument]) -> list[KnnMatch]:
-    """The matches among documents of a search reply (text searches have no distance:
+def _matches(ctx: StoreContext, q: KnnQuery, entries: Sequence[SearchEntry]) -> list[KnnMatch]:
+    """The matches among entries of a search reply (text searches have no distance:
     0)."""
     alias = None
     if not (q.lexical and ctx.lexical_form == TEXT_FORM):
@@ -339,7 +340,7 @@ def _matches(ctx: StoreContext, q: KnnQuery, documents: Sequence[SearchDocument]
     matches = []
     prefix = ctx.keys.prefix
     cut = len(prefix)
-    for doc in documents:
+    for doc in map(document, entries):
         fields = doc.fields  # a fresh dict per document: ours to change
         distance = fields.pop(alias, None) if alias is not None else 0.0
         if distance is None or not fields:

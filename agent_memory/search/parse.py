@@ -30,40 +30,70 @@ def _check_timeout(reply: Any) -> None:
         raise OperationTimeoutError("FT.SEARCH timed out on the server")
 
 
-def _parse_map_shape(reply: Mapping[Any, Any]) -> SearchReply:
+class SearchEntry(NamedTuple):
+    """One document of a search reply as received: its key and its fields' map reply
+    (``None`` for a key-only entry), not decoded yet (see :func:`document`)."""
+
+    key: Any
+    fields: Any
+
+
+def _map_shape_entries(reply: Mapping[Any, Any]) -> tuple[int, list[SearchEntry]]:
     top = pairs(reply)
     if "results" not in top:
         raise ReplyParseError(f"FT.SEARCH map reply without 'results' (keys: {sorted(top)})")
-    docs: list[SearchDocument] = []
     results = top["results"] or []
     if not isinstance(results, Sequence):
         raise ReplyParseError("FT.SEARCH 'results' is not a list")
+    entries = []
     for entry in results:
         item = pairs(entry)
-        key = text(item.get("id"))
-        attributes = item.get("extra_attributes") or item.get("values") or {}
-        fields = pairs(attributes) if attributes else {}
-        docs.append(SearchDocument(key, fields))
-    total = integer(top.get("total_results", len(docs)))
-    return SearchReply(total, tuple(docs))
+        attributes = item.get("extra_attributes") or item.get("values") or None
+        entries.append(SearchEntry(item.get("id"), attributes))
+    return integer(top.get("total_results", len(entries))), entries
 
 
-def _parse_array_shape(reply: Sequence[Any]) -> SearchReply:
+def _array_shape_entries(reply: Sequence[Any]) -> tuple[int, list[SearchEntry]]:
     if not reply:
         raise ReplyParseError("FT.SEARCH reply is an empty array")
     total = integer(reply[0])
-    docs: list[SearchDocument] = []
+    entries: list[SearchEntry] = []
     i, size = 1, len(reply)
     while i < size:
-        key = text(reply[i])
         following = reply[i + 1] if i + 1 < size else None
         if isinstance(following, (list, tuple, dict)):
-            docs.append(SearchDocument(key, pairs(following)))
+            entries.append(SearchEntry(reply[i], following))
             i += 2
         else:
-            docs.append(SearchDocument(key, {}))  # NOCONTENT-style entry: key only
+            entries.append(SearchEntry(reply[i], None))  # NOCONTENT-style entry: key only
             i += 1
-    return SearchReply(total, tuple(docs))
+    return total, entries
+
+
+def search_entries(reply: Any) -> tuple[int, list[SearchEntry]]:
+    """The total and the documents of an ``FT.SEARCH`` reply of either server in either
+    protocol, as received: decoding them (:func:`document`) is the larger cost, which a
+    caller may spread over several event-loop turns.
+
+    Raises:
+        OperationTimeoutError: valkey-search 1.0 reported a timeout as a simple string.
+        ReplyParseError: the reply has no recognisable shape.
+    """
+    _check_timeout(reply)
+    if isinstance(reply, Mapping):
+        return _map_shape_entries(reply)
+    if isinstance(reply, (list, tuple)):
+        return _array_shape_entries(reply)
+    raise ReplyParseError(f"unexpected FT.SEARCH reply type {type(reply).__name__}")
+
+
+def document(entry: SearchEntry) -> SearchDocument:
+    """A search entry decoded: its key as text and its fields as a fresh dict.
+
+    Raises:
+        ReplyParseError: the key or a field name is not text, or the map is malformed.
+    """
+    return SearchDocument(text(entry.key), pairs(entry.fields) if entry.fields else {})
 
 
 def parse_search_reply(reply: Any) -> SearchReply:
@@ -73,12 +103,8 @@ def parse_search_reply(reply: Any) -> SearchReply:
         OperationTimeoutError: valkey-search 1.0 reported a timeout as a simple string.
         ReplyParseError: the reply has no recognisable shape.
     """
-    _check_timeout(reply)
-    if isinstance(reply, Mapping):
-        return _parse_map_shape(reply)
-    if isinstance(reply, (list, tuple)):
-        return _parse_array_shape(reply)
-    raise ReplyParseError(f"unexpected FT.SEARCH reply type {type(reply).__name__}")
+    total, entries = search_entries(reply)
+    return SearchReply(total, tuple(map(document, entries)))
 
 
 @dataclass(frozen=True, slots=True)

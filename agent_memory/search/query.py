@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agent_memory.schema.encoding import is_token
 from agent_memory.schema.filters import MemoryFilter
@@ -122,8 +123,10 @@ def _any_of(field: str, tokens: Sequence[str]) -> str:
     return clauses[0] if len(clauses) == 1 else "(" + " | ".join(clauses) + ")"
 
 
+@lru_cache(maxsize=1024)
 def filter_expression(flt: MemoryFilter) -> str:
-    """The pre-filter of a KNN query; always non-empty (it names the namespace)."""
+    """The pre-filter of a KNN query; always non-empty (it names the namespace).
+    Memoised: a store's recalls repeat a few scopes, and the filter is immutable."""
     clauses = [_tag(F_NAMESPACE, flt.namespace)]
     if flt.session is not None:
         clauses.append(_tag(F_SESSION, flt.session))

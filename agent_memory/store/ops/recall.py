@@ -62,6 +62,7 @@ logger = logging.getLogger("agent_memory.store")
 
 MAX_CANDIDATES = 1000
 _NO_VECTOR = np.zeros(0, dtype=np.float32)
+_NO_SCOPE = Scope()  # immutable: shared by every recall without a scope
 
 
 def candidate_count(k: int) -> int:
@@ -129,7 +130,7 @@ def recall_vector(
 ) -> Operation[RecallResult]:
     """Recall with an already-validated unit query vector (hybrid when ``query_text``
     is given and ``RecallWeights.lexical > 0``)."""
-    scope = request.scope or Scope()
+    scope = request.scope or _NO_SCOPE
     threshold = request.threshold if request.threshold is not None else ctx.config.threshold
     weights = request.weights or ctx.config.weights
     context_labels = {**(query_labels or {}), **request.labels}
@@ -216,8 +217,10 @@ def recall_vector(
     records = yield from side_effects(
         ctx, ranked, now, request.reinforce, selection_id, context_digest(context_labels)
     )
-    yield from pause()
-    hits = [_hit(ctx, r, fields) for r, fields in zip(ranked, records, strict=True)]
+    hits: list[MemoryHit | None] = []
+    for returned in in_turns(list(zip(ranked, records, strict=True)), _HITS_PER_TURN):
+        yield from pause()
+        hits += [_hit(ctx, r, fields) for r, fields in returned]
     return RecallResult(
         [hit for hit in hits if hit is not None],
         selection_id=selection_id,
@@ -226,6 +229,9 @@ def recall_vector(
         near_miss=near_miss,
         backend=ctx.backend.name,
     )
+
+
+_HITS_PER_TURN = 4  # a hit's full record costs as much to parse as ~6 candidates
 
 
 def _hit(ctx: StoreContext, ranked: Ranked, record: HitRecord) -> MemoryHit | None:
