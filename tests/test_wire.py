@@ -78,19 +78,24 @@ def test_a_lane_serves_only_clients_whose_own_path_it_reproduces() -> None:
     assert wire.SyncLane.of(cluster) is None
 
 
-def test_a_reply_the_client_would_rewrite_is_left_to_the_client() -> None:
+def test_a_reply_the_client_rewrites_goes_through_its_callback() -> None:
     import valkey.asyncio
 
-    lane = wire.AsyncLane.of(valkey.asyncio.Valkey())
-    assert lane is not None
-    assert lane.accepts([command("FT.SEARCH", "i", "*"), command("HMGET", "h", "a")])
-    assert not lane.accepts([command("HMGET", "h", "a"), command("HGETALL", "h")])
-    assert not lane.accepts([command("hgetall", "h")])
     client = valkey.asyncio.Valkey()
     lane = wire.AsyncLane.of(client)
-    assert lane is not None and lane.accepts([command("HMGET", "h", "a")])
-    client.set_response_callback("HMGET", lambda reply, **_: reply)
-    assert not lane.accepts([command("HMGET", "h", "a")])
+    assert lane is not None
+    prepared = lane.prepare(
+        Batch((command("HMGET", "h", "a"), command("hgetall", "h"))), raw_replies=False
+    )
+    assert prepared is not None
+    assert prepared.callbacks[0] is None
+    assert prepared.callbacks[1] is client.response_callbacks["HGETALL"]
+    # A callback set on the client later counts for the next batch.
+    client.set_response_callback("HMGET", lambda reply, **_: ["seen", *reply])
+    later = lane.prepare(Batch((command("HMGET", "h", "a"),)), raw_replies=False)
+    assert later is not None and later.callbacks[0] is not None
+    assert later.callbacks[0]([b"1"]) == ["seen", b"1"]
+    assert lane.prepare(Batch((command("GET", "k"),), atomic=True), raw_replies=False) is None
 
 
 def _client(url: str, package: str, *, asyncio_client: bool, protocol: int, decode: bool) -> Any:
@@ -119,6 +124,12 @@ def _batch(prefix: str) -> Batch:
             command("ZCARD", f"{prefix}:z"),
             command("GET", f"{prefix}:bin", binary=True),
             command("EVAL", "return ARGV[1]", "0", "echo"),
+            # Replies the client packages rewrite with a response callback:
+            command("HGETALL", f"{prefix}:h"),  # a dict
+            command("SET", f"{prefix}:s", "text \u00e9"),  # True
+            command("ZSCORE", f"{prefix}:z", "m2"),  # a float
+            command("TYPE", f"{prefix}:z"),
+            command("PING"),
         )
     )
 

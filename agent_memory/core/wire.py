@@ -10,16 +10,16 @@ own connection pool, connections, retry policy, socket timeouts and health check
 for a whole batch at once: it packs the commands in one go (with the compiled packer of
 ``libvalkey`` or ``hiredis`` when either is installed, else a small Python one), sends
 them with the connection's ``send_packed_command`` and reads each reply with its
-``read_response``. An error reply comes back as the exception instance a pipeline
-returns with ``raise_on_error=False``.
+``read_response``. A reply the client package rewrites (``HGETALL`` into a dict, ``SET``
+into a bool...) goes through the client's own response callback, as its
+``parse_response`` does; an error reply comes back as the exception instance a
+pipeline returns with ``raise_on_error=False``.
 
 It is used only where the result is the same as the client's: standalone clients of
 the ``valkey`` or ``redis`` package (a cluster client routes by slot; a
 single-connection client serialises through its own lock; client-side caching answers
-from its cache), UTF-8 encoding, non-transactional batches, and commands whose replies
-the client package does not rewrite with a response callback (``HGETALL`` into a dict,
-say). Everything else goes through ``execute_command`` and pipelines as before. One
-difference remains: the client package's own instrumentation (redis-py's OpenTelemetry
+from its cache), UTF-8 encoding and non-transactional batches. Everything else goes
+through ``execute_command`` and pipelines as before. One difference remains: the client package's own instrumentation (redis-py's OpenTelemetry
 command metrics) does not see these commands; the library's own spans and metrics do.
 """
 
@@ -92,12 +92,16 @@ def pack(commands: Sequence[Command]) -> bytes | None:
         return None
 
 
+Callback = Callable[..., Any]
+
+
 class Prepared(NamedTuple):
-    """A batch ready for a lane: packed, with each reply's decoding."""
+    """A batch ready for a lane: packed, with each reply's decoding and callback."""
 
     first: str  # the first command's name (valkey-py's pool asks for one)
     packed: bytes
     raw: list[bool]  # per command: read the reply undecoded
+    callbacks: list[Callback | None]  # per command: the client's response callback
 
 
 _PACKAGES = frozenset({"valkey", "redis"})
@@ -143,21 +147,23 @@ class _LaneBase:
         parameters = list(inspect.signature(self._pool.get_connection).parameters.values())
         self._name_arg = bool(parameters) and parameters[0].default is inspect.Parameter.empty
 
-    def accepts(self, commands: Sequence[Command]) -> bool:
-        """Whether every command's reply reaches the caller unchanged by the client (read
-        each time: a callback set on the client later counts too)."""
-        callbacks = self._callbacks
-        return not any(cmd.name.upper() in callbacks for cmd in commands)
-
     def prepare(self, b: Batch, *, raw_replies: bool) -> Prepared | None:
         """The batch packed for :meth:`run` (``None``: the client's own API must run
-        it; ``raw_replies``: every reply undecoded, else only binary commands')."""
-        if b.atomic or not b.commands or not self.accepts(b.commands):
+        it; ``raw_replies``: every reply undecoded, else only binary commands'). The
+        client's response callbacks are read for each batch: one set on the client
+        later counts too."""
+        if b.atomic or not b.commands:
             return None
         packed = pack(b.commands)
         if packed is None:
             return None
-        return Prepared(b.commands[0].name, packed, [c.binary or raw_replies for c in b.commands])
+        callbacks = self._callbacks
+        return Prepared(
+            b.commands[0].name,
+            packed,
+            [c.binary or raw_replies for c in b.commands],
+            [callbacks.get(c.name.upper()) for c in b.commands],
+        )
 
     def _connection_args(self, batch: Prepared) -> tuple[str, ...]:
         return (batch.first,) if self._name_arg else ()
@@ -181,7 +187,8 @@ class AsyncLane(_LaneBase):
 
     async def run(self, batch: Prepared) -> list[Any]:
         """Send the batch and read one reply per command (undecoded where ``batch.raw``
-        says so); error replies are returned as exception instances."""
+        says so, through the client's response callback where it has one); error
+        replies are returned as exception instances."""
         pool = self._pool
         conn = await pool.get_connection(*self._connection_args(batch))
         try:
@@ -201,7 +208,7 @@ class AsyncLane(_LaneBase):
                 if not self._retryable(conn, error):
                     raise error
 
-            return await conn.retry.call_with_retry(exchange, fail)  # type: ignore[no-any-return]
+            replies: list[Any] = await conn.retry.call_with_retry(exchange, fail)
         except BaseException:
             # Replies may still be in flight (a timeout, a cancelled task): never hand
             # the pool a connection whose next read would return them.
@@ -209,6 +216,17 @@ class AsyncLane(_LaneBase):
             raise
         finally:
             await pool.release(conn)
+        called = _called_back(replies, batch.callbacks)
+        return [await r if inspect.isawaitable(r) else r for r in called]
+
+
+def _called_back(replies: list[Any], callbacks: list[Callback | None]) -> list[Any]:
+    """Each reply through its command's response callback, as the client's own
+    ``parse_response`` does (error replies stay as they are)."""
+    return [
+        reply if callback is None or isinstance(reply, BaseException) else callback(reply)
+        for reply, callback in zip(replies, callbacks, strict=True)
+    ]
 
 
 class SyncLane(_LaneBase):
@@ -223,7 +241,8 @@ class SyncLane(_LaneBase):
 
     def run(self, batch: Prepared) -> list[Any]:
         """Send the batch and read one reply per command (undecoded where ``batch.raw``
-        says so); error replies are returned as exception instances."""
+        says so, through the client's response callback where it has one); error
+        replies are returned as exception instances."""
         pool = self._pool
         conn = pool.get_connection(*self._connection_args(batch))
         try:
@@ -243,9 +262,10 @@ class SyncLane(_LaneBase):
                 if not self._retryable(conn, error):
                     raise error
 
-            return conn.retry.call_with_retry(exchange, fail)  # type: ignore[no-any-return]
+            replies: list[Any] = conn.retry.call_with_retry(exchange, fail)
         except BaseException:
             conn.disconnect()
             raise
         finally:
             pool.release(conn)
+        return _called_back(replies, batch.callbacks)
