@@ -3,6 +3,8 @@ union of a pool's channels, and search replies split before they are decoded."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agent_memory.backends.base import KnnMatch
@@ -62,3 +64,18 @@ def test_a_malformed_entry_fails_when_decoded() -> None:
         document(entries[0])
     with pytest.raises(ReplyParseError, match="empty array"):
         search_entries([])
+
+
+def test_a_filter_built_from_lists_is_hashable_and_equal_to_its_tuple_form() -> None:
+    from agent_memory.schema.filters import MemoryFilter
+    from agent_memory.search.query import filter_expression
+
+    as_lists: dict[str, Any] = {
+        "tags": ["a"], "sources": ["fact"], "exclude_sources": ["x"], "label_groups": [["t1", "t2"]],
+    }  # fmt: skip
+    listed = MemoryFilter("_d", **as_lists)
+    tupled = MemoryFilter(
+        "_d", tags=("a",), sources=("fact",), exclude_sources=("x",), label_groups=(("t1", "t2"),)
+    )
+    assert listed == tupled and hash(listed) == hash(tupled)
+    assert filter_expression(listed) == filter_expression(tupled)

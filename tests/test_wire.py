@@ -249,3 +249,35 @@ async def test_a_connection_the_server_dropped_is_replaced(
         await admin.delete(key)
         await admin.aclose()
         await client.aclose()
+
+
+@pytest.mark.parametrize("package", ["valkey", "redis"])
+async def test_async_and_failing_callbacks_behave_as_on_the_clients_own_path(
+    plain_server: ServerInfo, package: str
+) -> None:
+    client = _client(plain_server.url, package, asyncio_client=True, protocol=2, decode=True)
+    prefix = f"wire{uuid.uuid4().hex[:8]}"
+    await client.set(f"{prefix}:s", "7")
+
+    async def doubled(reply: Any, **_: Any) -> int:
+        await asyncio.sleep(0)
+        return int(reply) * 2
+
+    def refuse(reply: Any, **_: Any) -> Any:
+        raise ValueError(f"unparsable {reply!r}")
+
+    try:
+        fast = AsyncExecutor(client)
+        assert fast._lane is not None
+        own = AsyncExecutor(client)
+        own._lane = None
+        client.set_response_callback("GET", doubled)
+        batch = Batch((command("GET", f"{prefix}:s"), command("STRLEN", f"{prefix}:s")))
+        assert await fast.batch(batch) == await own.batch(batch) == [14, 1]
+        client.set_response_callback("STRLEN", refuse)
+        for executor in (fast, own):
+            with pytest.raises(AgentMemoryError, match="unparsable"):
+                await executor.batch(batch)
+    finally:
+        await client.delete(f"{prefix}:s")
+        await client.aclose()

@@ -312,9 +312,8 @@ class FtBackend:
         for q, reply in zip(queries, replies, strict=False):
             if isinstance(reply, AgentMemoryError):
                 raise reply
-            # Each reply holds ~50 documents: parsed in turns of their own (the first
+            # Each reply holds ~50 documents: decoded in turns of their own (the first
             # one apart from reading the replies off the socket).
-            yield from pause()
             _, entries = search_entries(reply)
             matches: list[KnnMatch] = []
             for part in in_turns(entries):

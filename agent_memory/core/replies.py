@@ -88,7 +88,7 @@ def _integer_of_number(value: Any) -> int:
 
 
 def number(value: Any) -> float:
-    """A reply element as a finite ``float``."""
+    """A reply element as a ``float`` (infinities accepted, NaN refused)."""
     if type(value) is bytes:  # the common case first: a hash field's text
         try:
             result = float(value)

@@ -19,8 +19,9 @@ It is used only where the result is the same as the client's: standalone clients
 the ``valkey`` or ``redis`` package (a cluster client routes by slot; a
 single-connection client serialises through its own lock; client-side caching answers
 from its cache), UTF-8 encoding and non-transactional batches. Everything else goes
-through ``execute_command`` and pipelines as before. One difference remains: the client package's own instrumentation (redis-py's OpenTelemetry
-command metrics) does not see these commands; the library's own spans and metrics do.
+through ``execute_command`` and pipelines as before. One difference remains: the
+client package's own instrumentation (redis-py's OpenTelemetry command metrics) does
+not see these commands; the library's own spans and metrics do.
 """
 
 from __future__ import annotations
@@ -131,13 +132,13 @@ def _eligible(client: Any) -> bool:
 class _LaneBase:
     """What both lanes share: which commands they take and how a failure is handled."""
 
-    __slots__ = ("_callbacks", "_name_arg", "_pool", "_response_error", "_strict")
+    __slots__ = ("_client", "_name_arg", "_pool", "_response_error", "_strict")
 
     def __init__(self, client: Any) -> None:
         package = _package(client)
         assert package is not None
+        self._client = client
         self._pool = client.connection_pool
-        self._callbacks = client.response_callbacks
         self._response_error: type[Exception] = importlib.import_module(
             f"{package}.exceptions"
         ).ResponseError
@@ -157,7 +158,8 @@ class _LaneBase:
         packed = pack(b.commands)
         if packed is None:
             return None
-        callbacks = self._callbacks
+        # The client's dict is case-insensitive; command names are str (Command.name).
+        callbacks = self._client.response_callbacks
         return Prepared(
             b.commands[0].name,
             packed,
@@ -216,8 +218,15 @@ class AsyncLane(_LaneBase):
             raise
         finally:
             await pool.release(conn)
-        called = _called_back(replies, batch.callbacks)
-        return [await r if inspect.isawaitable(r) else r for r in called]
+        out = []
+        for raw, callback in zip(replies, batch.callbacks, strict=True):
+            reply = raw
+            if callback is not None and not isinstance(raw, BaseException):
+                reply = callback(raw)
+                if inspect.isawaitable(reply):  # an async callback, awaited in order
+                    reply = await reply
+            out.append(reply)
+        return out
 
 
 def _called_back(replies: list[Any], callbacks: list[Callback | None]) -> list[Any]:

@@ -47,6 +47,14 @@ class MemoryFilter:
     exclude_sources: tuple[str, ...] = ()
     label_groups: tuple[tuple[str, ...], ...] = ()
 
+    def __post_init__(self) -> None:
+        # Hashable whatever sequences a caller passed: filters are memoised by value.
+        for name in ("tags", "exclude_sources"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.sources is not None:
+            object.__setattr__(self, "sources", tuple(self.sources))
+        object.__setattr__(self, "label_groups", tuple(tuple(g) for g in self.label_groups))
+
     def matches(self, fields: Mapping[str, str | None]) -> bool:
         """Evaluate the filter on a memory's token fields (portable backends)."""
         if self.session is not None and fields.get(F_SESSION) != self.session:

@@ -72,8 +72,9 @@ def _array_shape_entries(reply: Sequence[Any]) -> tuple[int, list[SearchEntry]]:
 
 def search_entries(reply: Any) -> tuple[int, list[SearchEntry]]:
     """The total and the documents of an ``FT.SEARCH`` reply of either server in either
-    protocol, as received: decoding them (:func:`document`) is the larger cost, which a
-    caller may spread over several event-loop turns.
+    protocol, with each document's key and field map as received: decoding them
+    (:func:`document`) is the larger cost, which a caller may spread over several
+    event-loop turns.
 
     Raises:
         OperationTimeoutError: valkey-search 1.0 reported a timeout as a simple string.
