@@ -3,6 +3,8 @@ and never an answer from a snapshot older than the change tokens read with it.""
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from typing import Any
 
@@ -84,6 +86,58 @@ async def test_a_warm_mirror_sees_other_writers_and_searches_in_one_round_trip(
         assert counting.round_trips == 2
     finally:
         await writer.forget_by_scope(Scope())
+        await reader.close()
+        await writer.close()
+        await reader_client.aclose()
+        await writer_client.aclose()
+
+
+class _VectorReadCounter(_CountingExecutor):
+    """Counts the mirror's vector reads (HMGET of the vector field)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.vector_reads = 0
+
+    async def batch(self, b: Batch) -> list[Any]:
+        self.vector_reads += sum(
+            1 for c in b.commands if c.name == "HMGET" and "vector" in c.args[2:]
+        )
+        return await super().batch(b)
+
+
+async def test_concurrent_recalls_on_a_stale_mirror_read_the_new_vectors_once(
+    plain_server: ServerInfo,
+) -> None:
+    name = f"mirror{uuid.uuid4().hex[:8]}"
+    writer_client = valkey.asyncio.Valkey.from_url(plain_server.url)
+    reader_client = valkey.asyncio.Valkey.from_url(plain_server.url)
+    table = _embedder()
+
+    def embed(text: str) -> list[float]:  # in worker threads, all done at about once
+        time.sleep(0.02)
+        return list(table(text))
+
+    writer = MemoryStore(writer_client, name, table, default_threshold=0.5)
+    reader = MemoryStore(reader_client, name, embed, default_threshold=0.5)
+    try:
+        await reader.ensure_index()  # the mirror is loaded (empty) here
+        ids = [
+            await writer.remember(text)
+            for text in (
+                "the cat sleeps on the sofa",
+                "the cat sleeps in the garden",
+                "the cat sleeps in the kitchen",
+            )
+        ]
+        counting = _VectorReadCounter(reader._executor)
+        reader._executor = counting  # type: ignore[assignment]
+        results = await asyncio.gather(*(reader.recall("where is the cat") for _ in range(8)))
+        # The mirror is stale: one recall reads the new vectors, the seven others wait
+        # for it instead of reading them too.
+        assert counting.vector_reads == len(ids)
+        assert all(sorted(h.item.id for h in r) == sorted(ids) for r in results)
+    finally:
         await reader.close()
         await writer.close()
         await reader_client.aclose()
