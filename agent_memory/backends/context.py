@@ -78,6 +78,7 @@ class StoreContext:
     backend: Backend | None = None
     lexical_form: str = VECTOR_FORM  # how memories carry their terms (chosen by the backend)
     near_miss_warned: bool = False
+    ensuring_until: float = 0.0  # monotonic deadline of a lazy ensure_index under way
     counters: dict[str, int] = field(default_factory=dict)
     telemetry: Telemetry | None = None
 
