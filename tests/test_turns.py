@@ -79,3 +79,31 @@ def test_a_filter_built_from_lists_is_hashable_and_equal_to_its_tuple_form() -> 
     )
     assert listed == tupled and hash(listed) == hash(tupled)
     assert filter_expression(listed) == filter_expression(tupled)
+
+
+def test_in_flight_work_is_waited_for_until_done_or_past_its_deadline() -> None:
+    from agent_memory.core.effects import InFlight, Sleep
+
+    flight = InFlight()
+    assert list(flight.wait(lambda: True)) == []  # nothing under way: no wait
+
+    def work() -> Any:
+        yield Sleep(0.0)
+        return "done"
+
+    running = flight.run(work(), deadline=60.0)
+    assert isinstance(next(running), Sleep)
+    waiter = flight.wait(lambda: True)
+    assert isinstance(next(waiter), Sleep)  # under way: the waiter polls
+    with pytest.raises(StopIteration) as finished:
+        running.send(None)
+    assert finished.value.value == "done" and flight.until == 0.0
+    assert list(waiter) == []  # done: the waiter goes on
+
+    failing = flight.run(work(), deadline=60.0)
+    next(failing)
+    with pytest.raises(ValueError):
+        failing.throw(ValueError("refused"))
+    assert flight.until == 0.0  # a failed run lets the next one do the work
+    flight.until = 1.0  # a deadline long past (monotonic time): no wait
+    assert list(flight.wait(lambda: True)) == []

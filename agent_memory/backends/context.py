@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_memory.core.effects import InFlight
 from agent_memory.schema.labels import LabelPolicy
 from agent_memory.schema.layout import Keys
 from agent_memory.schema.lexical import VECTOR_FORM
@@ -78,7 +79,7 @@ class StoreContext:
     backend: Backend | None = None
     lexical_form: str = VECTOR_FORM  # how memories carry their terms (chosen by the backend)
     near_miss_warned: bool = False
-    ensuring_until: float = 0.0  # monotonic deadline of a lazy ensure_index under way
+    ensuring: InFlight = field(default_factory=InFlight)  # a lazy ensure_index under way
     counters: dict[str, int] = field(default_factory=dict)
     telemetry: Telemetry | None = None
 

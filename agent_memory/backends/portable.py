@@ -22,7 +22,6 @@ scores and breaks ties by id, as the FT backend's ``FLAT`` ``IP`` field does.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +39,14 @@ from agent_memory.backends.reads import (
     unreadable,
 )
 from agent_memory.backends.upgrade import ensure_lexical
-from agent_memory.core.effects import Command, Operation, command, execute_batch, pause, sleep
+from agent_memory.core.effects import (
+    Command,
+    InFlight,
+    Operation,
+    command,
+    execute_batch,
+    pause,
+)
 from agent_memory.core.replies import (
     error_text,
     lenient_text,
@@ -58,10 +64,9 @@ from agent_memory.schema.scoring import cosine_distances
 
 _MIRROR_FIELDS = (L.F_VECTOR, L.F_LEX, *L.FILTER_FIELDS)
 _FETCH_CHUNK = 2000
-# A recall finding another one refreshing its namespace's mirror waits for it (polling)
-# rather than reading every vector too; past the deadline it refreshes itself.
+# A recall finding another one refreshing its namespace's mirror waits for it rather
+# than reading every vector too; past this deadline it refreshes itself.
 _LOAD_WAIT_SECONDS = 10.0
-_LOAD_POLL_SECONDS = 0.002
 _PARSE_TURN = 200  # vectors parsed per event-loop turn while a mirror loads
 _NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
 
@@ -154,7 +159,7 @@ class _NamespaceMirror:
     version: str | None = None
     entries: dict[str, _Entry] = field(default_factory=dict)
     snapshot: _Snapshot | None = None
-    loading_until: float = 0.0  # monotonic deadline of a refresh under way (0: none)
+    loading: InFlight = field(default_factory=InFlight)  # a refresh under way
 
 
 class PortableBackend:
@@ -239,17 +244,18 @@ class PortableBackend:
                 mirror.entries = {}
                 mirror.snapshot = None
                 mirror.epoch = epoch
-            while mirror.epoch == epoch and time.monotonic() < mirror.loading_until:
-                yield from sleep(_LOAD_POLL_SECONDS)  # concurrent recalls: one reads
+
+            def same_epoch(m: _NamespaceMirror = mirror, e: str = epoch) -> bool:
+                return m.epoch == e
+
+            yield from mirror.loading.wait(same_epoch)  # one recall reads for all
             current = mirror.snapshot
             if current is not None and mirror.version == version:
                 snapshots[ns] = current
                 continue
-            mirror.loading_until = time.monotonic() + _LOAD_WAIT_SECONDS
-            try:
-                snapshot = yield from self._refresh(ctx, ns, mirror, epoch)
-            finally:
-                mirror.loading_until = 0.0
+            snapshot = yield from mirror.loading.run(
+                self._refresh(ctx, ns, mirror, epoch), deadline=_LOAD_WAIT_SECONDS
+            )
             mirror.version = version
             snapshots[ns] = snapshot
         return snapshots
@@ -277,8 +283,8 @@ class PortableBackend:
                     for m in chunk
                 ]
             )
-            for memory_id, values in zip(chunk, fetched, strict=True):
-                if len(entries) % _PARSE_TURN == 0:
+            for n, (memory_id, values) in enumerate(zip(chunk, fetched, strict=True)):
+                if n and n % _PARSE_TURN == 0:
                     yield from pause()  # thousands of vectors: parsed in short turns
                 if isinstance(values, AgentMemoryError):
                     if "wrongtype" not in error_text(values):

@@ -18,6 +18,7 @@ one body serves blocking and asyncio code and is tested by feeding canned replie
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -152,6 +153,29 @@ def in_turns(items: Sequence[T], size: int = TURN_SLICE) -> Generator[Sequence[T
     than eight whole stages."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+@dataclass(slots=True)
+class InFlight:
+    """Marks work one operation does for all (a mirror refresh, the lazy index setup):
+    concurrent operations :meth:`wait` for it instead of doing it too. The mark has a
+    deadline, so work abandoned without clearing it (or stuck) blocks no one for long."""
+
+    until: float = 0.0  # monotonic deadline of the work under way (0: none)
+
+    def wait(self, needed: Callable[[], bool], *, poll: float = 0.002) -> Operation[None]:
+        """Sub-operation: poll while ``needed()`` and the work is under way."""
+        while needed() and time.monotonic() < self.until:
+            yield from sleep(poll)
+
+    def run(self, op: Operation[T], *, deadline: float) -> Operation[T]:
+        """Sub-operation: ``op``, marked as under way for at most ``deadline`` seconds."""
+        self.until = time.monotonic() + deadline
+        try:
+            result = yield from op
+        finally:
+            self.until = 0.0
+        return result
 
 
 def call(fn: Callable[..., Any], *args: Any, what: str = "callback") -> Operation[Any]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TypeVar
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.ft import FtBackend
 from agent_memory.backends.portable import PortableBackend
-from agent_memory.core.effects import Operation, command, execute, execute_batch, sleep
+from agent_memory.core.effects import Operation, command, execute, execute_batch
 from agent_memory.core.replies import integer, pairs, raise_first_error, text
 from agent_memory.errors import (
     CapabilityError,
@@ -24,7 +23,6 @@ from agent_memory.store.validation import unit_vector
 
 _PROBE_TEXT = "agent-memory dimension probe"
 _ENSURE_WAIT_SECONDS = 30.0  # an embedder's first call (the dimension probe) may load a model
-_ENSURE_POLL_SECONDS = 0.002
 
 T = TypeVar("T")
 
@@ -159,14 +157,9 @@ def ensure_ready(ctx: StoreContext) -> Operation[None]:
     rather than each detecting the server and building a backend; past a deadline, or
     when that one failed, the next runs it itself.
     """
-    while (ctx.backend is None or ctx.dim is None) and time.monotonic() < ctx.ensuring_until:
-        yield from sleep(_ENSURE_POLL_SECONDS)
+    yield from ctx.ensuring.wait(lambda: ctx.backend is None or ctx.dim is None)
     if ctx.backend is None or ctx.dim is None:
-        ctx.ensuring_until = time.monotonic() + _ENSURE_WAIT_SECONDS
-        try:
-            yield from ensure_index(ctx)
-        finally:
-            ctx.ensuring_until = 0.0
+        yield from ctx.ensuring.run(ensure_index(ctx), deadline=_ENSURE_WAIT_SECONDS)
 
 
 def ensured(ctx: StoreContext, op: Operation[T]) -> Operation[T]:
