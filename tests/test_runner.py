@@ -8,11 +8,13 @@ import functools
 import threading
 from typing import Any
 
+import pytest
+
 from agent_memory import MemoryStore
 from agent_memory.backends.inprocess import AsyncInProcessClient, InProcessClient, Keyspace
 from agent_memory.core import runner
 from agent_memory.core.clients import AsyncExecutor, SyncExecutor
-from agent_memory.core.effects import Operation, pause
+from agent_memory.core.effects import Operation, pause, sleep
 from agent_memory.core.runner import call_off_loop, is_async_callable, run_async, run_sync
 from tests.support import AsyncTableEmbedder, TableEmbedder
 
@@ -96,6 +98,7 @@ async def test_a_slow_sync_embedder_does_not_stall_other_coroutines() -> None:
 
 
 def _paused_steps(log: list[str], name: str) -> Operation[None]:
+    yield from sleep(0.001)  # like a round trip: both operations are under way after it
     for step in range(3):
         log.append(f"{name}{step}")
         yield from pause()
@@ -109,6 +112,49 @@ async def test_pause_lets_other_tasks_take_turns() -> None:
         run_async(_paused_steps(log, "a"), executor), run_async(_paused_steps(log, "b"), executor)
     )
     assert log == ["a0", "b0", "a1", "b1", "a2", "b2"]
+    assert id(asyncio.get_running_loop()) not in runner._running  # nothing left in flight
+
+
+def _pause_between(log: list[str]) -> Operation[list[str]]:
+    asyncio.get_running_loop().call_soon(log.append, "other")
+    yield from pause()
+    return list(log)
+
+
+async def test_a_lone_operation_keeps_the_loop_through_a_short_pause() -> None:
+    """Alone on the loop, an operation skips a pause (a loop iteration for nobody)."""
+    log: list[str] = []
+    executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
+    assert await run_async(_pause_between(log), executor) == []
+    await asyncio.sleep(0)
+    assert log == ["other"]
+
+
+async def test_a_lone_operation_pauses_once_it_has_held_the_loop_long_enough(
+    monkeypatch: Any,
+) -> None:
+    monkeypatch.setattr(runner, "LONE_TURN_SECONDS", 0.0)
+    executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
+    assert await run_async(_pause_between([]), executor) == ["other"]
+
+
+async def test_an_operation_pauses_for_another_one_in_flight() -> None:
+    executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
+    other = asyncio.create_task(run_async(sleep(0.05), executor))
+    await asyncio.sleep(0)  # the other operation is under way, waiting on its timer
+    assert await run_async(_pause_between([]), executor) == ["other"]
+    await other
+
+
+async def test_a_failed_operation_is_no_longer_counted_in_flight() -> None:
+    def failing() -> Operation[None]:
+        yield from pause()
+        raise ValueError("boom")
+
+    executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
+    with pytest.raises(ValueError, match="boom"):
+        await run_async(failing(), executor)
+    assert id(asyncio.get_running_loop()) not in runner._running
 
 
 def test_pause_costs_the_blocking_runner_nothing(monkeypatch: Any) -> None:
@@ -116,4 +162,4 @@ def test_pause_costs_the_blocking_runner_nothing(monkeypatch: Any) -> None:
     monkeypatch.setattr(runner.time, "sleep", slept.append)
     log: list[str] = []
     run_sync(_paused_steps(log, "a"), SyncExecutor(InProcessClient(Keyspace())))
-    assert log == ["a0", "a1", "a2"] and slept == []
+    assert log == ["a0", "a1", "a2"] and slept == [0.001]  # the pauses slept nothing

@@ -22,6 +22,12 @@ def _misuse(effect: Effect) -> InvalidInputError:
 
 SpanFactory = Callable[[str], AbstractContextManager[Any]]
 
+# A pause (``effects.pause``) gives the event loop back to the other operations of the
+# library running on it; an operation running alone keeps the loop for up to
+# LONE_TURN_SECONDS before pausing, since each pause costs a loop iteration (~15 us).
+LONE_TURN_SECONDS = 0.001
+_running: dict[int, int] = {}  # operations in flight, by id() of their event loop
+
 
 def _no_span(_: str) -> AbstractContextManager[Any]:
     return contextlib.nullcontext()
@@ -105,8 +111,21 @@ async def run_async(
     User callbacks (embedders, summarisers, extractors, labelers) never run on the loop
     unless they are ``async``: a blocking one runs in a worker thread (:func:`call_off_loop`).
     """
+    loop = id(asyncio.get_running_loop())
+    _running[loop] = _running.get(loop, 0) + 1
+    try:
+        return await _drive(op, executor, call_span, loop)
+    finally:
+        if _running[loop] > 1:
+            _running[loop] -= 1
+        else:
+            del _running[loop]
+
+
+async def _drive(op: Operation[T], executor: AsyncExecutor, call_span: SpanFactory, loop: int) -> T:
     send_value: Any = None
     error: BaseException | None = None
+    resumed = time.perf_counter()  # when this turn on the loop began
     while True:
         try:
             effect = op.throw(error) if error is not None else op.send(send_value)
@@ -121,7 +140,14 @@ async def run_async(
             elif isinstance(effect, ScanKeys):
                 send_value = await executor.scan(effect)
             elif isinstance(effect, Sleep):
-                await asyncio.sleep(effect.seconds)
+                if (
+                    effect.seconds > 0
+                    or _running[loop] > 1
+                    or time.perf_counter() - resumed >= LONE_TURN_SECONDS
+                ):
+                    await asyncio.sleep(effect.seconds)
+                else:
+                    continue  # alone on the loop, and not for long: no turn to give
             elif isinstance(effect, Call):
                 with call_span(effect.what):
                     send_value = await call_off_loop(effect.fn, *effect.args)
@@ -129,3 +155,4 @@ async def run_async(
                 raise _misuse(effect)
         except Exception as exc:  # noqa: BLE001 - delivered into the operation, which decides
             error = exc
+        resumed = time.perf_counter()
