@@ -35,30 +35,37 @@ def _unit_query() -> np.ndarray[Any, np.dtype[np.float32]]:
     return (vector / np.linalg.norm(vector)).astype(np.float32)
 
 
-def _drain(op: Any) -> tuple[Any, int]:
-    """Run a sub-operation that only pauses; returns its value and how often it paused."""
+def _drain(op: Any, *, shared: bool) -> tuple[Any, int]:
+    """Run a sub-operation that only pauses, answering each pause with ``shared`` (what
+    the async runner says when other operations share the loop); returns its value and
+    how often it paused."""
     pauses = 0
     try:
+        effect = next(op)
         while True:
-            effect = next(op)
             assert isinstance(effect, Sleep) and effect.seconds == 0
             pauses += 1
+            effect = op.send(shared)
     except StopIteration as stop:
         return stop.value, pauses
 
 
 @pytest.mark.parametrize("rows", [0, 1, 100, 250, 1000])
 @pytest.mark.parametrize("lexical", [False, True])
+@pytest.mark.parametrize("shared", [False, True])
 def test_scores_in_slices_equal_the_whole_product(
-    rows: int, lexical: bool, monkeypatch: pytest.MonkeyPatch
+    rows: int, lexical: bool, shared: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(portable, "_SCORE_ROWS", 100)
     snap = _snapshot(rows)
     vector = query_vector(["coffee", "deploy"]) if lexical else _unit_query()
     assert vector is not None
     query = KnnQuery(MemoryFilter(namespace="_d"), 8, vector, lexical=lexical)
-    scores, pauses = _drain(snap.scores(query))
+    scores, pauses = _drain(snap.scores(query), shared=shared)
     whole = snap.lexical_scores(vector) if lexical else cosine_distances(snap.matrix, vector)
     assert scores.shape == (rows,) and scores.dtype == np.float64
     np.testing.assert_allclose(scores, whole, rtol=0, atol=1e-6)
-    assert pauses == max(0, math.ceil(rows / 100) - 1)  # between slices, none before
+    # One pause first (it tells whether the loop is shared), then one between slices
+    # when it is; alone, one product.
+    slices = math.ceil(rows / 100) if shared else min(rows, 1)
+    assert pauses == 1 + max(0, slices - 1)

@@ -115,17 +115,18 @@ async def test_pause_lets_other_tasks_take_turns() -> None:
     assert id(asyncio.get_running_loop()) not in runner._running  # nothing left in flight
 
 
-def _pause_between(log: list[str]) -> Operation[list[str]]:
+def _pause_between(log: list[str]) -> Operation[tuple[list[str], bool]]:
+    """What had run when the pause returned, and whether the pause said the loop is shared."""
     asyncio.get_running_loop().call_soon(log.append, "other")
-    yield from pause()
-    return list(log)
+    shared = yield from pause()
+    return list(log), shared
 
 
 async def test_a_lone_operation_keeps_the_loop_through_a_short_pause() -> None:
     """Alone on the loop, an operation skips a pause (a loop iteration for nobody)."""
     log: list[str] = []
     executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
-    assert await run_async(_pause_between(log), executor) == []
+    assert await run_async(_pause_between(log), executor) == ([], False)
     await asyncio.sleep(0)
     assert log == ["other"]
 
@@ -135,14 +136,14 @@ async def test_a_lone_operation_pauses_once_it_has_held_the_loop_long_enough(
 ) -> None:
     monkeypatch.setattr(runner, "LONE_TURN_SECONDS", 0.0)
     executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
-    assert await run_async(_pause_between([]), executor) == ["other"]
+    assert await run_async(_pause_between([]), executor) == (["other"], False)
 
 
 async def test_an_operation_pauses_for_another_one_in_flight() -> None:
     executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
     other = asyncio.create_task(run_async(sleep(0.05), executor))
     await asyncio.sleep(0)  # the other operation is under way, waiting on its timer
-    assert await run_async(_pause_between([]), executor) == ["other"]
+    assert await run_async(_pause_between([]), executor) == (["other"], True)
     await other
 
 

@@ -133,7 +133,7 @@ def sleep(seconds: float) -> Operation[None]:
 _PAUSE = Sleep(0.0)
 
 
-def pause() -> Operation[None]:
+def pause() -> Operation[bool]:
     """Sub-operation: let the other tasks of an event loop run before going on.
 
     Long pure-Python stretches (parsing and ranking a recall's hundred candidates) are
@@ -142,8 +142,12 @@ def pause() -> Operation[None]:
     while another operation of the library is in flight on the same loop, or once this
     one has held the loop for ``runner.LONE_TURN_SECONDS`` (a pause costs a loop
     iteration, ~15 us, wasted when nobody waits); the blocking runner skips it.
+
+    Returns whether the loop is shared: other operations of the library are in flight
+    on it, so the caller's next stretches should be short ones too.
     """
-    yield _PAUSE
+    shared = yield _PAUSE
+    return shared is True
 
 
 TURN_SLICE = 25  # candidates handled per event-loop turn (about 0.1 ms of Python)

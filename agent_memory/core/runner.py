@@ -140,13 +140,16 @@ async def _drive(op: Operation[T], executor: AsyncExecutor, call_span: SpanFacto
             elif isinstance(effect, ScanKeys):
                 send_value = await executor.scan(effect)
             elif isinstance(effect, Sleep):
+                shared = _running[loop] > 1
                 if (
                     effect.seconds > 0
-                    or _running[loop] > 1
+                    or shared
                     or time.perf_counter() - resumed >= LONE_TURN_SECONDS
                 ):
                     await asyncio.sleep(effect.seconds)
+                    send_value = shared
                 else:
+                    send_value = False
                     continue  # alone on the loop, and not for long: no turn to give
             elif isinstance(effect, Call):
                 with call_span(effect.what):
