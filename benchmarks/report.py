@@ -177,12 +177,20 @@ def markdown(result: dict[str, Any]) -> str:
             "| embedder runs | lag p50 ms | lag p99 ms | lag max ms | full GCs (longest ms) |",
             "|---|---|---|---|---|",
         ]
-        for label, name in (
-            ("library", "in a worker thread (library)"),
-            ("on_the_loop", "on the loop"),
-        ):
-            if label in lag:
-                x = lag[label]
+        runs = [
+            (lag, "library", "in a worker thread (library)"),
+            (lag, "on_the_loop", "on the loop"),
+        ]
+        portable_lag = result.get("portable_lag")
+        if portable_lag:
+            where = f"portable backend, {portable_lag['size']:,} memories"
+            runs += [
+                (portable_lag, "library", f"in a worker thread (library), {where}"),
+                (portable_lag, "on_the_loop", f"on the loop, {where}"),
+            ]
+        for measured, label, name in runs:
+            if label in measured:
+                x = measured[label]
                 gcs = f"{x.get('full_gc', 0)} ({_f(x.get('full_gc_max_ms', 0.0))})"
                 lines.append(
                     f"| {name} | {_f(x['p50_ms'])} | {_f(x['p99_ms'])} | {_f(x['max_ms'])} "

@@ -149,6 +149,9 @@ async def portable(args: argparse.Namespace, servers: Servers, result: dict[str,
     await client.aclose()
     data = Dataset.build(max(sizes))
     result["portable"] = await extras.portable_recall(url, data, sizes, 20 if args.quick else 100)
+    result["portable_lag"] = await extras.portable_lag(
+        url, data, sizes[len(sizes) // 2], rounds=5 if args.quick else 20
+    )
 
 
 def quality(args: argparse.Namespace) -> Any:

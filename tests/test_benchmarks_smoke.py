@@ -46,6 +46,10 @@ def test_quick_run_reports_every_scenario(tmp_path: Path) -> None:
     (portable,) = result["portable"]
     assert portable["backend"] == "portable"
     assert portable["p50_ms"] > 0 and portable["cold_ms"] > 0
+    portable_lag = result["portable_lag"]
+    assert portable_lag["size"] == portable["size"]
+    assert portable_lag["library"]["ticks"] > 0 and portable_lag["on_the_loop"]["ticks"] > 0
+    assert "| in a worker thread (library), portable backend" in (out / "RESULTS.md").read_text()
     embedder = result["embedder"]
     assert "error" not in embedder, embedder
     assert embedder["load_s"] > 0 and embedder["batched_per_s"] > 0
