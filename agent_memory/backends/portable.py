@@ -377,14 +377,12 @@ class PortableBackend:
         self, ctx: StoreContext, snapshots: dict[str, _Snapshot], queries: Sequence[KnnQuery]
     ) -> Operation[list[list[tuple[str, float]]]]:
         """Each query's nearest (or best lexical) memories of its namespace's snapshot,
-        in short event-loop turns (:meth:`_Snapshot.scores`, one query per turn)."""
+        in short event-loop turns (:meth:`_Snapshot.scores` pauses before each product)."""
         now = ctx.now_ms()
         picked: list[list[tuple[str, float]]] = []
         # A recall's pools share their query vectors: score each namespace once per vector.
         scored: dict[tuple[str, bool, int], NDArray[np.float64]] = {}
-        for n, q in enumerate(queries):
-            if n:
-                yield from pause()
+        for q in queries:
             snap = snapshots[q.filter.namespace]
             rows = np.nonzero(snap.mask(q.filter, now))[0]
             if rows.size == 0:
