@@ -1,5 +1,5 @@
-"""The portable backend scores its mirror in slices, one per event-loop turn, with the
-same result as scoring every row at once."""
+"""The portable backend scores its mirror in slices, one per event-loop turn, while other
+operations share the loop, and in one product alone: the same scores either way."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from agent_memory.backends import portable
 from agent_memory.backends.base import KnnQuery
@@ -17,11 +18,11 @@ from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.lexical import LEX_DIM, query_vector
 from agent_memory.schema.scoring import cosine_distances
 
-DIM = 16
+DIM = 384
 
 
 def _snapshot(rows: int) -> _Snapshot:
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(rows)
     vectors = rng.normal(size=(rows, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     lex = rng.normal(size=(rows, LEX_DIM)).astype(np.float32)
@@ -30,12 +31,18 @@ def _snapshot(rows: int) -> _Snapshot:
     return _Snapshot.build(ids, [math.inf] * rows, entries, DIM)
 
 
-def _unit_query() -> np.ndarray[Any, np.dtype[np.float32]]:
+def _unit_query() -> NDArray[np.float32]:
     vector = np.linspace(-1.0, 1.0, DIM, dtype=np.float32)
     return (vector / np.linalg.norm(vector)).astype(np.float32)
 
 
-def _drain(op: Any, *, shared: bool) -> tuple[Any, int]:
+def _query(lexical: bool) -> KnnQuery:
+    vector = query_vector(["coffee", "deploy"]) if lexical else _unit_query()
+    assert vector is not None
+    return KnnQuery(MemoryFilter(namespace="_d"), 8, vector, lexical=lexical)
+
+
+def _drain(op: Any, *, shared: bool) -> tuple[NDArray[np.float64], int]:
     """Run a sub-operation that only pauses, answering each pause with ``shared`` (what
     the async runner says when other operations share the loop); returns its value and
     how often it paused."""
@@ -47,25 +54,41 @@ def _drain(op: Any, *, shared: bool) -> tuple[Any, int]:
             pauses += 1
             effect = op.send(shared)
     except StopIteration as stop:
-        return stop.value, pauses
+        value: NDArray[np.float64] = stop.value
+        return value, pauses
 
 
-@pytest.mark.parametrize("rows", [0, 1, 100, 250, 1000])
+@pytest.mark.parametrize("rows", [0, 1, 1000, 1024, 1025, 1088, 1089, 2049, 3000, 5000])
 @pytest.mark.parametrize("lexical", [False, True])
-@pytest.mark.parametrize("shared", [False, True])
-def test_scores_in_slices_equal_the_whole_product(
-    rows: int, lexical: bool, shared: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(portable, "_SCORE_ROWS", 100)
+def test_sliced_and_whole_scores_agree(rows: int, lexical: bool) -> None:
+    """To the last bit of a float32 product (BLAS sums a row differently near the edge
+    of a thread's share, wherever the slices or the thread shares begin)."""
     snap = _snapshot(rows)
-    vector = query_vector(["coffee", "deploy"]) if lexical else _unit_query()
-    assert vector is not None
-    query = KnnQuery(MemoryFilter(namespace="_d"), 8, vector, lexical=lexical)
-    scores, pauses = _drain(snap.scores(query), shared=shared)
-    whole = snap.lexical_scores(vector) if lexical else cosine_distances(snap.matrix, vector)
-    assert scores.shape == (rows,) and scores.dtype == np.float64
-    np.testing.assert_allclose(scores, whole, rtol=0, atol=1e-6)
-    # One pause first (it tells whether the loop is shared), then one between slices
-    # when it is; alone, one product.
-    slices = math.ceil(rows / 100) if shared else min(rows, 1)
-    assert pauses == 1 + max(0, slices - 1)
+    query = _query(lexical)
+    sliced, _ = _drain(snap.scores(query), shared=True)
+    whole, _ = _drain(snap.scores(query), shared=False)
+    reference = (
+        snap.lexical_scores(query.vector)
+        if lexical
+        else cosine_distances(snap.matrix, query.vector)
+    )
+    assert sliced.shape == whole.shape == (rows,) and sliced.dtype == np.float64
+    np.testing.assert_allclose(sliced, reference, rtol=0, atol=4e-7)
+    np.testing.assert_allclose(whole, reference, rtol=0, atol=4e-7)
+
+
+@pytest.mark.parametrize(
+    ("rows", "shared", "pauses"),
+    [
+        (0, True, 1),
+        (5000, False, 1),  # alone: the first pause only, then one product
+        (1024, True, 1),
+        (1087, True, 1),  # a 63-row tail joins the first slice
+        (1088, True, 2),
+        (5000, True, 5),  # 1024 x 4 + 904: a pause before each slice
+    ],
+)
+def test_a_shared_loop_gets_one_turn_per_slice(rows: int, shared: bool, pauses: int) -> None:
+    assert portable._SCORE_ROWS == 1024 and portable._MIN_SLICE == 64
+    _, paused = _drain(_snapshot(rows).scores(_query(False)), shared=shared)
+    assert paused == pauses

@@ -108,11 +108,13 @@ async def test_pause_lets_other_tasks_take_turns() -> None:
     """Two operations with pauses interleave step by step on one event loop."""
     log: list[str] = []
     executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
+    loop = id(asyncio.get_running_loop())
+    before = runner._running.get(loop, 0)
     await asyncio.gather(
         run_async(_paused_steps(log, "a"), executor), run_async(_paused_steps(log, "b"), executor)
     )
     assert log == ["a0", "b0", "a1", "b1", "a2", "b2"]
-    assert id(asyncio.get_running_loop()) not in runner._running  # nothing left in flight
+    assert runner._running.get(loop, 0) == before  # neither is counted in flight any more
 
 
 def _pause_between(log: list[str]) -> Operation[tuple[list[str], bool]]:
@@ -122,40 +124,73 @@ def _pause_between(log: list[str]) -> Operation[tuple[list[str], bool]]:
     return list(log), shared
 
 
-async def test_a_lone_operation_keeps_the_loop_through_a_short_pause() -> None:
+def _executor() -> AsyncExecutor:
+    return AsyncExecutor(AsyncInProcessClient(Keyspace()))
+
+
+async def run_async_fresh(op: Operation[Any]) -> Any:
+    return await run_async(op, _executor())
+
+
+# These run on a fresh event loop each (asyncio.run): the session's shared test loop may
+# carry another test's background operation, which would count as sharing it.
+
+
+def test_a_lone_operation_keeps_the_loop_through_a_short_pause(monkeypatch: Any) -> None:
     """Alone on the loop, an operation skips a pause (a loop iteration for nobody)."""
-    log: list[str] = []
-    executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
-    assert await run_async(_pause_between(log), executor) == ([], False)
-    await asyncio.sleep(0)
-    assert log == ["other"]
+    monkeypatch.setattr(runner, "LONE_TURN_SECONDS", 60.0)
+
+    async def main() -> tuple[tuple[list[str], bool], list[str]]:
+        log: list[str] = []
+        result = await run_async(_pause_between(log), _executor())
+        await asyncio.sleep(0)
+        return result, log
+
+    assert asyncio.run(main()) == (([], False), ["other"])
 
 
-async def test_a_lone_operation_pauses_once_it_has_held_the_loop_long_enough(
+def test_a_lone_operation_pauses_once_it_has_held_the_loop_long_enough(
     monkeypatch: Any,
 ) -> None:
     monkeypatch.setattr(runner, "LONE_TURN_SECONDS", 0.0)
-    executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
-    assert await run_async(_pause_between([]), executor) == (["other"], False)
+    outcome = asyncio.run(run_async_fresh(_pause_between([])))
+    assert outcome == (["other"], False)
 
 
-async def test_an_operation_pauses_for_another_one_in_flight() -> None:
-    executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
-    other = asyncio.create_task(run_async(sleep(0.05), executor))
-    await asyncio.sleep(0)  # the other operation is under way, waiting on its timer
-    assert await run_async(_pause_between([]), executor) == (["other"], True)
-    await other
+def test_an_operation_pauses_for_another_one_in_flight(monkeypatch: Any) -> None:
+    monkeypatch.setattr(runner, "LONE_TURN_SECONDS", 60.0)
+
+    async def main() -> tuple[list[str], bool]:
+        executor = _executor()
+        other = asyncio.create_task(run_async(sleep(0.05), executor))
+        await asyncio.sleep(0)  # the other operation is under way, waiting on its timer
+        outcome: tuple[list[str], bool] = await run_async(_pause_between([]), executor)
+        await other
+        return outcome
+
+    assert asyncio.run(main()) == (["other"], True)
 
 
-async def test_a_failed_operation_is_no_longer_counted_in_flight() -> None:
+def test_failed_and_cancelled_operations_are_no_longer_counted_in_flight() -> None:
     def failing() -> Operation[None]:
         yield from pause()
         raise ValueError("boom")
 
-    executor = AsyncExecutor(AsyncInProcessClient(Keyspace()))
-    with pytest.raises(ValueError, match="boom"):
-        await run_async(failing(), executor)
-    assert id(asyncio.get_running_loop()) not in runner._running
+    async def main() -> tuple[int, int, int]:
+        loop = id(asyncio.get_running_loop())
+        executor = _executor()
+        with pytest.raises(ValueError, match="boom"):
+            await run_async(failing(), executor)
+        after_failure = runner._running.get(loop, 0)
+        sleeper = asyncio.create_task(run_async(sleep(10.0), executor))
+        await asyncio.sleep(0)
+        during = runner._running.get(loop, 0)
+        sleeper.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await sleeper
+        return after_failure, during, runner._running.get(loop, 0)
+
+    assert asyncio.run(main()) == (0, 1, 0)
 
 
 def test_pause_costs_the_blocking_runner_nothing(monkeypatch: Any) -> None:

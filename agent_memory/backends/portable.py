@@ -74,6 +74,7 @@ _PARSE_TURN = 200  # vectors parsed per event-loop turn while a mirror loads
 # 10k x 384 float32 mirror is 15 MB, ~0.8 ms to stream). Measured against 2,048-row
 # slices: lag p99 3.4-5.1 against 6.2-7.4 ms, the same total time.
 _SCORE_ROWS = 1024
+_MIN_SLICE = 64  # a shorter tail is not worth a turn of its own: it joins the slice before
 _NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
 
 
@@ -146,19 +147,26 @@ class _Snapshot:
         """Sub-operation: every row's cosine distance to ``query`` (its lexical inner
         product for a lexical query). While other operations share the event loop it is
         computed ``_SCORE_ROWS`` rows per turn; alone, in one product (slices that small
-        run on one BLAS thread: a lone recall's product would take twice as long)."""
+        run on one BLAS thread: a lone recall's product would take twice as long). The two
+        may differ in the last bit of a float32 product, as rows on either side of a BLAS
+        thread's share of one product already do."""
         shared = yield from pause()
-        size = _SCORE_ROWS if shared else max(1, len(self.ids))
+        rows = len(self.ids)
+        size = _SCORE_ROWS if shared else max(1, rows)
         parts: list[NDArray[np.float64]] = []
-        for start in range(0, len(self.ids), size):
+        for start in range(0, rows, size):
             if start:
                 yield from pause()
             stop = start + size
+            if rows - stop < _MIN_SLICE:
+                stop = rows
             parts.append(
                 self.lexical_scores(query.vector, start, stop)
                 if query.lexical
                 else cosine_distances(self.matrix[start:stop], query.vector)
             )
+            if stop == rows:
+                break
         if len(parts) == 1:
             return parts[0]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)

@@ -11,9 +11,10 @@ one body serves blocking and asyncio code and is tested by feeding canned replie
 * :class:`ScanKeys` -> every key matching a pattern, across all cluster primaries.
 * :class:`Call` -> the return value of a user callback (embedder, summariser, ...),
   awaited by the async runner when it is awaitable.
-* :class:`Sleep` -> ``None`` after a pause (``asyncio.sleep`` under the async runner);
-  ``Sleep(0)`` (:func:`pause`) lets the other tasks of an event loop run, and costs the
-  blocking runner nothing.
+* :class:`Sleep` -> after the pause (``asyncio.sleep`` under the async runner), whether
+  other operations of the library share the event loop (``None`` from the blocking
+  runner); ``Sleep(0)`` (:func:`pause`) lets the other tasks of an event loop run when
+  that is worth a loop iteration, and costs the blocking runner nothing.
 """
 
 from __future__ import annotations
