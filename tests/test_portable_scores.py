@@ -92,3 +92,36 @@ def test_a_shared_loop_gets_one_turn_per_slice(rows: int, shared: bool, pauses: 
     assert portable._SCORE_ROWS == 1024 and portable._MIN_SLICE == 64
     _, paused = _drain(_snapshot(rows).scores(_query(False)), shared=shared)
     assert paused == pauses
+
+
+def _reference_smallest(values: NDArray[np.float64], k: int) -> list[int]:
+    def key(i: int) -> tuple[bool, float, int]:
+        v = float(values[i])
+        return (math.isnan(v), 0.0 if math.isnan(v) else v, i)
+
+    return sorted(range(values.size), key=key)[:k]
+
+
+@pytest.mark.parametrize("n", [1, 7, 50, 1999, 2000, 2001, 10_000, 30_000])
+@pytest.mark.parametrize("k", [1, 8, 50, 200])
+@pytest.mark.parametrize("kind", ["distinct", "ties", "nan", "constant", "sorted"])
+def test_smallest_is_the_exact_k_smallest_ties_by_position(n: int, k: int, kind: str) -> None:
+    rng = np.random.default_rng(n * 1000 + k)
+    values = rng.random(n)
+    if kind == "ties":
+        values = np.round(values * 20) / 20  # a few hundred positions share each value
+    elif kind == "nan":
+        values[rng.random(n) < 0.3] = np.nan
+    elif kind == "constant":
+        values = np.full(n, 0.5)
+    elif kind == "sorted":
+        values = np.sort(values)[::-1].copy()  # the stride sample sees the far end first
+    assert portable.smallest(values, k).tolist() == _reference_smallest(values, k)
+
+
+def test_smallest_falls_back_when_the_sample_bound_is_too_tight() -> None:
+    """Every sampled position holds the smallest values: the bound lets fewer than k in."""
+    values = np.ones(10_000)
+    values[:: portable._SAMPLE_STRIDE] = 0.0
+    values[1] = 0.5
+    assert portable.smallest(values, 600).tolist() == _reference_smallest(values, 600)

@@ -445,10 +445,36 @@ def _nearest(
     snap: _Snapshot, rows: NDArray[np.intp], k: int, distances: NDArray[np.float64]
 ) -> list[tuple[str, float]]:
     """The ``k`` nearest ``rows`` by cosine ``distances`` (ties: registry order)."""
-    take = min(k, rows.size)
-    best = np.argpartition(distances, take - 1)[:take] if take < rows.size else np.arange(rows.size)
-    best = best[np.lexsort((best, distances[best]))]
-    return [(snap.ids[rows[b]], float(distances[b])) for b in best]
+    return [(snap.ids[rows[b]], float(distances[b])) for b in smallest(distances, k)]
+
+
+_SAMPLE_STRIDE = 20  # one value in 20 sets the bound of the k smallest
+_SAMPLE_FROM = 2000  # below this, a full partition is as quick
+
+
+def smallest(values: NDArray[np.float64], k: int) -> NDArray[np.intp]:
+    """Positions of the ``k`` smallest ``values``, ascending, ties by position (NaN last).
+
+    A full partition of 10k values costs ~0.1 ms (1 ms at 100k); the k-th smallest of a
+    strided sample, picked so that ~4k values fall under it, bounds the answer instead,
+    and only those few are sorted. When fewer than ``k`` fall under it (an unlucky
+    sample) the full partition runs; either way the answer is exact.
+    """
+    n = values.size
+    if k >= n:
+        everything = np.arange(n)
+        return everything[np.lexsort((everything, values))]
+    if n >= _SAMPLE_FROM:
+        sample = values[::_SAMPLE_STRIDE]
+        j = min(sample.size - 1, -(-4 * k // _SAMPLE_STRIDE))
+        under = np.flatnonzero(values <= np.partition(sample, j)[j])
+        if under.size >= k:
+            return under[np.lexsort((under, values[under]))][:k]
+    best = np.argpartition(values, k - 1)[:k]
+    kth = values[best].max()
+    if not np.isnan(kth):  # every value tied with the k-th stays in: exact ties by position
+        best = np.flatnonzero(values <= kth)
+    return best[np.lexsort((best, values[best]))][:k]
 
 
 def _lexical_top(
