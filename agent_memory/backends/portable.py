@@ -16,7 +16,9 @@ rules are those of the FT backend.
 
 The mirror also holds each memory's hashed term vector (``lex``; zeros for a memory
 without one): a lexical query ranks the namespace by exact inner product, keeps positive
-scores and breaks ties by id, as the FT backend's ``FLAT`` ``IP`` field does.
+scores and breaks ties by id, as the FT backend's ``FLAT`` ``IP`` field does. The
+scoring and selection over a namespace's snapshot live in
+:mod:`agent_memory.backends.snapshot`; this module keeps the mirrors current.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from agent_memory.backends.reads import (
     read_many_replies,
     unreadable,
 )
+from agent_memory.backends.snapshot import Entry, Snapshot, lexical_top, nearest
 from agent_memory.backends.upgrade import ensure_lexical
 from agent_memory.core.effects import (
     Command,
@@ -58,10 +61,8 @@ from agent_memory.core.replies import (
 )
 from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.schema import layout as L
-from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.lexical import LEX_DIM, VECTOR_FORM
 from agent_memory.schema.records import blob_vector
-from agent_memory.schema.scoring import cosine_distances
 
 _MIRROR_FIELDS = (L.F_VECTOR, L.F_LEX, *L.FILTER_FIELDS)
 _FETCH_CHUNK = 2000
@@ -69,133 +70,15 @@ _FETCH_CHUNK = 2000
 # than reading every vector too; past this deadline it refreshes itself.
 _LOAD_WAIT_SECONDS = 10.0
 _PARSE_TURN = 200  # vectors parsed per event-loop turn while a mirror loads
-# Rows scored per event-loop turn while other operations share the loop (~0.15 ms):
-# eight concurrent recalls interleave slices instead of queueing whole products (a
-# 10k x 384 float32 mirror is 15 MB, ~0.8 ms to stream). Measured against 2,048-row
-# slices: lag p99 3.4-5.1 against 6.2-7.4 ms, the same total time.
-_SCORE_ROWS = 1024
-_MIN_SLICE = 64  # a shorter tail is not worth a turn of its own: it joins the slice before
 _NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
-
-
-@dataclass(slots=True)
-class _Entry:
-    vector: NDArray[np.float32]
-    tokens: dict[str, str | None]
-    lex: NDArray[np.float32]
-
-
-@dataclass(frozen=True, slots=True)
-class _Snapshot:
-    """An immutable view of one namespace: readers never see a half-built state.
-
-    Session, agent and thread tokens are stored as integer codes (``codes`` maps each
-    token to its code; -1 for no value), so a filter on them is one vectorised compare.
-    """
-
-    ids: tuple[str, ...]
-    expires: NDArray[np.float64]
-    matrix: NDArray[np.float32]
-    columns: dict[str, NDArray[np.int32]]
-    codes: dict[str, dict[str, int]]
-    tokens: tuple[dict[str, str | None], ...]
-    lex_by_dim: NDArray[np.float32]  # hashed term vectors, one row per dimension
-
-    @classmethod
-    def build(
-        cls, ids: tuple[str, ...], expires: list[float], entries: dict[str, _Entry], dim: int
-    ) -> _Snapshot:
-        rows = [entries[i] for i in ids]
-        matrix = np.stack([r.vector for r in rows]) if rows else np.zeros((0, dim), np.float32)
-        columns: dict[str, NDArray[np.int32]] = {}
-        codes: dict[str, dict[str, int]] = {}
-        for name in (L.F_SESSION, L.F_AGENT, L.F_THREAD):
-            table: dict[str, int] = {}
-            column = np.empty(len(rows), dtype=np.int32)
-            for i, r in enumerate(rows):
-                token = r.tokens.get(name)
-                column[i] = -1 if token is None else table.setdefault(token, len(table))
-            columns[name], codes[name] = column, table
-        # Stored dimension-major: a query has a handful of non-zero dimensions, and
-        # their rows are all a lexical score reads (a row-major matrix would be read
-        # whole, LEX_DIM floats per memory, for every query).
-        lex_by_dim = (
-            np.ascontiguousarray(np.stack([r.lex for r in rows]).T)
-            if rows
-            else np.zeros((LEX_DIM, 0), np.float32)
-        )
-        return cls(
-            ids,
-            np.asarray(expires, dtype=np.float64),
-            matrix,
-            columns,
-            codes,
-            tuple(r.tokens for r in rows),
-            lex_by_dim,
-        )
-
-    def lexical_scores(
-        self, query: NDArray[np.float32], start: int = 0, stop: int | None = None
-    ) -> NDArray[np.float64]:
-        """Inner product of the hashed term vectors of rows ``start:stop`` with
-        ``query``, over the query's non-zero dimensions only (the others add exact zeros)."""
-        dims = np.flatnonzero(query)
-        weights = query[dims].astype(np.float32)
-        return (weights @ self.lex_by_dim[dims, start:stop]).astype(np.float64)
-
-    def scores(self, query: KnnQuery) -> Operation[NDArray[np.float64]]:
-        """Sub-operation: every row's cosine distance to ``query`` (its lexical inner
-        product for a lexical query). While other operations share the event loop it is
-        computed ``_SCORE_ROWS`` rows per turn; alone, in one product (slices that small
-        run on one BLAS thread: a lone recall's product would take twice as long). The two
-        may differ in the last bit of a float32 product, as rows on either side of a BLAS
-        thread's share of one product already do."""
-        shared = yield from pause()
-        rows = len(self.ids)
-        size = _SCORE_ROWS if shared else max(1, rows)
-        parts: list[NDArray[np.float64]] = []
-        for start in range(0, rows, size):
-            if start:
-                yield from pause()
-            stop = start + size
-            if rows - stop < _MIN_SLICE:
-                stop = rows
-            parts.append(
-                self.lexical_scores(query.vector, start, stop)
-                if query.lexical
-                else cosine_distances(self.matrix[start:stop], query.vector)
-            )
-            if stop == rows:
-                break
-        if len(parts) == 1:
-            return parts[0]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
-
-    def mask(self, flt: MemoryFilter, now_ms: int) -> NDArray[np.bool_]:
-        mask = self.expires > now_ms
-        for value, name in (
-            (flt.session, L.F_SESSION),
-            (flt.agent, L.F_AGENT),
-            (flt.thread, L.F_THREAD),
-        ):
-            if value is not None:
-                code = self.codes[name].get(value)
-                if code is None:
-                    return np.zeros(len(self.ids), dtype=np.bool_)
-                mask &= self.columns[name] == code
-        if flt.tags or flt.label_groups or flt.sources is not None or flt.exclude_sources:
-            for row in np.nonzero(mask)[0]:
-                if not flt.matches(self.tokens[row]):
-                    mask[row] = False
-        return mask
 
 
 @dataclass(slots=True)
 class _NamespaceMirror:
     epoch: str | None = None  # change tokens (agent_memory.schema.versions)
     version: str | None = None
-    entries: dict[str, _Entry] = field(default_factory=dict)
-    snapshot: _Snapshot | None = None
+    entries: dict[str, Entry] = field(default_factory=dict)
+    snapshot: Snapshot | None = None
     loading: InFlight = field(default_factory=InFlight)  # a refresh under way
 
 
@@ -230,9 +113,9 @@ class PortableBackend:
             for name, key in (("GET", ctx.keys.epoch(ns)), ("GET", ctx.keys.registry_version(ns)))
         ]
 
-    def _held(self, namespaces: Sequence[str]) -> dict[str, _Snapshot] | None:
+    def _held(self, namespaces: Sequence[str]) -> dict[str, Snapshot] | None:
         """The mirrored snapshots of all ``namespaces`` (``None``: one is not mirrored)."""
-        held: dict[str, _Snapshot] = {}
+        held: dict[str, Snapshot] = {}
         for ns in namespaces:
             mirror = self._mirrors.get(ns)
             if mirror is None or mirror.snapshot is None:
@@ -241,7 +124,7 @@ class PortableBackend:
         return held
 
     def _still_current(
-        self, namespaces: Sequence[str], held: dict[str, _Snapshot], counters: Sequence[Any]
+        self, namespaces: Sequence[str], held: dict[str, Snapshot], counters: Sequence[Any]
     ) -> bool:
         """Whether the tokens just read are those of the snapshots a search used."""
         raise_first_error(counters)
@@ -261,7 +144,7 @@ class PortableBackend:
         ctx: StoreContext,
         namespaces: Sequence[str],
         counters: Sequence[Any] | None = None,
-    ) -> Operation[dict[str, _Snapshot]]:
+    ) -> Operation[dict[str, Snapshot]]:
         """Bring each namespace's mirror up to date; returns their snapshots.
 
         One round trip reads the namespace's membership version and vector epoch (unless
@@ -272,7 +155,7 @@ class PortableBackend:
         if counters is None:
             counters = yield from execute_batch(self._token_reads(ctx, namespaces))
         raise_first_error(counters)
-        snapshots: dict[str, _Snapshot] = {}
+        snapshots: dict[str, Snapshot] = {}
         for i, ns in enumerate(namespaces):
             epoch = optional_text(counters[2 * i]) or ""
             version = optional_text(counters[2 * i + 1]) or ""
@@ -299,7 +182,7 @@ class PortableBackend:
 
     def _refresh(
         self, ctx: StoreContext, ns: str, mirror: _NamespaceMirror, epoch: str
-    ) -> Operation[_Snapshot]:
+    ) -> Operation[Snapshot]:
         listing = yield from execute_batch(
             [
                 command(
@@ -336,7 +219,7 @@ class PortableBackend:
                 if entry is not None and mirror.epoch == epoch:
                     entries[memory_id] = entry
         live = [(m, e) for m, e in pairs if m in entries]
-        snapshot = _Snapshot.build(
+        snapshot = Snapshot.build(
             tuple(m for m, _ in live), [e for _, e in live], entries, ctx.dim or 0
         )
         if mirror.epoch == epoch:
@@ -382,10 +265,10 @@ class PortableBackend:
         return outcome
 
     def _pick(
-        self, ctx: StoreContext, snapshots: dict[str, _Snapshot], queries: Sequence[KnnQuery]
+        self, ctx: StoreContext, snapshots: dict[str, Snapshot], queries: Sequence[KnnQuery]
     ) -> Operation[list[list[tuple[str, float]]]]:
         """Each query's nearest (or best lexical) memories of its namespace's snapshot,
-        in short event-loop turns (:meth:`_Snapshot.scores` pauses before each product)."""
+        in short event-loop turns (:meth:`Snapshot.scores` pauses before each product)."""
         now = ctx.now_ms()
         picked: list[list[tuple[str, float]]] = []
         # A recall's pools share their query vectors: score each namespace once per vector.
@@ -399,7 +282,7 @@ class PortableBackend:
             key = (q.filter.namespace, q.lexical, id(q.vector))
             if key not in scored:
                 scored[key] = yield from snap.scores(q)
-            chosen = _lexical_top if q.lexical else _nearest
+            chosen = lexical_top if q.lexical else nearest
             picked.append(chosen(snap, rows, q.k, scored[key][rows]))
         return picked
 
@@ -441,56 +324,6 @@ class PortableBackend:
         return SearchOutcome(matches, list(fetched[reads:]))
 
 
-def _nearest(
-    snap: _Snapshot, rows: NDArray[np.intp], k: int, distances: NDArray[np.float64]
-) -> list[tuple[str, float]]:
-    """The ``k`` nearest ``rows`` by cosine ``distances`` (ties: registry order)."""
-    return [(snap.ids[rows[b]], float(distances[b])) for b in smallest(distances, k)]
-
-
-_SAMPLE_STRIDE = 20  # one value in 20 sets the bound of the k smallest
-_SAMPLE_FROM = 2000  # below this, a full partition is as quick
-
-
-def smallest(values: NDArray[np.float64], k: int) -> NDArray[np.intp]:
-    """Positions of the ``k`` smallest ``values``, ascending, ties by position (NaN last).
-
-    A full partition of 10k values costs ~0.1 ms (1 ms at 100k); the k-th smallest of a
-    strided sample, picked so that ~4k values fall under it, bounds the answer instead,
-    and only those few are sorted. When fewer than ``k`` fall under it (an unlucky
-    sample) the full partition runs; either way the answer is exact.
-    """
-    n = values.size
-    if k >= n:
-        everything = np.arange(n)
-        return everything[np.lexsort((everything, values))]
-    if n >= _SAMPLE_FROM:
-        sample = values[::_SAMPLE_STRIDE]
-        j = min(sample.size - 1, -(-4 * k // _SAMPLE_STRIDE))
-        under = np.flatnonzero(values <= np.partition(sample, j)[j])
-        if under.size >= k:
-            return under[np.lexsort((under, values[under]))][:k]
-    best = np.argpartition(values, k - 1)[:k]
-    kth = values[best].max()
-    if not np.isnan(kth):  # every value tied with the k-th stays in: exact ties by position
-        best = np.flatnonzero(values <= kth)
-    return best[np.lexsort((best, values[best]))][:k]
-
-
-def _lexical_top(
-    snap: _Snapshot, rows: NDArray[np.intp], k: int, scores: NDArray[np.float64]
-) -> list[tuple[str, float]]:
-    """The ``k`` ``rows`` of highest positive inner product with the hashed query (their
-    ``scores``), ties by id (distance ``1 - ip``, the FT ``IP`` metric)."""
-    positive = np.nonzero(scores > 0)[0]
-    if positive.size > k:
-        # Everything tied with the k-th best score stays in, so the id tie-break is exact.
-        kth = np.partition(scores[positive], positive.size - k)[positive.size - k]
-        positive = positive[scores[positive] >= kth]
-    order = sorted(positive.tolist(), key=lambda b: (-float(scores[b]), snap.ids[rows[b]]))
-    return [(snap.ids[rows[b]], 1.0 - float(scores[b])) for b in order[:k]]
-
-
 def _scored(reply: Any) -> list[tuple[str, float]]:
     """``ZRANGEBYSCORE ... WITHSCORES`` as (member, score) pairs, whatever the shape."""
     out: list[tuple[str, float]] = []
@@ -509,7 +342,7 @@ def _score(value: Any) -> float:
     return math.inf if raw in {"inf", "+inf"} else float(raw)
 
 
-def _entry(values: Any, dim: int | None) -> _Entry | None:
+def _entry(values: Any, dim: int | None) -> Entry | None:
     if not values or values[0] is None:
         return None  # expired or deleted since the registry was read
     try:
@@ -524,4 +357,4 @@ def _entry(values: Any, dim: int | None) -> _Entry | None:
             lex = _NO_LEX  # unreadable: found by the semantic channel only, as on FT
     # A corrupt token matches no filter value, nothing more (as on FT servers).
     tokens = {name: lenient_text(v) for name, v in zip(L.FILTER_FIELDS, values[2:], strict=True)}
-    return _Entry(vector, tokens, lex)
+    return Entry(vector, tokens, lex)

@@ -1,5 +1,6 @@
-"""The portable backend scores its mirror in slices, one per event-loop turn, while other
-operations share the loop, and in one product alone: the same scores either way."""
+"""A portable snapshot scores its vectors in slices, one per event-loop turn, while other
+operations share the loop, and in one product alone: the same scores either way; its
+selection of the k nearest is exact."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from agent_memory.backends import portable
+from agent_memory.backends import snapshot
 from agent_memory.backends.base import KnnQuery
-from agent_memory.backends.portable import _Entry, _Snapshot
+from agent_memory.backends.snapshot import Entry, Snapshot
 from agent_memory.core.effects import Sleep
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.lexical import LEX_DIM, query_vector
@@ -21,14 +22,14 @@ from agent_memory.schema.scoring import cosine_distances
 DIM = 384
 
 
-def _snapshot(rows: int) -> _Snapshot:
+def _snapshot(rows: int) -> Snapshot:
     rng = np.random.default_rng(rows)
     vectors = rng.normal(size=(rows, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     lex = rng.normal(size=(rows, LEX_DIM)).astype(np.float32)
     ids = tuple(f"m{i}" for i in range(rows))
-    entries = {m: _Entry(vectors[i], {}, lex[i]) for i, m in enumerate(ids)}
-    return _Snapshot.build(ids, [math.inf] * rows, entries, DIM)
+    entries = {m: Entry(vectors[i], {}, lex[i]) for i, m in enumerate(ids)}
+    return Snapshot.build(ids, [math.inf] * rows, entries, DIM)
 
 
 def _unit_query() -> NDArray[np.float32]:
@@ -89,7 +90,7 @@ def test_sliced_and_whole_scores_agree(rows: int, lexical: bool) -> None:
     ],
 )
 def test_a_shared_loop_gets_one_turn_per_slice(rows: int, shared: bool, pauses: int) -> None:
-    assert portable._SCORE_ROWS == 1024 and portable._MIN_SLICE == 64
+    assert snapshot.SCORE_ROWS == 1024 and snapshot.MIN_SLICE == 64
     _, paused = _drain(_snapshot(rows).scores(_query(False)), shared=shared)
     assert paused == pauses
 
@@ -116,12 +117,12 @@ def test_smallest_is_the_exact_k_smallest_ties_by_position(n: int, k: int, kind:
         values = np.full(n, 0.5)
     elif kind == "sorted":
         values = np.sort(values)[::-1].copy()  # the stride sample sees the far end first
-    assert portable.smallest(values, k).tolist() == _reference_smallest(values, k)
+    assert snapshot.smallest(values, k).tolist() == _reference_smallest(values, k)
 
 
 def test_smallest_falls_back_when_the_sample_bound_is_too_tight() -> None:
     """Every sampled position holds the smallest values: the bound lets fewer than k in."""
     values = np.ones(10_000)
-    values[:: portable._SAMPLE_STRIDE] = 0.0
+    values[:: snapshot.SAMPLE_STRIDE] = 0.0
     values[1] = 0.5
-    assert portable.smallest(values, 600).tolist() == _reference_smallest(values, 600)
+    assert snapshot.smallest(values, 600).tolist() == _reference_smallest(values, 600)
