@@ -9,10 +9,10 @@ from typing import Any
 
 import valkey.asyncio as valkey_asyncio
 
-from agent_memory import MemoryInput, MemoryStore, Scope
-from benchmarks.data import Dataset, LookupEmbedder, agent_of, memory_text, query_text
+from agent_memory import MemoryStore
+from benchmarks.data import Dataset, LookupEmbedder, memory_text, query_text
 from benchmarks.stats import percentile
-from benchmarks.systems import THRESHOLD, K
+from benchmarks.systems import THRESHOLD, K, load_memories
 
 
 async def portable_recall(
@@ -35,7 +35,7 @@ async def portable_recall(
     try:
         for size in sizes:
             began = time.perf_counter()
-            await _load(store, embed, data, loaded, size)
+            await load_memories(store, embed, data, loaded, size)
             load_s = time.perf_counter() - began
             loaded = size
             began = time.perf_counter()
@@ -97,21 +97,6 @@ def minilm_speed(quick: bool) -> dict[str, Any]:
     }
 
 
-async def _load(
-    store: MemoryStore, embed: LookupEmbedder, data: Dataset, start: int, stop: int
-) -> None:
-    """Store the dataset's memories ``start:stop`` (each agent keeps every eighth)."""
-    embed.add([memory_text(i) for i in range(start, stop)], data.vectors[start:stop])
-    for lo in range(start, stop, 1000):
-        hi = min(lo + 1000, stop)
-        await store.remember_many(
-            [
-                MemoryInput(content=memory_text(i), scope=Scope(agent_id=agent_of(i)))
-                for i in range(lo, hi)
-            ]
-        )
-
-
 async def portable_lag(url: str, data: Dataset, size: int, *, rounds: int) -> dict[str, Any]:
     """The event-loop lag scenario on the portable backend (plain Valkey) over ``size``
     memories, once the client mirror holds them (see :func:`event_loop_lag`)."""
@@ -120,7 +105,7 @@ async def portable_lag(url: str, data: Dataset, size: int, *, rounds: int) -> di
     store = MemoryStore(client, "portable_lag", embed.aembed, embed_many=embed.aembed_many)
     try:
         await store.ensure_index()
-        await _load(store, embed, data, 0, size)
+        await load_memories(store, embed, data, 0, size)
     finally:
         await store.close()
         await client.aclose()

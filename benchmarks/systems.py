@@ -71,16 +71,7 @@ class Bench:
         }
 
     async def load(self, start: int, stop: int, chunk: int = 1000) -> None:
-        texts = [memory_text(i) for i in range(start, stop)]
-        self.embed.add(texts, self.data.vectors[start:stop])
-        for lo in range(start, stop, chunk):
-            hi = min(lo + chunk, stop)
-            await self.store.remember_many(
-                [
-                    MemoryInput(content=memory_text(i), scope=Scope(agent_id=agent_of(i)))
-                    for i in range(lo, hi)
-                ]
-            )
+        await load_memories(self.store, self.embed, self.data, start, stop, chunk=chunk)
         self.loaded = stop
 
     async def load_session(self, count: int = 200) -> None:
@@ -243,6 +234,28 @@ class Bench:
         took = time.perf_counter() - began
         await self.store.forget_by_scope(Scope(thread_id=thread))
         return sum(int(r) for r in replies), took
+
+
+async def load_memories(
+    store: MemoryStore,
+    embed: LookupEmbedder,
+    data: Dataset,
+    start: int,
+    stop: int,
+    *,
+    chunk: int = 1000,
+) -> None:
+    """Store the dataset's memories ``start:stop`` (each agent keeps every eighth), their
+    vectors taught to the lookup embedder first."""
+    embed.add([memory_text(i) for i in range(start, stop)], data.vectors[start:stop])
+    for lo in range(start, stop, chunk):
+        hi = min(lo + chunk, stop)
+        await store.remember_many(
+            [
+                MemoryInput(content=memory_text(i), scope=Scope(agent_id=agent_of(i)))
+                for i in range(lo, hi)
+            ]
+        )
 
 
 def llm_params(text: str) -> dict[str, Any]:
