@@ -86,10 +86,10 @@ async def speed(args: argparse.Namespace, servers: Servers, result: dict[str, An
     sizes = sizes_of(args)
     rounds = args.rounds or (2 if args.quick else 5)
     scale = 0.25 if args.quick else 1.0
-    url = servers.url("valkey-search")
+    url = servers.url("valkey-redisearch")
     data = Dataset.build(max(sizes))
     bench = Bench(url, data)
-    result["servers"]["valkey-search"] = await server_info(bench.client)
+    result["servers"]["valkey-redisearch"] = await server_info(bench.client)
     result["backend"] = await bench.setup()
     peer = None
     if args.peers:

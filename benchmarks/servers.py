@@ -21,7 +21,7 @@ def _test_servers() -> ModuleType:
 
 
 class Servers:
-    """Lazily started servers by kind (``valkey-search``, ``valkey``), stopped together."""
+    """Lazily started servers by kind (``valkey-redisearch``, ``valkey``, ...), stopped together."""
 
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="agent-memory-bench-"))

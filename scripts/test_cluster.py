@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Start and stop a real 3-primary Valkey cluster on free loopback ports.
 
-Each node is the Valkey 8.0 of ``scripts/test_servers.py`` started with
-``--cluster-enabled yes``; ``valkey-cli --cluster create`` assigns the slots (and, with
-``replicas``, gives each primary that many replicas), then we wait until every live node
-reports ``cluster_state:ok``. A cluster that does not come up
-raises :class:`ClusterStartError` carrying the nodes' logs and the cli output.
+Each node is the Valkey 9.1 of ``scripts/test_servers.py`` started with
+``--cluster-enabled yes`` (plus any module and arguments the caller gives). The cluster is
+formed as ``valkey-cli --cluster create`` forms it, with plain commands: each primary
+takes an equal share of the slots and its own config epoch, the nodes meet, and each
+replica replicates its primary; then we wait until every live node reports
+``cluster_state:ok``. A cluster that does not come up raises :class:`ClusterStartError`
+carrying the nodes' logs.
 
 Usage:
   python scripts/test_cluster.py start   # prints the URL of one node, keeps running
@@ -20,21 +22,24 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import test_servers
+import valkey
 
-from agent_memory.embedded import ServerProcess, free_port, start_server
+from agent_memory.embedded import ServerProcess, free_port
 
 NODES = 3  # primaries
+SLOTS = 16_384
 NODE_TIMEOUT_MS = 5000
 _BUS_OFFSET = 10_000  # the cluster bus listens on port + 10000
-_MAX_PORT = 65_535 - _BUS_OFFSET
+_COORDINATOR_OFFSET = 20_294  # valkey-search's coordinator listens on port + 20294 (gRPC)
+_MAX_PORT = 65_535 - _COORDINATOR_OFFSET
 
 
 class ClusterStartError(RuntimeError):
@@ -49,6 +54,8 @@ class Cluster:
     extra_args: tuple[str, ...] = ()
     node_timeout_ms: int = NODE_TIMEOUT_MS
     killed: set[int] = field(default_factory=set)
+    kind: str = "valkey"
+    module_args: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -70,8 +77,8 @@ class Cluster:
 
     def role(self, index: int) -> str:
         """``master`` or ``slave``, as node ``index`` sees itself."""
-        done = _cli("-h", "127.0.0.1", "-p", str(self.nodes[index].port), "ROLE", timeout=5)
-        return done.stdout.split("\n", 1)[0].strip()
+        role = _ask(self.nodes[index].port, "ROLE")[0]
+        return role.decode() if isinstance(role, bytes) else str(role)
 
     def logs(self) -> str:
         return "\n".join(f"--- node {n.port} ---\n{n.log_tail(30)}" for n in self.nodes)
@@ -84,7 +91,8 @@ class Cluster:
         """Start node ``index`` again on its port, data and ``nodes.conf`` (after a kill),
         and wait until the cluster is ok again."""
         node = _start_node(self.root, index, self.nodes[index].port, self.appendonly,
-                           self.extra_args, self.node_timeout_ms)  # fmt: skip
+                           self.extra_args, self.node_timeout_ms, self.kind,
+                           self.module_args)  # fmt: skip
         self.nodes[index] = node
         self.killed.discard(index)
         _wait_ok(self, timeout)
@@ -98,12 +106,15 @@ def _start_node(
     appendonly: bool,
     extra_args: tuple[str, ...],
     node_timeout_ms: int = NODE_TIMEOUT_MS,
+    kind: str = "valkey",
+    module_args: tuple[str, ...] = (),
 ) -> ServerProcess:
     node_dir = root / f"node-{index}"
-    return start_server(
-        test_servers.valkey_binary(),
+    return test_servers.start(
+        kind,
         node_dir,
         port=port,
+        module_args=module_args,
         appendonly=appendonly,
         extra_args=(
             "--cluster-enabled", "yes",
@@ -134,28 +145,72 @@ def _bindable(port: int) -> bool:
     return True
 
 
+def _free_with_companions(port: int) -> bool:
+    return all(_bindable(port + offset) for offset in (0, _BUS_OFFSET, _COORDINATOR_OFFSET))
+
+
 def cluster_port(taken: set[int]) -> int:
-    """A free port whose cluster bus port (port + 10000) is free and valid too."""
+    """A free port whose cluster bus port (port + 10000) and search coordinator port
+    (port + 20294) are free and valid too."""
     for _ in range(200):
         port = free_port()
-        if port <= _MAX_PORT and port not in taken and _bindable(port + _BUS_OFFSET):
+        if port <= _MAX_PORT and port not in taken and _free_with_companions(port):
             return port
     for port in range(20000, _MAX_PORT):  # the kernel keeps handing out high ports
-        if port not in taken and _bindable(port) and _bindable(port + _BUS_OFFSET):
+        if port not in taken and _free_with_companions(port):
             return port
-    raise ClusterStartError("no free port pair (port, port + 10000) on loopback")
+    raise ClusterStartError("no free port triple (port, +10000, +20294) on loopback")
 
 
-def _cli(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
-    cli, env = test_servers.valkey_cli()
-    return subprocess.run(
-        [str(cli), *args], capture_output=True, text=True, env=env, timeout=timeout, check=False
-    )
+def _ask(port: int, *command: str, timeout: float = 5.0) -> Any:
+    """One command to one node (no cluster routing), the reply undecoded."""
+    node = valkey.Valkey(host="127.0.0.1", port=port, socket_timeout=timeout,
+                         socket_connect_timeout=timeout)  # fmt: skip
+    try:
+        return node.execute_command(*command)
+    finally:
+        node.close()
+
+
+def _info(port: int, section: str) -> str:
+    try:
+        reply = (
+            _ask(port, "INFO", section) if section != "cluster" else _ask(port, "CLUSTER", "INFO")
+        )
+    except valkey.ValkeyError:
+        return ""
+    if isinstance(reply, dict):  # valkey-py parses INFO into a dict
+        return "\n".join(f"{k}:{v}" for k, v in reply.items())
+    return reply.decode() if isinstance(reply, bytes) else str(reply)
 
 
 def _cluster_ok(port: int) -> bool:
-    done = _cli("-h", "127.0.0.1", "-p", str(port), "CLUSTER", "INFO", timeout=5)
-    return "cluster_state:ok" in done.stdout
+    return "cluster_state:ok" in _info(port, "cluster")
+
+
+def _form(cluster: Cluster) -> None:
+    """Assign slots and epochs to the primaries, make every node meet the first, and
+    attach each replica (the nodes after the primaries) to its primary."""
+    primaries = cluster.ports[:NODES]
+    share = SLOTS // NODES
+    for i, port in enumerate(primaries):
+        last = SLOTS - 1 if i == NODES - 1 else (i + 1) * share - 1
+        _ask(port, "CLUSTER", "ADDSLOTSRANGE", str(i * share), str(last))
+        _ask(port, "CLUSTER", "SET-CONFIG-EPOCH", str(i + 1))
+    for port in cluster.ports[1:]:
+        _ask(port, "CLUSTER", "MEET", "127.0.0.1", str(cluster.ports[0]))
+    ids = [_ask(port, "CLUSTER", "MYID") for port in primaries]
+    deadline = time.monotonic() + 30
+    for offset, port in enumerate(cluster.ports[NODES:]):
+        primary = ids[offset % NODES].decode()
+        while True:  # the replica must have learnt of its primary through gossip first
+            try:
+                _ask(port, "CLUSTER", "REPLICATE", primary)
+                break
+            except valkey.ResponseError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
 
 
 def start(
@@ -166,42 +221,66 @@ def start(
     extra_args: tuple[str, ...] = (),
     replicas: int = 0,
     node_timeout_ms: int = NODE_TIMEOUT_MS,
+    kind: str = "valkey",
+    module_args: tuple[str, ...] = (),
 ) -> Cluster:
     """Start 3 cluster-enabled primaries (and ``replicas`` replicas of each), create the
     cluster and wait until it is ok. ``node_timeout_ms`` is how long a node may be
-    unreachable before the cluster fails it over (when it has a replica).
+    unreachable before the cluster fails it over (when it has a replica). ``kind`` is a
+    server kind of ``scripts/test_servers.py``: ``valkey``, or a valkey-search kind, whose
+    module then runs with ``module_args`` (default ``--use-coordinator``).
 
     Raises:
         ClusterStartError: a node did not start or the cluster did not form in time.
     """
     root = data_dir or Path(tempfile.mkdtemp(prefix="agent-memory-cluster-"))
+    if kind in test_servers.VALKEY_SEARCH_KINDS and not module_args:
+        module_args = ("--use-coordinator",)  # searches fan out to every shard
     nodes: list[ServerProcess] = []
     try:
         for index in range(NODES * (1 + replicas)):
             port = cluster_port({node.port for node in nodes})
-            nodes.append(_start_node(root, index, port, appendonly, extra_args, node_timeout_ms))
+            nodes.append(
+                _start_node(
+                    root, index, port, appendonly, extra_args, node_timeout_ms, kind, module_args
+                )
+            )
     except Exception as exc:
         for node in nodes:
             node.stop()
         raise ClusterStartError(f"a cluster node failed to start: {exc}") from exc
-    cluster = Cluster(nodes, root, appendonly, extra_args, node_timeout_ms)
-    addresses = [f"127.0.0.1:{port}" for port in cluster.ports]
-    created = _cli(
-        "--cluster", "create", *addresses, "--cluster-replicas", str(replicas), "--cluster-yes"
-    )
-    if created.returncode != 0:
+    cluster = Cluster(nodes, root, appendonly, extra_args, node_timeout_ms, kind=kind,
+                      module_args=module_args)  # fmt: skip
+    try:
+        _form(cluster)
+    except valkey.ValkeyError as exc:
         cluster.stop()
-        raise ClusterStartError(
-            f"valkey-cli --cluster create failed ({created.returncode}):\n"
-            f"{created.stdout}\n{created.stderr}\n{cluster.logs()}"
-        )
+        raise ClusterStartError(f"forming the cluster failed: {exc}\n{cluster.logs()}") from exc
     try:
         _wait_ok(cluster, timeout)
         _wait_synced(cluster, timeout)
+        if kind in test_servers.VALKEY_SEARCH_KINDS:
+            _wait_coordinator(cluster, timeout)
     except ClusterStartError:
         cluster.stop()
         raise
     return cluster
+
+
+def _wait_coordinator(cluster: Cluster, timeout: float) -> None:
+    """Create and drop a throw-away index, so that the search coordinator has its
+    channels to every shard before a test times its first command (the first FT.CREATE
+    of a cluster that has just formed can take seconds)."""
+    probe = ("FT.CREATE", "agent-memory-probe", "ON", "HASH", "PREFIX", "1", "agent-memory-probe:",
+             "SCHEMA", "v", "VECTOR", "FLAT", "6", "TYPE", "FLOAT32", "DIM", "2",
+             "DISTANCE_METRIC", "COSINE")  # fmt: skip
+    try:
+        _ask(cluster.ports[0], *probe, timeout=timeout)
+        _ask(cluster.ports[0], "FT.DROPINDEX", "agent-memory-probe", timeout=timeout)
+    except valkey.ValkeyError as exc:
+        raise ClusterStartError(
+            f"the search coordinator did not answer: {exc}\n{cluster.logs()}"
+        ) from exc
 
 
 def _wait_synced(cluster: Cluster, timeout: float) -> None:
@@ -209,10 +288,7 @@ def _wait_synced(cluster: Cluster, timeout: float) -> None:
     synced cannot take over from its primary)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        infos = [
-            _cli("-h", "127.0.0.1", "-p", str(port), "INFO", "replication", timeout=5).stdout
-            for port in cluster.ports
-        ]
+        infos = [_info(port, "replication") for port in cluster.ports]
         if all("role:master" in i or "master_link_status:up" in i for i in infos):
             return
         time.sleep(0.2)

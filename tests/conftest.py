@@ -1,15 +1,21 @@
 """Real servers for the test suite.
 
-Session-scoped fixtures start each server kind on a free loopback port the first time a
-test needs it and stop it at the end, unless an environment variable points at a server
-that is already running (for example the docker compose services):
+Session-scoped fixtures start each server kind (``scripts/test_servers.py``) on a free
+loopback port the first time a test needs it and stop it at the end, unless an
+environment variable points at a server that is already running (for example the
+docker compose services):
 
-* ``AGENT_MEMORY_TEST_URL``        Valkey with a search module
-* ``AGENT_MEMORY_TEST_PLAIN_URL``  Valkey without any module
-* ``AGENT_MEMORY_TEST_REDIS_URL``  Redis with a search module
+* ``AGENT_MEMORY_TEST_URL``                   Valkey with the RediSearch module
+* ``AGENT_MEMORY_TEST_PLAIN_URL``             Valkey without any module
+* ``AGENT_MEMORY_TEST_REDIS_URL``             Redis with the RediSearch module
+* ``AGENT_MEMORY_TEST_VALKEY_SEARCH_1_0_URL`` Valkey with valkey-search 1.0.x
+* ``AGENT_MEMORY_TEST_VALKEY_SEARCH_1_2_URL`` Valkey with valkey-search 1.2.x
 
-A server that cannot start fails the test run with the end of its log: nothing is
-skipped.
+No wheel ships valkey-search, so its two kinds run only where its modules are
+(``AGENT_MEMORY_VALKEY_SEARCH_MODULES``) or its URLs are set. Elsewhere the run says at
+the top and in the summary which kinds it did not run and how to get them; under
+``CI=true`` a missing kind fails the run. A server that cannot start fails the test run
+with the end of its log: nothing is skipped.
 """
 
 from __future__ import annotations
@@ -30,12 +36,53 @@ from agent_memory.core import clients as _clients
 from tests.dialect_audit import check_command
 
 ENV_URLS = {
-    "valkey-search": "AGENT_MEMORY_TEST_URL",
+    "valkey-redisearch": "AGENT_MEMORY_TEST_URL",
     "valkey": "AGENT_MEMORY_TEST_PLAIN_URL",
     "redis-search": "AGENT_MEMORY_TEST_REDIS_URL",
+    "valkey-search-1.0": "AGENT_MEMORY_TEST_VALKEY_SEARCH_1_0_URL",
+    "valkey-search-1.2": "AGENT_MEMORY_TEST_VALKEY_SEARCH_1_2_URL",
 }
-SEARCH_KINDS = ("valkey-search", "redis-search")
-ALL_KINDS = ("valkey-search", "valkey", "redis-search")
+
+
+def _missing_valkey_search() -> dict[str, str]:
+    """The valkey-search kinds neither a module nor a URL makes available here."""
+    return {
+        kind: why
+        for kind, why in test_servers.unavailable_kinds().items()
+        if not os.environ.get(ENV_URLS[kind])
+    }
+
+
+MISSING_KINDS = _missing_valkey_search()
+VALKEY_SEARCH_KINDS = tuple(k for k in test_servers.VALKEY_SEARCH_KINDS if k not in MISSING_KINDS)
+SEARCH_KINDS = ("valkey-redisearch", "redis-search", *VALKEY_SEARCH_KINDS)
+ALL_KINDS = ("valkey-redisearch", "valkey", "redis-search", *VALKEY_SEARCH_KINDS)
+
+
+def _missing_report() -> list[str]:
+    if not MISSING_KINDS:
+        return []
+    return [
+        "server kinds NOT run here: "
+        + "; ".join(f"{kind} ({why})" for kind, why in MISSING_KINDS.items()),
+        f"  to run them: {test_servers.HOW_TO_GET_VALKEY_SEARCH}",
+    ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if MISSING_KINDS and os.environ.get("CI") == "true":
+        raise pytest.UsageError(
+            "CI=true but the real valkey-search kinds cannot run: " + "; ".join(_missing_report())
+        )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"server kinds: {', '.join(ALL_KINDS)}", *_missing_report()]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _missing_report():
+        terminalreporter.write_line(line, yellow=True, bold=True)
 
 
 @dataclass(frozen=True)
@@ -46,7 +93,12 @@ class ServerInfo:
 
     @property
     def has_search(self) -> bool:
-        return self.kind in SEARCH_KINDS
+        return self.kind in SEARCH_KINDS or self.kind in test_servers.VALKEY_SEARCH_KINDS
+
+    @property
+    def is_valkey_search(self) -> bool:
+        """The real valkey-search module (not RediSearch)."""
+        return self.kind in test_servers.VALKEY_SEARCH_KINDS
 
 
 class _Servers:
@@ -100,7 +152,8 @@ _violations: list[str] = []
 
 class DialectAudit:
     """Whether the running test expects only the valkey-search 1.0.2 baseline (set by
-    the behavioural suite for stores created with ``ft_dialect="baseline"``)."""
+    the behavioural suite for stores created with ``ft_dialect="baseline"`` and on the
+    real valkey-search 1.0)."""
 
     baseline_only = False
 

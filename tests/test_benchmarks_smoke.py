@@ -32,7 +32,7 @@ def test_quick_run_reports_every_scenario(tmp_path: Path) -> None:
     assert (out / "RESULTS.md").read_text().startswith("# agent-memory benchmark results")
 
     assert result["machine"]["nproc"] >= 1
-    assert result["servers"]["valkey-search"]["version"]
+    assert result["servers"]["valkey-redisearch"]["version"]
     (block,) = result["sizes"].values()
     assert block["load"]["per_s"] > 0 and block["load"]["bytes_per_memory"] > 0
     found = {(r["scenario"], r["concurrency"]): r for r in block["scenarios"]}

@@ -80,7 +80,7 @@ def _recall(store: SyncMemoryStore, text: str, scope: Scope | None = None) -> li
 
 
 def test_peer_memories_in_our_store_are_adopted_and_stay_theirs_too(servers: _Servers) -> None:
-    url = servers.get("valkey-search").url
+    url = servers.get("valkey-redisearch").url
     name = f"shared{uuid.uuid4().hex[:8]}"
     with _store(url, name) as store:
         first = store.remember("ours")
@@ -138,7 +138,7 @@ def test_peer_memories_in_our_store_are_adopted_and_stay_theirs_too(servers: _Se
 
 
 def test_a_store_the_peer_created_is_taken_over_only_when_asked(servers: _Servers) -> None:
-    url = servers.get("valkey-search").url
+    url = servers.get("valkey-redisearch").url
     name = f"theirs{uuid.uuid4().hex[:8]}"
     ids = _peer(url, name, "write", json.dumps([["written by the peer", {"tags": ["x"]}]]))
     with _store(url, name) as store:

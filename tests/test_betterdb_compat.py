@@ -49,7 +49,7 @@ def _unit(seed: int) -> list[float]:
 
 
 def test_betterdb_peer_recalls_what_we_wrote(servers: _Servers) -> None:
-    url = servers.get("valkey-search").url
+    url = servers.get("valkey-redisearch").url
     name = f"compat{uuid.uuid4().hex[:8]}"
     vectors = {"dark mode": _unit(1), "deploys on Tuesday": _unit(2), "other agent": _unit(3)}
     store = SyncMemoryStore.from_url(
@@ -97,7 +97,7 @@ def test_an_index_created_by_the_peer_is_never_replaced(servers: _Servers) -> No
 
     from agent_memory import IndexMismatchError
 
-    url = servers.get("valkey-search").url
+    url = servers.get("valkey-redisearch").url
     name = f"theirs{uuid.uuid4().hex[:8]}"
     python = ensure_venv()
     env = {**os.environ, "BETTERDB_TELEMETRY": "false"}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from agent_memory.schema.filters import MemoryFilter
+from agent_memory.search.dialect import classify
 from agent_memory.search.query import VectorIndexSpec, create_index_args, knn_search_args
 from tests.dialect_audit import check_command
 
@@ -82,3 +84,19 @@ def test_rejections() -> None:
     )
     assert check_command(["FT.DROPINDEX", "i", "DD"])
     assert check_command(["FT.AGGREGATE", "i", "*"])
+
+
+@pytest.mark.parametrize(
+    ("raw", "ft_config_ok", "family", "version"),
+    [
+        (10000, False, "valkey-search", (1, 0, 0)),  # what valkey-search 1.0.2 reports
+        (66049, False, "valkey-search", (1, 2, 1)),  # 1.2.1: (major<<16)|(minor<<8)|patch
+        (65792, False, "valkey-search", (1, 1, 0)),
+        (21005, True, "redisearch", (2, 10, 5)),
+    ],
+)
+def test_module_versions_as_the_real_servers_report_them(
+    raw: int, ft_config_ok: bool, family: str, version: tuple[int, int, int]
+) -> None:
+    dialect = classify([{"name": "search", "ver": raw}], ft_list_ok=True, ft_config_ok=ft_config_ok)
+    assert (dialect.family, dialect.version) == (family, version)

@@ -20,7 +20,7 @@ from tests.support import TableEmbedder, near, random_unit
 
 @pytest.fixture
 def server(servers: _Servers) -> ServerInfo:
-    return servers.get("valkey-search")
+    return servers.get("valkey-redisearch")
 
 
 def _name() -> str:

@@ -17,7 +17,7 @@ from tests.support import TableEmbedder
 
 @pytest.fixture
 def server(servers: _Servers) -> ServerInfo:
-    return servers.get("valkey-search")  # RediSearch: both lexical forms are possible
+    return servers.get("valkey-redisearch")  # RediSearch: both lexical forms are possible
 
 
 def test_choose_form_rules() -> None:

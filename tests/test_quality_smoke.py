@@ -42,9 +42,9 @@ def test_quality_harness_tiny_slice(tmp_path: Path) -> None:
     )  # fmt: skip
     assert time.monotonic() - started < 60
     assert result["dataset"]["memories"] > 0 and result["dataset"]["questions"] > 0
-    baseline = "valkey-search (baseline dialect)"
-    assert set(result["library"]) == {"valkey-search", baseline, "valkey"}
-    assert result["library"]["valkey-search"]["backend"] == "ft"
+    baseline = "valkey-redisearch (baseline dialect)"
+    assert set(result["library"]) == {"valkey-redisearch", baseline, "valkey"}
+    assert result["library"]["valkey-redisearch"]["backend"] == "ft"
     assert result["library"][baseline]["backend"] == "ft"
     for run in result["library"].values():
         assert set(run["admissions"]) >= {"default", "cosine"}
@@ -55,7 +55,7 @@ def test_quality_harness_tiny_slice(tmp_path: Path) -> None:
             _check(metrics)
     # Both backends rank the same vectors the same way for plain cosine top-k.
     ft, portable = (
-        result["library"][k]["metrics"]["cosine"]["all"] for k in ("valkey-search", "valkey")
+        result["library"][k]["metrics"]["cosine"]["all"] for k in ("valkey-redisearch", "valkey")
     )
     assert ft["r@10"] == pytest.approx(portable["r@10"])
     for row in result["research"]["rows"]:

@@ -4,11 +4,13 @@ their general paths."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
 from agent_memory.core import replies
 from agent_memory.errors import ReplyParseError
+from agent_memory.search.parse import parse_index_info
 
 
 def test_pairs_of_a_flat_list_decodes_known_and_new_names() -> None:
@@ -59,3 +61,23 @@ def test_text_of_bytes_str_and_numbers() -> None:
         replies.text(b"\xff")
     with pytest.raises(ReplyParseError, match="string reply"):
         replies.text(None)
+
+
+def _vector_attribute(name: str, dim: int, metric: str) -> list[Any]:
+    # valkey-search's FT.INFO shape: the vector parameters nested under "index"
+    return ["identifier", name, "attribute", name, "type", "VECTOR",
+            "index", ["capacity", 10240, "dimensions", dim, "distance_metric", metric]]  # fmt: skip
+
+
+@pytest.mark.parametrize("resp3_map", [False, True])
+def test_index_info_reads_the_memory_vector_whatever_the_attribute_order(resp3_map: bool) -> None:
+    # valkey-search lists attributes by name, or in another order after a restart: the
+    # hashed term vector ("lex", 256 wide, IP) must never be taken for the embeddings.
+    attributes = [_vector_attribute("lex", 256, "IP"), _vector_attribute("vector", 16, "COSINE")]
+    reply: Any = ["index_name", "i", "attributes", attributes, "num_docs", "3"]
+    if resp3_map:
+        reply = dict(zip(reply[::2], reply[1::2], strict=True))
+    info = parse_index_info(reply)
+    assert (info.dim, info.metric, info.num_docs) == (16, "COSINE", 3)
+    assert parse_index_info(reply, vector_field="lex").dim == 256
+    assert parse_index_info(reply, vector_field="absent").dim == 256  # first one listed

@@ -25,7 +25,7 @@ trace.set_tracer_provider(_provider)
 
 @pytest.fixture
 def server(servers: _Servers) -> ServerInfo:
-    return servers.get("valkey-search")
+    return servers.get("valkey-redisearch")
 
 
 def _value(registry: CollectorRegistry, metric: str, **labels: str) -> float:

@@ -10,6 +10,8 @@ used by the next search.
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,6 +36,7 @@ from agent_memory.errors import (
     OperationTimeoutError,
     ReplyParseError,
     ServerResponseError,
+    ServerUnavailableError,
 )
 from agent_memory.schema.encoding import session_token
 from agent_memory.schema.filters import MemoryFilter
@@ -57,9 +60,13 @@ from agent_memory.search.query import (
     text_search_args,
 )
 
+logger = logging.getLogger(__name__)
+
 _INFO_REFRESH_SECONDS = 60.0
 BACKFILL_POLL_SECONDS = 0.02
 BACKFILL_STALL_SECONDS = 30.0  # give up when the backfill makes no progress this long
+PROPAGATION_GRACE_SECONDS = 2.0  # a new index reaches every primary of a cluster by then
+SHARD_CHECK_SECONDS = 10.0  # how often a cluster's primaries are checked for the index
 _SHARED_SESSION = session_token(None)
 
 
@@ -70,6 +77,24 @@ def _missing_index(exc: AgentMemoryError) -> bool:
 
 def _already_exists(exc: AgentMemoryError) -> bool:
     return "already exists" in error_text(exc)
+
+
+def _is_missing(reply: Any) -> bool:
+    """Whether a reply is the server's "no such index" error."""
+    return isinstance(reply, ServerResponseError) and _missing_index(reply)
+
+
+def cluster_size() -> Operation[int]:
+    """The number of primaries serving slots (``cluster_size`` of ``CLUSTER INFO``)."""
+    reply = yield from execute("CLUSTER", "INFO")
+    if isinstance(reply, Mapping):  # a client package may parse it into a dict
+        size = next((v for k, v in reply.items() if text(k) == "cluster_size"), None)
+    else:
+        found = re.search(r"^cluster_size:(\d+)", text(reply), re.M)
+        size = found.group(1) if found else None
+    if size is None:
+        raise ReplyParseError("CLUSTER INFO reply has no cluster_size")
+    return max(integer(size), 1)
 
 
 def _read_info(ctx: StoreContext) -> Operation[tuple[IndexInfo, Any] | None]:
@@ -147,10 +172,32 @@ def size_key(ctx: StoreContext, flt: MemoryFilter) -> str | None:
     return ctx.keys.registry(flt.namespace)
 
 
+def _infos_everywhere(ctx: StoreContext) -> Operation[list[IndexInfo | None]]:
+    """FT.INFO of the store's index on the server, or on each primary of a cluster
+    (each shard backfills its own memories)."""
+    if not ctx.settings.cluster:
+        info = yield from read_index_info(ctx)
+        return [info]
+    size = yield from cluster_size()
+    replies = yield from execute_batch(
+        [command("FT.INFO", ctx.keys.index, node=i) for i in range(size)]
+    )
+    infos: list[IndexInfo | None] = []
+    for reply in replies:
+        if _is_missing(reply):
+            infos.append(None)
+        elif isinstance(reply, AgentMemoryError):
+            raise reply
+        else:
+            infos.append(parse_index_info(reply))
+    return infos
+
+
 def await_backfill(ctx: StoreContext) -> Operation[None]:
-    """Wait until the server has indexed the hashes that existed when the index was
-    created (the module backfills them in the background; a search meanwhile misses
-    some). Polls ``FT.INFO``; waits as long as the backfill progresses.
+    """Wait until the server (every primary of a cluster) has indexed the hashes that
+    existed when the index was created (the module backfills them in the background; a
+    search meanwhile misses some). Polls ``FT.INFO``; waits as long as the backfill
+    progresses.
 
     Raises:
         OperationTimeoutError: the backfill made no progress for
@@ -158,10 +205,18 @@ def await_backfill(ctx: StoreContext) -> Operation[None]:
     """
     best, stalled = -1.0, 0.0
     while True:
-        info = yield from read_index_info(ctx)
-        if info is None or not info.indexing:
+        infos = yield from _infos_everywhere(ctx)
+        if all(info is None for info in infos):
+            return  # no index at all (dropped meanwhile): nothing to wait for
+        # On a cluster a primary that does not list the index yet has not received it
+        # from the coordinator (valkey-search 1.0 propagates FT.CREATE asynchronously).
+        busy = [info for info in infos if info is None or info.indexing]
+        if not busy:
             return
-        progress = info.progress if info.progress is not None else 0.0
+        progress = min(
+            info.progress if info is not None and info.progress is not None else 0.0
+            for info in busy
+        )
         if progress > best:
             best, stalled = progress, 0.0
         elif stalled >= BACKFILL_STALL_SECONDS:
@@ -184,6 +239,9 @@ class FtBackend:
         self._sizes: dict[str, int] = {}
         self._index_docs: int | None = None
         self._info_due = 0.0
+        # Cluster only: when to check next that every primary still has the index
+        # (0: at the next search, e.g. after a search failed on an unreachable node).
+        self._shards_due = 0.0
 
     def prepare(self, ctx: StoreContext) -> Operation[bool]:
         """Create the index, or check it. An index without the lexical field this server
@@ -219,18 +277,14 @@ class FtBackend:
             if _mentions(raw, needed):
                 yield from ensure_lexical(ctx)
                 self._index_docs = info.num_docs
+                if ctx.settings.cluster:
+                    yield from self._repair_shards(ctx)
                 return False
             yield from ensure_lexical(ctx, force=True)
             yield from self.drop(ctx)
         else:
             yield from ensure_lexical(ctx)
-        assert ctx.dim is not None
-        args = create_index_args(
-            ctx.keys.index,
-            ctx.keys.prefix,
-            VectorIndexSpec(dim=ctx.dim),
-            native_text=native_text,
-        )
+        args = self._create_args(ctx, native_text)
         try:
             yield from execute("FT.CREATE", *args)
         except ServerResponseError as exc:
@@ -240,10 +294,73 @@ class FtBackend:
             other = yield from read_index_info(ctx)
             if other is not None:
                 _check_compatible(ctx, other)
+            if ctx.settings.cluster:
+                yield from self._repair_shards(ctx)
             yield from await_backfill(ctx)
             return False
         yield from await_backfill(ctx)
         return True
+
+    @staticmethod
+    def _create_args(ctx: StoreContext, native_text: bool) -> list[str]:
+        assert ctx.dim is not None
+        return create_index_args(
+            ctx.keys.index,
+            ctx.keys.prefix,
+            VectorIndexSpec(dim=ctx.dim),
+            native_text=native_text,
+        )
+
+    def _repair_shards(self, ctx: StoreContext) -> Operation[None]:
+        """Give the index back to every primary of a cluster that lost it.
+
+        valkey-search's coordinator keeps one index definition for the whole cluster,
+        but a node restarted from an append-only file begun before the index existed
+        comes back without it, and every search fanned out to it fails with "not
+        found". valkey-search 1.0 accepts ``FT.CREATE`` on that node; 1.2 refuses it as
+        existing (and refuses ``FT.DROPINDEX`` there as missing), so the index is
+        dropped from a node that has it (never the records) and created again: every
+        shard re-indexes its memories.
+        """
+        size = yield from cluster_size()
+        waited = 0.0
+        while True:
+            infos = yield from execute_batch(
+                [command("FT.INFO", ctx.keys.index, node=i) for i in range(size)]
+            )
+            missing = [i for i, r in enumerate(infos) if _is_missing(r)]
+            holding = [i for i, r in enumerate(infos) if not isinstance(r, AgentMemoryError)]
+            if not missing or not holding:
+                return  # whole (or wholly lost: the caller creates it again)
+            if waited >= PROPAGATION_GRACE_SECONDS:
+                break
+            # An index another process has just created may still be on its way to
+            # these primaries: only one missing for longer than that was lost.
+            yield from sleep(BACKFILL_POLL_SECONDS * 5)
+            waited += BACKFILL_POLL_SECONDS * 5
+        if not _mentions(infos[holding[0]], F_SESSION):
+            return  # not ours to rebuild (prepare refuses such an index)
+        logger.warning(
+            "%s: %d of %d primaries lost the index %s; giving it back",
+            ctx.keys.name, len(missing), size, ctx.keys.index,
+        )  # fmt: skip
+        args = self._create_args(ctx, ctx.lexical_form == TEXT_FORM)
+        refused = False
+        for i in missing:
+            try:
+                yield from execute("FT.CREATE", *args, node=i)
+            except ServerResponseError as exc:
+                if not _already_exists(exc):
+                    raise
+                refused = True
+        if refused:
+            yield from self.drop(ctx, node=holding[0])
+            try:
+                yield from execute("FT.CREATE", *args, node=holding[0])
+            except ServerResponseError as exc:
+                if not _already_exists(exc):  # another process rebuilt it first
+                    raise
+        yield from await_backfill(ctx)
 
     def knn(
         self, ctx: StoreContext, queries: Sequence[KnnQuery]
@@ -299,11 +416,14 @@ class FtBackend:
         commands = [self._command(ctx, q) for q in queries]
         plan = self._plan_commands(ctx, queries)
         batch = [*commands, *extra, *plan]
-        replies = yield from execute_batch(batch)
-        if any(isinstance(r, ServerResponseError) and _missing_index(r) for r in replies):
+        if ctx.settings.cluster:
+            replies = yield from self._search_cluster(ctx, batch)
+        else:
+            replies = yield from execute_batch(batch)
+        if any(_is_missing(r) for r in replies):
             # The server lost the index (restarted without persistence, FLUSHALL, an
-            # operator's FT.DROPINDEX): re-create it once (the server backfills the
-            # hashes already there) and search again.
+            # operator's FT.DROPINDEX; on a cluster, one node restarted): re-create it
+            # once (the server backfills the hashes already there) and search again.
             yield from self.prepare(ctx)
             replies = yield from execute_batch(batch)
         searched = len(commands) + len(extra)
@@ -322,9 +442,31 @@ class FtBackend:
             results.append(matches)
         return SearchOutcome(results, list(replies[len(commands) : searched]))
 
-    def drop(self, ctx: StoreContext) -> Operation[None]:
+    def _search_cluster(self, ctx: StoreContext, batch: list[Command]) -> Operation[list[Any]]:
+        """The batch on a cluster, after checking (every ``SHARD_CHECK_SECONDS``, and
+        right after a search met an unreachable node) that every primary still has the
+        index. valkey-search 1.2's coordinator answers a search from the primaries that
+        have it and leaves out, without an error, the memories of one that lost it (a
+        node restarted from an append-only file begun before the index existed)."""
+        if time.monotonic() >= self._shards_due:
+            self._shards_due = time.monotonic() + SHARD_CHECK_SECONDS
+            try:
+                yield from self._repair_shards(ctx)
+            except (ServerUnavailableError, OperationTimeoutError):
+                self._shards_due = 0.0
+                raise
         try:
-            yield from execute("FT.DROPINDEX", ctx.keys.index)
+            replies = yield from execute_batch(batch)
+        except (ServerUnavailableError, OperationTimeoutError):
+            self._shards_due = 0.0
+            raise
+        if any(isinstance(r, (ServerUnavailableError, OperationTimeoutError)) for r in replies):
+            self._shards_due = 0.0
+        return replies
+
+    def drop(self, ctx: StoreContext, *, node: int | None = None) -> Operation[None]:
+        try:
+            yield from execute("FT.DROPINDEX", ctx.keys.index, node=node)
         except ServerResponseError as exc:
             if not _missing_index(exc):
                 raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import random
 from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
@@ -120,12 +121,30 @@ _DECODED: dict[str, Any] = {}
 
 
 # Commands without a key: a cluster client cannot route them (its pipeline fails as a
-# whole on them), so they are sent one by one to a node we pick.
-_KEYLESS = frozenset({"MODULE", "FT._LIST", "FT.CONFIG", "PING", "INFO"})
+# whole on them), so they are sent one by one to a node we pick. The search commands
+# name an index, not a key; valkey-search's coordinator serves them from any primary
+# (an index created on one is created on all, a search fans out to every shard).
+_KEYLESS = frozenset({"MODULE", "FT._LIST", "FT.CONFIG", "PING", "INFO", "CLUSTER"})
 
 
 def _keyless(cmd: Command) -> bool:
-    return cmd.name.upper() in _KEYLESS
+    name = cmd.name.upper()
+    return name in _KEYLESS or name.startswith("FT.")
+
+
+def _route(client: Any, cmd: Command) -> dict[str, Any]:
+    """The node a cluster client must send a keyless command to (``{}``: let the
+    client route it by its key). A command naming its ``node`` goes to that primary,
+    search commands to any primary (a replica would answer them only in READONLY
+    mode), the rest to any node."""
+    if not _keyless(cmd) or not is_cluster_client(client):
+        return {}
+    if cmd.node is not None:
+        primaries = sorted(client.get_primaries(), key=lambda node: str(node.name))
+        return {"target_nodes": primaries[cmd.node % len(primaries)]}
+    if cmd.name.upper().startswith("FT."):
+        return {"target_nodes": random.choice(client.get_primaries())}
+    return {"target_nodes": client.get_random_node()}
 
 
 def _split_cluster_batch(client: Any, b: Batch) -> tuple[list[int], list[int]]:
@@ -198,7 +217,8 @@ class SyncExecutor:
     def _one(self, cmd: Command) -> Any:
         replies = self._on_lane(Batch((cmd,)))
         if replies is None:
-            return self.client.execute_command(*cmd.args, **self._options(cmd))
+            route = _route(self.client, cmd)
+            return self.client.execute_command(*cmd.args, **route, **self._options(cmd))
         if isinstance(replies[0], BaseException):
             raise replies[0]
         return replies[0]
@@ -231,10 +251,8 @@ class SyncExecutor:
         for i in keyless:
             cmd = b.commands[i]
             try:
-                target = self.client.get_random_node()
-                replies[i] = self.client.execute_command(
-                    *cmd.args, target_nodes=target, **self._options(cmd)
-                )
+                route = _route(self.client, cmd)
+                replies[i] = self.client.execute_command(*cmd.args, **route, **self._options(cmd))
             except Exception as exc:  # noqa: BLE001 - returned like a pipeline error
                 replies[i] = exc
         if keyed:
@@ -283,7 +301,10 @@ class AsyncExecutor:
     async def _one(self, cmd: Command) -> Any:
         replies = await self._on_lane(Batch((cmd,)))
         if replies is None:
-            return await self.client.execute_command(*cmd.args, **self._options(cmd))
+            if _keyless(cmd) and is_cluster_client(self.client):
+                await self.client.initialize()  # it knows no node before its first command
+            route = _route(self.client, cmd)
+            return await self.client.execute_command(*cmd.args, **route, **self._options(cmd))
         if isinstance(replies[0], BaseException):
             raise replies[0]
         return replies[0]
@@ -313,12 +334,17 @@ class AsyncExecutor:
             return fast
         keyless, keyed = _split_cluster_batch(self.client, b)
         replies: list[Any] = [None] * len(b.commands)
+        if keyless:
+            # An asyncio cluster client knows no node before its first command or this
+            # (idempotent) call, so it could not pick one for a keyless command.
+            with map_client_errors(b.commands[keyless[0]].name):
+                await self.client.initialize()
         for i in keyless:
             cmd = b.commands[i]
             try:
-                target = self.client.get_random_node()
+                route = _route(self.client, cmd)
                 replies[i] = await self.client.execute_command(
-                    *cmd.args, target_nodes=target, **self._options(cmd)
+                    *cmd.args, **route, **self._options(cmd)
                 )
             except Exception as exc:  # noqa: BLE001 - returned like a pipeline error
                 replies[i] = exc

@@ -39,10 +39,13 @@ class Command:
         args: the command name and its arguments.
         binary: the reply carries binary data (vector blobs) and must not be decoded,
             whatever the client's ``decode_responses`` setting.
+        node: on a cluster client, send this keyless command to the ``node``-th primary
+            (ordered by address) rather than to any; ignored by other clients.
     """
 
     args: tuple[Arg, ...]
     binary: bool = False
+    node: int | None = None
 
     @property
     def name(self) -> str:
@@ -96,9 +99,9 @@ Effect = Command | Batch | Call | ScanKeys | Sleep
 Operation = Generator[Effect, Any, T]
 
 
-def command(*args: Arg, binary: bool = False) -> Command:
+def command(*args: Arg, binary: bool = False, node: int | None = None) -> Command:
     """Build a :class:`Command` from positional arguments."""
-    return Command(tuple(args), binary=binary)
+    return Command(tuple(args), binary=binary, node=node)
 
 
 def batch(commands: Sequence[Command], *, atomic: bool = False) -> Batch:
@@ -106,9 +109,9 @@ def batch(commands: Sequence[Command], *, atomic: bool = False) -> Batch:
     return Batch(tuple(commands), atomic=atomic)
 
 
-def execute(*args: Arg, binary: bool = False) -> Operation[Any]:
+def execute(*args: Arg, binary: bool = False, node: int | None = None) -> Operation[Any]:
     """Sub-operation: run one command and return its reply (``yield from execute(...)``)."""
-    reply = yield Command(tuple(args), binary=binary)
+    reply = yield Command(tuple(args), binary=binary, node=node)
     return reply
 
 

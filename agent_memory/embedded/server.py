@@ -1,8 +1,10 @@
 """The embedded default: a private server persisted to a folder, shared by processes.
 
-:func:`open_embedded` starts ``valkey-server`` or ``redis-server`` (PATH first, then
-the binary of the ``embedded`` extra) on a free loopback port with the search module
-when one is available, persisting to ``path`` with an append-only file. The folder
+:func:`open_embedded` starts ``valkey-server`` (PATH first, then the Valkey 9.1 of the
+``embedded`` extra; ``redis-server`` where there is no Valkey) on a free loopback port
+with the search module when one is available, persisting to ``path`` with an
+append-only file. A folder keeps the server family that first wrote it (recorded in
+``server-family``), since Valkey cannot read the RDB format of Redis 8. The folder
 records the running server (``server.json``) under a file lock, so a second process
 opening the same folder reuses it instead of starting another. The process that
 started the server stops it on :meth:`EmbeddedServer.stop` or at interpreter exit.
@@ -29,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 STATE_FILE = "server.json"
 LOCK_FILE = "server.lock"
+FAMILY_FILE = "server-family"
+LOG_FILE = "server.log"
 
 
 @dataclass(slots=True)
@@ -79,6 +83,27 @@ def _read_state(state: Path) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
+def _written_by(folder: Path) -> str | None:
+    """The server family (``valkey`` or ``redis``) that wrote the folder's data, if known:
+    from the marker this module leaves, else from the server log of an older release
+    (which started Redis by default). Redis 8 writes an RDB version Valkey cannot load."""
+    marker = folder / FAMILY_FILE
+    if marker.is_file():
+        family = marker.read_text().strip()
+        return family if family in {"valkey", "redis"} else None
+    log = folder / LOG_FILE
+    if not log.is_file() or not (folder / "appendonlydir").is_dir():
+        return None
+    try:
+        text = log.read_text(errors="replace")
+    except OSError as exc:
+        logger.warning("cannot read %s to tell which server wrote the data: %s", log, exc)
+        return None
+    last = max(("valkey", text.rfind("Valkey version=")), ("redis", text.rfind("Redis version=")),
+               key=lambda found: found[1])  # fmt: skip
+    return last[0] if last[1] >= 0 else None
+
+
 def _answers(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
@@ -125,7 +150,7 @@ def open_embedded(
                 return EmbeddedServer(
                     f"redis://127.0.0.1:{running}", folder, False, bool(state.get("search"))
                 )
-        binary = find_server_binary()
+        binary = find_server_binary(prefer=_written_by(folder))
         if binary is None:
             raise CapabilityError(
                 "no valkey-server or redis-server found: install one, or "
@@ -133,8 +158,9 @@ def open_embedded(
             )
         module = find_search_module()
         process = start_server(
-            binary, folder, port=port, module=module, appendonly=True, log_name="server.log"
+            binary, folder, port=port, module=module, appendonly=True, log_name=LOG_FILE
         )
+        (folder / FAMILY_FILE).write_text(binary.family + "\n")
         state_path.write_text(
             json.dumps(
                 {"pid": process.process.pid, "port": process.port, "search": module is not None,

@@ -1,9 +1,10 @@
 """Detect which search module (if any) a server runs and what its dialect allows.
 
 ``MODULE LIST`` names both RediSearch and valkey-search ``search``, with different version
-encodings (RediSearch ``major*10000+minor*100+patch``, valkey-search
-``(major<<16)|(minor<<8)|patch``), so the family is decided by a probe: RediSearch
-answers ``FT.CONFIG GET TIMEOUT``, valkey-search does not know the command.
+encodings (RediSearch ``major*10000+minor*100+patch``, valkey-search from 1.1
+``(major<<16)|(minor<<8)|patch``, valkey-search 1.0.x ``10000`` whatever the patch), so
+the family is decided by a probe: RediSearch answers ``FT.CONFIG GET TIMEOUT``,
+valkey-search does not know the command.
 """
 
 from __future__ import annotations
@@ -107,8 +108,13 @@ def search_module_version(module_list: Any) -> int | None:
 
 
 def decode_version(raw: int, family: str) -> tuple[int, int, int]:
-    """Decode a module version number of the given family."""
-    if family == "redisearch":
+    """Decode a module version number of the given family.
+
+    valkey-search 1.1 and later encode ``(major<<16)|(minor<<8)|patch`` (1.2.1 reports
+    66049), but the 1.0 releases report ``10000``, RediSearch's decimal encoding of
+    1.0.0 (seen on 1.0.2), so a number below ``1<<16`` is read as decimal.
+    """
+    if family == "redisearch" or raw < 1 << 16:
         return raw // 10000, (raw // 100) % 100, raw % 100
     return (raw >> 16) & 0xFF, (raw >> 8) & 0xFF, raw & 0xFF
 
@@ -119,7 +125,7 @@ def classify(module_list: Any, ft_list_ok: bool, ft_config_ok: bool) -> Dialect:
     if raw is None and not ft_list_ok:
         return NO_SEARCH
     family = "redisearch" if ft_config_ok else "valkey-search"
-    return Dialect(family, decode_version(raw or 0, family))
+    return Dialect(family, decode_version(max(raw or 0, 0), family))
 
 
 def detect_dialect() -> Operation[Dialect]:

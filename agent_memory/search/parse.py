@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from agent_memory.core.replies import integer, pairs, text
 from agent_memory.errors import OperationTimeoutError, ReplyParseError
+from agent_memory.schema.layout import F_VECTOR
 
 
 class SearchDocument(NamedTuple):
@@ -144,9 +145,34 @@ def _lookup(stream: list[Any], *names: str) -> Any:
     return None
 
 
-def parse_index_info(reply: Any) -> IndexInfo:
+def _attribute_stream(reply: Any, field: str) -> list[Any] | None:
+    """The flattened description of one attribute (by identifier or alias) among the
+    ``attributes`` of an FT.INFO reply, if the reply lists it."""
+    if isinstance(reply, Mapping):
+        entries: list[tuple[Any, Any]] = list(reply.items())
+    elif isinstance(reply, (list, tuple)):
+        entries = list(zip(reply[::2], reply[1::2], strict=False))
+    else:
+        return None
+    attributes = next(
+        (v for k, v in entries if isinstance(k, (str, bytes)) and text(k) == "attributes"), None
+    )
+    if not isinstance(attributes, (list, tuple)):
+        return None
+    for attribute in attributes:
+        flat = _flatten(attribute)
+        names = {_lookup(flat, "identifier"), _lookup(flat, "attribute")}
+        if any(isinstance(n, (str, bytes)) and text(n) == field for n in names):
+            return flat
+    return None
+
+
+def parse_index_info(reply: Any, vector_field: str = F_VECTOR) -> IndexInfo:
     """Parse ``FT.INFO`` of valkey-search (``num_docs``, ``dimensions``, ``state``...) or
-    RediSearch (``num_docs``, ``attributes``, ``indexing``...).
+    RediSearch (``num_docs``, ``attributes``, ``indexing``...). The width and metric are
+    those of ``vector_field`` (an index may have several vector fields, listed in any
+    order: valkey-search sorts them by name, or not, after a restart), else of the first
+    vector field listed.
 
     Raises:
         ReplyParseError: the reply has no document count.
@@ -155,8 +181,9 @@ def parse_index_info(reply: Any) -> IndexInfo:
     docs = _lookup(stream, "num_docs")
     if docs is None:
         raise ReplyParseError("FT.INFO reply has no num_docs")
-    dim = _lookup(stream, "dimensions", "dim")
-    metric = _lookup(stream, "distance_metric", "distance metric")
+    vector = _attribute_stream(reply, vector_field) or stream
+    dim = _lookup(vector, "dimensions", "dim")
+    metric = _lookup(vector, "distance_metric", "distance metric")
     indexing = _lookup(stream, "indexing", "backfill_in_progress")
     failures = _lookup(stream, "hash_indexing_failures")
     percent = _lookup(stream, "percent_indexed", "backfill_complete_percent")

@@ -98,12 +98,14 @@ def markdown(result: Mapping[str, Any]) -> str:
         "",
         *part1_table(result),
         "",
-        "Server kinds (`scripts/test_servers.py`): `valkey-search` = Valkey 8.0.1 with the "
+        "Server kinds (`scripts/test_servers.py`): `valkey-redisearch` = Valkey 9.1.2 with the "
         "RediSearch 2.10 module (FT backend with the RediSearch features: the lexical "
-        "channel is a TEXT field ranked by BM25); `valkey-search (baseline dialect)` = the "
+        "channel is a TEXT field ranked by BM25); `valkey-redisearch (baseline dialect)` = the "
         'same server with `ft_dialect="baseline"`, sending only what valkey-search 1.0.2 '
         "accepts (the lexical channel is the hashed `lex` vector field), as on production "
-        "valkey-search; `valkey` = the same Valkey without a module (portable backend). "
+        "valkey-search; `valkey-search-1.0` / `valkey-search-1.2` = the same Valkey with the "
+        "real valkey-search module (when its builds are given); `valkey` = the same Valkey "
+        "without a module (portable backend). "
         "Off-topic admissions: memories returned (k=10) per question of "
         "`benchmarks/quality/offtopic.py` (55 questions no conversation answers), asked of "
         "every conversation.",

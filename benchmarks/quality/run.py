@@ -58,7 +58,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-sessions", type=int, help="first N sessions of each conversation")
     ap.add_argument("--max-questions", type=int, help="first N questions of each conversation")
     ap.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
-    ap.add_argument("--servers", nargs="*", default=["valkey-search", "valkey"],
+    ap.add_argument("--servers", nargs="*", default=["valkey-redisearch", "valkey"],
                     help="server kinds of scripts/test_servers.py")  # fmt: skip
     ap.add_argument("--no-peer", action="store_true", help="skip betterdb-agent-memory")
     ap.add_argument("--research", choices=("full", "quick", "off"), default="full")
@@ -106,13 +106,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             srv = servers.start(kind, Path(tmp))
             try:
                 result["library"][kind] = library_runs.run_library(srv.url, convs, embedder)
-                if kind == "valkey-search":  # the dialect production valkey-search accepts
+                if kind == "valkey-redisearch":  # the dialect production valkey-search accepts
                     result["library"][f"{kind} (baseline dialect)"] = library_runs.run_library(
                         srv.url, convs, embedder, prefix="locomo_base", ft_dialect="baseline"
                     )
                 if kind == args.servers[0] and not args.no_peer:
                     result["peer"] = _peer(srv.url, convs, embedder, kind)
-                if kind in ("valkey-search", "redis-search") and args.research != "off":
+                if kind in ("valkey-redisearch", "redis-search") and args.research != "off":
                     result["ft_probe"] = {
                         "server": kind,
                         "runs": [

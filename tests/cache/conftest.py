@@ -172,6 +172,25 @@ def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def search_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], str]]:
+    """A 3-primary valkey-search cluster with the search coordinator, per valkey-search
+    kind, started the first time a test asks for that kind (``search_cluster_url(kind)``)."""
+    started: dict[str, test_cluster.Cluster] = {}
+
+    def url(kind: str) -> str:
+        if kind not in started:
+            root = tmp_path_factory.mktemp(f"cluster-{kind}")
+            started[kind] = test_cluster.start(root, kind=kind)
+        return started[kind].url
+
+    try:
+        yield url
+    finally:
+        for cluster in started.values():
+            cluster.stop()
+
+
 @pytest.fixture
 async def cluster_env(flavour: Flavour, cluster_url: str) -> AsyncIterator[Env]:
     """Every flavour on the 3-node cluster."""

@@ -73,7 +73,7 @@ def seed(url: str, name: str, namespace: str, embed: Any = None) -> list[str]:
 
 @pytest.fixture
 def search_url(servers: Any) -> str:
-    return str(servers.get("valkey-search").url)
+    return str(servers.get("valkey-redisearch").url)
 
 
 @pytest.fixture

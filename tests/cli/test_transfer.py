@@ -28,7 +28,7 @@ def _recalled(cli: Any, url: str, name: str, namespace: str) -> list[tuple[str, 
     return [(h["item"]["id"], round(h["distance"], 6)) for h in doc["hits"]]
 
 
-@pytest.mark.parametrize("kind", ["valkey-search", "valkey"])
+@pytest.mark.parametrize("kind", ["valkey-redisearch", "valkey"])
 def test_export_file_import_into_another_name(
     cli: Any, servers: Any, tmp_path: Path, kind: str
 ) -> None:
@@ -50,7 +50,7 @@ def test_export_file_import_into_another_name(
     assert _recalled(cli, url, copy, namespace) == _recalled(cli, url, name, namespace)
     stats = cli(*_opts(url, copy), "--json", "stats").json()
     assert stats["items"] == 3
-    assert stats["backend"] == ("ft" if kind == "valkey-search" else "portable")
+    assert stats["backend"] == ("ft" if kind == "valkey-redisearch" else "portable")
 
 
 def test_stdout_stdin_without_vectors_reembeds_with_progress(

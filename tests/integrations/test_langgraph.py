@@ -41,7 +41,7 @@ NAMESPACES = [
 ]
 
 
-@pytest.fixture(params=["valkey-search", "valkey"])
+@pytest.fixture(params=["valkey-redisearch", "valkey"])
 def url(request: pytest.FixtureRequest, servers: _Servers) -> str:
     return servers.get(request.param).url
 
@@ -273,7 +273,7 @@ def test_tenants_are_isolated(url: str) -> None:
 
 
 def test_ttl(servers: _Servers) -> None:
-    url = servers.get("valkey-search").url
+    url = servers.get("valkey-redisearch").url
     lg = AgentMemoryStore.from_url(
         url,
         name=f"lg_{uuid.uuid4().hex[:8]}",

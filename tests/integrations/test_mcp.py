@@ -34,7 +34,7 @@ async def _call(session: ClientSession, tool: str, arguments: dict[str, Any]) ->
 
 
 async def test_stdio_server_with_the_real_client(servers: _Servers) -> None:
-    url = servers.get("valkey-search").url
+    url = servers.get("valkey-redisearch").url
     name = f"mcp_{uuid.uuid4().hex[:8]}"
     # A memory of another tenant, written directly: the server must never reach it.
     other = MemoryStore.from_url(url, name=name, embed=HashingEmbedder())
@@ -122,7 +122,7 @@ async def test_stdio_server_with_the_real_client(servers: _Servers) -> None:
 
 
 async def test_session_binding_with_the_real_client(servers: _Servers) -> None:
-    url = servers.get("valkey-search").url
+    url = servers.get("valkey-redisearch").url
     name = f"mcp_{uuid.uuid4().hex[:8]}"
     bound = ("--namespace", "tenant-a", "--session", "s1")
     async with (

@@ -1,4 +1,5 @@
-"""The memory store on a real 3-primary Valkey cluster (portable backend).
+"""The memory store on a real 3-primary Valkey cluster: the portable backend on plain
+Valkey, and the FT backend on valkey-search with its coordinator (where available).
 
 Memories of one store spread over all three primaries; every operation must work with
 ``ValkeyCluster`` / ``RedisCluster`` clients, sync and async: remember, recall, list,
@@ -17,18 +18,33 @@ from typing import Any
 import pytest
 
 from agent_memory import MemoryStore, Scope, SyncMemoryStore
-from tests.cache.conftest import FLAVOURS, Flavour
+from tests.cache.conftest import FLAVOURS, Flavour, search_cluster_url
+from tests.conftest import VALKEY_SEARCH_KINDS
 from tests.support import AsyncView, TableEmbedder, near, random_unit
+
+__all__ = ["search_cluster_url"]
 
 # one of each package x mode, RESP2/RESP3 and decoding mixed
 CLUSTER_FLAVOURS = [f for f in FLAVOURS if (f.package, f.protocol) in {("valkey", 2), ("redis", 3)}]
 
 
+CLUSTER_KINDS = ("valkey", *VALKEY_SEARCH_KINDS)
+
+
+@pytest.fixture(params=CLUSTER_KINDS)
+def cluster_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(params=CLUSTER_FLAVOURS, ids=[f.id for f in CLUSTER_FLAVOURS])
 async def cluster_store(
-    request: pytest.FixtureRequest, cluster_url: str
+    request: pytest.FixtureRequest, cluster_kind: str
 ) -> AsyncIterator[tuple[Any, Any, TableEmbedder]]:
     flavour: Flavour = request.param
+    if cluster_kind == "valkey":
+        cluster_url = request.getfixturevalue("cluster_url")
+    else:
+        cluster_url = request.getfixturevalue("search_cluster_url")(cluster_kind)
     client = flavour.client(cluster_url, cluster=True)
     embed = TableEmbedder()
     name = f"cl{uuid.uuid4().hex[:10]}"
@@ -48,12 +64,12 @@ async def cluster_store(
         await result
 
 
-async def test_portable_store_fully_works_on_a_cluster(
-    cluster_store: tuple[Any, Any, TableEmbedder],
+async def test_store_fully_works_on_a_cluster(
+    cluster_store: tuple[Any, Any, TableEmbedder], cluster_kind: str
 ) -> None:
     store, raw, embed = cluster_store
     status = await store.ensure_index()
-    assert status.backend == "portable"
+    assert status.backend == ("portable" if cluster_kind == "valkey" else "ft")
     q = random_unit("query")
     embed.set("query", q)
     ids = []

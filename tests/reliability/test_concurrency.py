@@ -25,13 +25,22 @@ from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
 from agent_memory.core.clients import script_sha
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
-from tests.conftest import _Servers
+from tests.conftest import VALKEY_SEARCH_KINDS, _Servers
 from tests.reliability.conftest import soak
 from tests.reliability.workers import Job, Tally, run
 from tests.support import TableEmbedder, near, random_unit
 
 PROCESSES = 3
-KINDS = ["valkey-search", "valkey"]
+# valkey-search 1.0.2 is left out: three processes writing through scripts on a busy
+# 2-core host deadlock the module itself (every thread waits on its own mutexes and the
+# server answers no client again; reproduced on Valkey 8.1.8 and 9.1.2, not with 1.2.1).
+# That is valkey-search's MULTI/EXEC-queue deadlock (valkey-io/valkey-search PR 629,
+# backported to the 1.0 branch in PR 1018); README "Limits" tells users to run 1.0.3+.
+KINDS = [
+    "valkey-redisearch",
+    "valkey",
+    *(k for k in VALKEY_SEARCH_KINDS if k != "valkey-search-1.0"),
+]
 
 
 def _run_all(jobs: list[Job]) -> Tally:

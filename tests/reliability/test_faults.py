@@ -32,6 +32,7 @@ from agent_memory import (
     SyncMemoryStore,
 )
 from agent_memory.search.parse import parse_index_info
+from tests.conftest import VALKEY_SEARCH_KINDS
 from tests.reliability.conftest import Dedicated, soak
 from tests.reliability.load import WriteRecallLoad, assert_read_back, assert_recalled
 from tests.support import TableEmbedder
@@ -64,7 +65,9 @@ async def _assert_down_fast(call: Any) -> type[BaseException]:
     return type(info.value)
 
 
-@pytest.mark.parametrize("kind", ["valkey-search", "valkey", "redis-search"])
+@pytest.mark.parametrize(
+    "kind", ["valkey-redisearch", "valkey", "redis-search", *VALKEY_SEARCH_KINDS]
+)
 async def test_sigkill_mid_stream_loses_nothing_acknowledged(
     dedicated: Dedicated, tmp_path: Path, kind: str
 ) -> None:
@@ -215,7 +218,7 @@ async def test_socket_timeout_raises_operation_timeout(
     await pauser.close()
 
 
-@pytest.mark.parametrize("kind", ["valkey-search", "valkey"])
+@pytest.mark.parametrize("kind", ["valkey-redisearch", "valkey", *VALKEY_SEARCH_KINDS])
 async def test_server_restarting_empty_recreates_the_index(
     dedicated: Dedicated, tmp_path: Path, kind: str
 ) -> None:
@@ -231,7 +234,7 @@ async def test_server_restarting_empty_recreates_the_index(
     hits = await store.recall("written after the restart", k=1)
     assert [h.item.id for h in hits] == [kept]
     status = await store.ensure_index()
-    assert status.backend == ("ft" if kind == "valkey-search" else "portable")
+    assert status.backend == ("portable" if kind == "valkey" else "ft")
     await store.close()
 
 
@@ -240,11 +243,11 @@ async def test_server_restarting_empty_remember_before_recall(
 ) -> None:
     """Writes made before the index is re-created are indexed by the re-creation (once the
     server's background backfill of the existing hashes has finished)."""
-    server = dedicated.start("valkey-search", tmp_path / "first")
+    server = dedicated.start("valkey-redisearch", tmp_path / "first")
     store = MemoryStore.from_url(server.url, name="empty2", embed=TableEmbedder(), **FAST_CLIENT)
     await store.remember("before")
     server.kill()
-    dedicated.start("valkey-search", tmp_path / "second", port=server.port)
+    dedicated.start("valkey-redisearch", tmp_path / "second", port=server.port)
     await _until_up(store)
     ids = [await store.remember(f"after {i}") for i in range(5)]
     await store.recall("after 0")  # re-creates the index; the server backfills it
@@ -283,7 +286,7 @@ async def test_recall_that_recreates_the_index_waits_for_the_backfill(
 ) -> None:
     """After FLUSHALL and 200 new writes, the recall that re-creates the lost index
     finds the newest memory: it waits for the server to index the existing hashes."""
-    server = dedicated.start("valkey-search", tmp_path / "first")
+    server = dedicated.start("valkey-redisearch", tmp_path / "first")
     store = MemoryStore.from_url(server.url, name="refill", embed=TableEmbedder(), **FAST_CLIENT)
     await store.remember("before")
     await store.client.execute_command("FLUSHALL")

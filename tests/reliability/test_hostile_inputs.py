@@ -274,7 +274,7 @@ class World:
     closers: list[Callable[[], Any]]
 
 
-WORLDS = [("valkey-search", "async"), ("valkey", "sync"), ("redis-search", "sync"),
+WORLDS = [("valkey-redisearch", "async"), ("valkey", "sync"), ("redis-search", "sync"),
           ("inprocess", "async"), ("inprocess", "sync")]  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from agent_memory import InvalidInputError, Scope, SyncMemoryStore
 from agent_memory.backends.inprocess import InProcessClient, Keyspace
-from tests.conftest import _Servers
+from tests.conftest import VALKEY_SEARCH_KINDS, _Servers
 from tests.reliability.conftest import soak
 from tests.support import TableEmbedder, near, random_unit
 
@@ -40,7 +40,7 @@ def _valid(value: str) -> bool:
 VALUES = VALUE.filter(_valid)
 OPTIONAL = st.one_of(st.none(), VALUES)
 
-BACKENDS = ["valkey-search", "valkey", "inprocess"]
+BACKENDS = ["valkey-redisearch", "valkey", "inprocess", *VALKEY_SEARCH_KINDS]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -61,7 +61,7 @@ def make_store(request: pytest.FixtureRequest, servers: _Servers) -> Iterator[Ca
             client = valkey.Valkey.from_url(servers.get(kind).url)
             clients.append(client)
         store = SyncMemoryStore(client, f"i{uuid.uuid4().hex[:10]}", embed)
-        expected = {"valkey-search": "ft", "valkey": "portable"}.get(kind, "inprocess")
+        expected = {"valkey": "portable", "inprocess": "inprocess"}.get(kind, "ft")
         assert store.ensure_index().backend == expected
         return store
 

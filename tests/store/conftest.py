@@ -12,7 +12,7 @@ import pytest
 
 from agent_memory import MemoryStore, SyncMemoryStore
 from agent_memory.backends.inprocess import AsyncInProcessClient, InProcessClient, Keyspace
-from tests.conftest import DialectAudit, ServerInfo, _Servers
+from tests.conftest import ALL_KINDS, DialectAudit, ServerInfo, _Servers
 from tests.support import AsyncView, TableEmbedder
 
 
@@ -65,9 +65,10 @@ class StoreEnv:
         name = name if name is not None else f"t{uuid.uuid4().hex[:12]}"
         client = make_client(self.server.url, self.cfg, self.keyspace)
         self.clients.append(client)
-        if self.server.kind == "valkey-search":
-            # Valkey 8 with the module in the dialect production valkey-search accepts;
-            # the other search kind exercises the RediSearch features.
+        if self.server.kind == "valkey-redisearch":
+            # RediSearch capped to the valkey-search 1.0.2 dialect (the baseline cap on a
+            # server that accepts more); Redis exercises the RediSearch features, and the
+            # valkey-search kinds are production's own module, detected as it is.
             kwargs.setdefault("ft_dialect", "baseline")
         if self.cfg.mode == "async":
             return MemoryStore(client, name, embed, **kwargs)
@@ -81,11 +82,7 @@ class StoreEnv:
 
 
 ENV_PARAMS = [
-    *(
-        (kind, cfg)
-        for kind in ("valkey-search", "valkey", "redis-search")
-        for cfg in CLIENT_CONFIGS
-    ),
+    *((kind, cfg) for kind in ALL_KINDS for cfg in CLIENT_CONFIGS),
     ("inprocess", ClientConfig("inprocess", 0, True, "async")),
     ("inprocess", ClientConfig("inprocess", 0, True, "sync")),
 ]
@@ -98,7 +95,7 @@ async def env(request: pytest.FixtureRequest, servers: _Servers) -> AsyncIterato
         environment = StoreEnv(ServerInfo("inprocess", "", None), cfg, [], Keyspace())
     else:
         environment = StoreEnv(servers.get(kind), cfg, [])
-    DialectAudit.baseline_only = kind == "valkey-search"
+    DialectAudit.baseline_only = kind in ("valkey-redisearch", "valkey-search-1.0")
     yield environment
     for client in environment.clients:
         if cfg.mode == "async":

@@ -28,6 +28,10 @@ CORRUPTIONS = {
     "scope_json": ("HSET", L.F_SCOPE_RAW, BAD_UTF8),
     "metadata_json": ("HSET", L.F_METADATA, b"{not json"),
     "string key": ("SET", None, b"not a hash"),
+    # issue 28: a damaged expiry once aborted list() for every memory
+    "expires_at empty": ("HSET", L.F_EXPIRES, b""),
+    "expires_at NaN": ("HSET", L.F_EXPIRES, b"NaN"),
+    "expires_at bad utf8": ("HSET", L.F_EXPIRES, BAD_UTF8),
 }
 
 
@@ -61,6 +65,8 @@ async def test_an_unreadable_memory_is_skipped_and_counted(env: StoreEnv, corrup
 
     listed = await store.list()
     assert sorted(item.id for item in listed.items) == sorted(good)
+    tagged = await store.list(tags=["work"])
+    assert sorted(item.id for item in tagged.items) == sorted(good)
     hits = await store.recall("query", k=5)
     assert bad not in [h.item.id for h in hits]
     assert sorted(h.item.id for h in hits) == sorted(good)
@@ -102,7 +108,19 @@ async def test_a_corrupt_index_token_spoils_nothing_it_does_not_carry(env: Store
     store = env.make(embed, default_threshold=2.0)
     raw = getattr(store, "wrapped", store)
     mid = await store.remember("a tagged note", tags=["work"])
-    await _run(raw.client, "HSET", raw._ctx.keys.memory(mid), L.F_TAGS, BAD_UTF8)
+    if env.server.kind == "valkey-search-1.0":
+        # valkey-search 1.0.2 never acknowledges a write of a TAG value that is not
+        # UTF-8: it holds the writer blocked, and later writes of that key too (a server
+        # defect, fixed in 1.2; the library itself writes only ASCII tokens). The write is
+        # applied all the same, so the store must still serve the memory around it.
+        import valkey
+
+        injector = valkey.Valkey.from_url(env.server.url, socket_timeout=0.5)
+        with pytest.raises(valkey.TimeoutError):
+            injector.hset(raw._ctx.keys.memory(mid), L.F_TAGS, BAD_UTF8)
+        injector.close()
+    else:
+        await _run(raw.client, "HSET", raw._ctx.keys.memory(mid), L.F_TAGS, BAD_UTF8)
     assert [i.id for i in (await store.list()).items] == [mid]
     assert [h.item.id for h in await store.recall("a tagged note")] == [mid]
     assert (await store.get(mid)).tags == ("work",)  # type: ignore[union-attr]

@@ -41,9 +41,11 @@ def item_or_none(
 ) -> MemoryItem | None:
     """Parse a memory with its usage counters, or ``None`` when it is missing, expired or
     corrupt (logged, counted)."""
-    if L.F_CONTENT not in fields or is_expired(fields, ctx.now_ms()):
+    if L.F_CONTENT not in fields:
         return None
     try:
+        if is_expired(fields, ctx.now_ms()):
+            return None
         forgetting = ctx.settings.forgetting
         kept = (
             retention_from_fields(fields, forgetting, ctx.now_ms())
