@@ -56,6 +56,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--locomo", type=Path, default=None, help="LoCoMo data folder for the quality run"
     )
+    parser.add_argument(
+        "--server",
+        default="valkey-redisearch",
+        help="server kind of scripts/test_servers.py for the FT timings (valkey-search-1.0 and "
+        "valkey-search-1.2 need AGENT_MEMORY_VALKEY_SEARCH_MODULES)",
+    )
     return parser.parse_args(argv)
 
 
@@ -86,10 +92,10 @@ async def speed(args: argparse.Namespace, servers: Servers, result: dict[str, An
     sizes = sizes_of(args)
     rounds = args.rounds or (2 if args.quick else 5)
     scale = 0.25 if args.quick else 1.0
-    url = servers.url("valkey-redisearch")
+    url = servers.url(args.server)
     data = Dataset.build(max(sizes))
     bench = Bench(url, data)
-    result["servers"]["valkey-redisearch"] = await server_info(bench.client)
+    result["servers"][args.server] = await server_info(bench.client)
     result["backend"] = await bench.setup()
     peer = None
     if args.peers:

