@@ -99,7 +99,14 @@ class Keyspace:
         if handler is None:
             raise ServerResponseError(f"ERR unknown command '{name}'", command=name)
         with self.lock:
-            return handler(self, [a if isinstance(a, bytes) else _s(a) for a in args[1:]])
+            try:
+                return handler(self, [a if isinstance(a, bytes) else _s(a) for a in args[1:]])
+            except (ValueError, OverflowError) as exc:
+                # A stored value that is not a number where one is needed (a counter
+                # another writer damaged): a server answers with an error reply.
+                raise ServerResponseError(
+                    f"ERR value is not an integer or out of range ({exc})", command=name
+                ) from exc
 
 
 def _hash_set(ks: Keyspace, a: list[Any]) -> int:
@@ -130,9 +137,20 @@ def _hgetall(ks: Keyspace, a: list[Any]) -> dict[str, Any]:
     return {k: _decode(v) for k, v in (ks.get(_s(a[0]), Hash) or {}).items()}
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _int64(raw: Any) -> int:
+    """A stored integer as a server reads it (ValueError: not a 64-bit integer)."""
+    value = int(_s(raw))
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise ValueError(f"{value} is out of the 64-bit range")
+    return value
+
+
 def _hincrby(ks: Keyspace, a: list[Any]) -> int:
     h = ks.create(_s(a[0]), Hash)
-    value = int(_s(h.get(_s(a[1]), "0"))) + int(_s(a[2]))
+    value = _int64(h.get(_s(a[1]), "0")) + _int64(a[2])
     h[_s(a[1])] = str(value)
     return value
 

@@ -62,7 +62,7 @@ def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
         _zadd(ks, [index, expiry, memory_id])
     _hincrby(ks, [stats, "remembers", "1"])
     for i in range(0, len(pairs), 2):
-        _hincrby(ks, [terms, pairs[i], pairs[i + 1]])
+        _add_stat(ks, terms, pairs[i], pairs[i + 1])
     _set(ks, [version, token])
     return 1
 
@@ -109,12 +109,13 @@ def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]
             exposures = accesses = -2
         elif ks._alive(key):
             values = _hmget(ks, [key, *fields])
-            exposures = _hincrby(ks, [usage, "x:" + _s(memory_id), "1"]) - 1
+            # a counter another writer left negative is no "gone" mark (-1, -2)
+            exposures = max(_hincrby(ks, [usage, "x:" + _s(memory_id), "1"]) - 1, 0)
             if reinforce:
-                accesses = _hincrby(ks, [usage, "a:" + _s(memory_id), "1"]) - 1
+                accesses = max(_hincrby(ks, [usage, "a:" + _s(memory_id), "1"]) - 1, 0)
                 _touch(ks, [key], [argv[0], argv[2]])
             else:
-                accesses = _stored_int(ks, usage, "a:" + _s(memory_id))
+                accesses = max(_stored_int(ks, usage, "a:" + _s(memory_id)), 0)
         out.append([exposures, accesses, values])
     if memories:
         _set(ks, [receipt, argv[4], "PX", argv[5]])
@@ -215,10 +216,19 @@ def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _add_stat(ks: Keyspace, key: str, field: Any, delta: Any) -> int:
+    """Twin of ``ADD_STAT_LUA``: an unreadable statistic is replaced by the delta."""
+    try:
+        return _hincrby(ks, [key, field, delta])
+    except (ValueError, OverflowError):
+        _hash_set(ks, [key, field, delta])
+        return int(_s(delta))
+
+
 def _adjust_stats(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     for i in range(0, len(argv) - 1, 2):
         field = _s(argv[i])
-        if _hincrby(ks, [keys[0], field, argv[i + 1]]) <= 0:
+        if _add_stat(ks, keys[0], field, argv[i + 1]) <= 0:
             _hdel(ks, [keys[0], field])
     return 1
 

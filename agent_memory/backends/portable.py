@@ -192,7 +192,9 @@ class PortableBackend:
         )
         if isinstance(listing[0], AgentMemoryError):
             raise listing[0]
-        pairs = _scored(listing[0])
+        pairs, bad = _scored(listing[0])
+        for member in bad:
+            unreadable(ctx, member, "its registry entry is not valid UTF-8")
         entries = mirror.entries
         missing = [memory_id for memory_id, _ in pairs if memory_id not in entries]
         for start in range(0, len(missing), _FETCH_CHUNK):
@@ -324,15 +326,23 @@ class PortableBackend:
         return SearchOutcome(matches, list(fetched[reads:]))
 
 
-def _scored(reply: Any) -> list[tuple[str, float]]:
-    """``ZRANGEBYSCORE ... WITHSCORES`` as (member, score) pairs, whatever the shape."""
-    out: list[tuple[str, float]] = []
+def _scored(reply: Any) -> tuple[list[tuple[str, float]], list[str]]:
+    """``ZRANGEBYSCORE ... WITHSCORES`` as (member, score) pairs, whatever the shape, and
+    the members that are not valid UTF-8 (no memory of this library: left out)."""
     items = list(reply or [])
     if items and isinstance(items[0], (list, tuple)):
-        return [(text(m), _score(s)) for m, s in items]
-    for i in range(0, len(items) - 1, 2):
-        out.append((text(items[i]), _score(items[i + 1])))
-    return out
+        raw = [(m, s) for m, s in items]
+    else:
+        raw = [(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+    out: list[tuple[str, float]] = []
+    bad: list[str] = []
+    for member, score in raw:
+        decoded = lenient_text(member)
+        if decoded is None:
+            bad.append(repr(member)[:40])
+        else:
+            out.append((decoded, _score(score)))
+    return out, bad
 
 
 def _score(value: Any) -> float:

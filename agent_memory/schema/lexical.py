@@ -243,13 +243,30 @@ def stats_delta(contents: Iterable[str], sign: int) -> dict[str, int]:
     return {k: v for k, v in delta.items() if v}
 
 
-ADJUST_STATS = """
+ADD_STAT_LUA = """
+local function add_stat(key, field, delta)
+  local v = redis.pcall('HINCRBY', key, field, delta)
+  if type(v) == 'table' then
+    redis.call('HSET', key, field, delta)
+    return tonumber(delta)
+  end
+  return v
+end
+"""
+"""Lua: add ``delta`` to a term statistic; one that another writer left unreadable (not
+an integer) is replaced by ``delta``: the statistics are derived data, and a damaged
+one must not fail the write it belongs to."""
+
+ADJUST_STATS = (
+    ADD_STAT_LUA
+    + """
 for i = 1, #ARGV, 2 do
-  local v = redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
+  local v = add_stat(KEYS[1], ARGV[i], ARGV[i + 1])
   if v <= 0 then redis.call('HDEL', KEYS[1], ARGV[i]) end
 end
 return 1
 """
+)
 """ARGV = [field, delta, ...]: add each delta; a count reaching 0 (or below: statistics
 drift after unseen expiries) removes its field, so the hash holds only live terms."""
 

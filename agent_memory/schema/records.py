@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -210,6 +209,19 @@ def _tags_of(raw: str) -> tuple[str, ...] | None:
     return tuple(str(t) for t in data) if isinstance(data, list) else None
 
 
+def stored_importance(memory_id: str, fields: Mapping[str, Any]) -> float:
+    """A memory's importance (0.5 when absent).
+
+    Raises:
+        ReplyParseError: not a number in [0, 1] (every writer keeps it there, so the
+            record is damaged; NaN included).
+    """
+    importance = number(fields.get(L.F_IMPORTANCE, 0.5))
+    if not 0.0 <= importance <= 1.0:
+        raise ReplyParseError(f"memory {memory_id} has an importance outside [0, 1]")
+    return importance
+
+
 def parse_item(
     memory_id: str,
     fields: Mapping[str, Any],
@@ -252,9 +264,7 @@ def parse_item(
         "session" if session is not None and session != session_token(None) else "shared"
     )
     metadata = _json(fields.get(L.F_METADATA), {})
-    importance = number(fields.get(L.F_IMPORTANCE, 0.5))
-    if not math.isfinite(importance):
-        raise ReplyParseError(f"memory {memory_id} has a non-finite importance")
+    importance = stored_importance(memory_id, fields)
     created = integer(fields.get(L.F_CREATED, 0))
     expires = fields.get(L.F_EXPIRES)
     raw_labels = _json(fields.get(L.F_LABELS_RAW), {})

@@ -6,6 +6,8 @@ backend runs the Python twin registered in :data:`PYTHON_TWINS` under the same s
 
 from __future__ import annotations
 
+from agent_memory.schema.lexical import ADD_STAT_LUA
+
 WRITE_WITH_TTL = """
 redis.call('HSET', KEYS[1], unpack(ARGV, 2))
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
@@ -29,13 +31,13 @@ for i = 1, n do
     if redis.call('EXISTS', key) == 1 then x, a = -2, -2 end
   else
     values = redis.call('HMGET', key, unpack(fields))
-    x = redis.call('HINCRBY', KEYS[2], 'x:' .. id, 1) - 1
+    x = math.max(redis.call('HINCRBY', KEYS[2], 'x:' .. id, 1) - 1, 0)
     if ARGV[2] == '1' then
-      a = redis.call('HINCRBY', KEYS[2], 'a:' .. id, 1) - 1
+      a = math.max(redis.call('HINCRBY', KEYS[2], 'a:' .. id, 1) - 1, 0)
       local t = tonumber(redis.call('HGET', key, 'last_accessed_at')) or 0
       if t <= now - tonumber(ARGV[3]) then redis.call('HSET', key, 'last_accessed_at', ARGV[1]) end
     else
-      a = tonumber(redis.call('HGET', KEYS[2], 'a:' .. id)) or 0
+      a = math.max(tonumber(redis.call('HGET', KEYS[2], 'a:' .. id)) or 0, 0)
     end
   end
   out[i] = {x, a, values}
@@ -103,7 +105,9 @@ return out
 servers), so a read of many memories packs each field name once. A key that holds no
 hash gives the string ``WRONGTYPE`` instead of its values (the read goes on)."""
 
-WRITE_MEMORY = """
+WRITE_MEMORY = (
+    ADD_STAT_LUA
+    + """
 local nterms = tonumber(ARGV[7])
 local fields = {unpack(ARGV, 8 + 2 * nterms)}
 fields[#fields + 1] = 'seq'
@@ -118,10 +122,11 @@ redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
 for i = 10, #KEYS do redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2]) end
 redis.call('HINCRBY', KEYS[5], 'remembers', 1)
-for i = 8, 7 + 2 * nterms, 2 do redis.call('HINCRBY', KEYS[6], ARGV[i], ARGV[i + 1]) end
+for i = 8, 7 + 2 * nterms, 2 do add_stat(KEYS[6], ARGV[i], ARGV[i + 1]) end
 redis.call('SET', KEYS[7], ARGV[6])
 return 1
 """
+)
 """A memory, its registrations and its bookkeeping in one step (standalone servers: the
 keys span hash slots). KEYS = [memory, registry, scope bucket, usage, stats, term
 statistics, registry version, epoch, write counter, agent/thread index...]; the memory

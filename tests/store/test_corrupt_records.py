@@ -108,19 +108,14 @@ async def test_a_corrupt_index_token_spoils_nothing_it_does_not_carry(env: Store
     store = env.make(embed, default_threshold=2.0)
     raw = getattr(store, "wrapped", store)
     mid = await store.remember("a tagged note", tags=["work"])
+    key = raw._ctx.keys.memory(mid)
     if env.server.kind == "valkey-search-1.0":
-        # valkey-search 1.0.2 never acknowledges a write of a TAG value that is not
-        # UTF-8: it holds the writer blocked, and later writes of that key too (a server
-        # defect, fixed in 1.2; the library itself writes only ASCII tokens). The write is
-        # applied all the same, so the store must still serve the memory around it.
-        import valkey
-
-        injector = valkey.Valkey.from_url(env.server.url, socket_timeout=0.5)
-        with pytest.raises(valkey.TimeoutError):
-            injector.hset(raw._ctx.keys.memory(mid), L.F_TAGS, BAD_UTF8)
-        injector.close()
+        # valkey-search 1.0.2 leaves every other plain HSET of a hash this library wrote
+        # unanswered (README "Limits"); the same write made by a script is answered.
+        script = "return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])"
+        await _run(raw.client, "EVAL", script, "1", key, L.F_TAGS, BAD_UTF8)
     else:
-        await _run(raw.client, "HSET", raw._ctx.keys.memory(mid), L.F_TAGS, BAD_UTF8)
+        await _run(raw.client, "HSET", key, L.F_TAGS, BAD_UTF8)
     assert [i.id for i in (await store.list()).items] == [mid]
     assert [h.item.id for h in await store.recall("a tagged note")] == [mid]
     assert (await store.get(mid)).tags == ("work",)  # type: ignore[union-attr]

@@ -11,12 +11,13 @@ from typing import Any, NamedTuple
 
 from agent_memory.backends.base import KnnMatch
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.replies import integer, number, text
+from agent_memory.backends.reads import unreadable
+from agent_memory.core.replies import integer, text
 from agent_memory.errors import ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema import lexical
 from agent_memory.schema.labels import Labels, context_digest, overlap
-from agent_memory.schema.records import utility_state
+from agent_memory.schema.records import stored_importance, utility_state
 from agent_memory.schema.scoring import LEXICAL_GATE, Candidate
 from agent_memory.schema.types import RecallWeights
 from agent_memory.schema.utility import retention, utility
@@ -54,15 +55,14 @@ def light(ctx: StoreContext, match: KnnMatch, now: int) -> _Light | None:
         return _Light(
             match.id,
             text(content) if content is not None else "",
-            number(fields.get(L.F_IMPORTANCE, 0.5)),
+            stored_importance(match.id, fields),
             created,
             accessed,
             fields,
             accessed if accessed > created else created,
         )
     except ReplyParseError as exc:
-        logger.warning("memory %s of store %s is unreadable: %s", match.id, ctx.keys.name, exc)
-        ctx.count("corrupt_records")
+        unreadable(ctx, match.id, exc)
         return None
 
 

@@ -34,6 +34,7 @@ from agent_memory.schema import scripts
 from agent_memory.schema.records import retention_from_fields
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.forget import delete_ids
+from agent_memory.store.ops.read import registered_ids
 from agent_memory.store.validation import check_id
 
 _SELECTION = re.compile(r"[0-9a-f]{32}")
@@ -176,7 +177,7 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
         )
         raise_first_error(replies)
         cleaned += integer(replies[0])
-        ids = [optional_text(x) or "" for x in replies[1] or []]
+        ids = registered_ids(ctx, replies[1])
         victims = yield from suppressed(ctx, ids)
         if victims:
             ordered = sorted(victims)

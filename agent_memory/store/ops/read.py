@@ -140,6 +140,18 @@ def exact_index(ctx: StoreContext, flt: MemoryFilter) -> str | None:
     return ctx.keys.registry(flt.namespace)
 
 
+def registered_ids(ctx: StoreContext, members: Any) -> list[str]:
+    """The ids a registry reply lists; a member that is not valid UTF-8 names no memory
+    this library could have written: skipped, logged and counted."""
+    ids = []
+    for member in members or []:
+        try:
+            ids.append(text(member))
+        except ReplyParseError as exc:
+            unreadable(ctx, repr(member)[:40], exc)
+    return ids
+
+
 def matching_ids(
     ctx: StoreContext,
     flt: MemoryFilter,
@@ -166,7 +178,7 @@ def matching_ids(
         registry = ctx.keys.registry(flt.namespace)
     low = "-inf" if include_expired else f"({ctx.now_ms()}"
     reply = yield from execute("ZRANGEBYSCORE", registry, low, "+inf")
-    ids = [text(x) for x in reply or []]
+    ids = registered_ids(ctx, reply)
     out: list[tuple[str, tuple[int, int]]] = []
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]

@@ -21,9 +21,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.context import StoreContext
+from agent_memory.backends.reads import unreadable
 from agent_memory.core.effects import Command, Operation, execute_batch
 from agent_memory.core.replies import raw_bytes, text
-from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.records import NewMemory, blob_vector
@@ -80,7 +81,11 @@ def export_records(
             if isinstance(blob, AgentMemoryError):
                 raise blob
             if blob is not None:
-                record["vector"] = [float(x) for x in blob_vector(raw_bytes(blob), ctx.dim)]
+                try:
+                    record["vector"] = [float(x) for x in blob_vector(raw_bytes(blob), ctx.dim)]
+                except ReplyParseError as exc:  # a damaged vector: skipped like any record
+                    unreadable(ctx, item.id, exc)
+                    continue
         records.append(record)
     return records
 
