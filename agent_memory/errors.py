@@ -25,6 +25,8 @@ Families:
 * :class:`ServerResponseError`: the server answered with an error we do not expect.
 * :class:`ReplyParseError`: a reply had a shape the parser cannot read.
 * :class:`StoreClosedError`: the store was used after ``close()``.
+* :class:`ReplicationTimeoutError`: a write was applied, but fewer replicas than asked
+  for acknowledged it in time (``wait_replicas``).
 """
 
 from __future__ import annotations
@@ -59,6 +61,22 @@ class ServerUnavailableError(AgentMemoryError, ConnectionError):
 
 class OperationTimeoutError(AgentMemoryError, TimeoutError):
     """The server did not answer within the configured timeout."""
+
+
+class ReplicationTimeoutError(OperationTimeoutError):
+    """A write was applied on the primary, but fewer replicas than ``wait_replicas``
+    acknowledged it within ``wait_timeout_ms``: it may be lost if the primary fails now.
+    Retrying the same write (same id) is safe.
+
+    Attributes:
+        acknowledged: how many replicas acknowledged it.
+        wanted: how many were asked for.
+    """
+
+    def __init__(self, message: str, *, acknowledged: int, wanted: int) -> None:
+        super().__init__(message)
+        self.acknowledged = acknowledged
+        self.wanted = wanted
 
 
 class IndexMismatchError(AgentMemoryError):
@@ -102,6 +120,7 @@ __all__ = [
     "InvalidInputError",
     "NotFoundError",
     "OperationTimeoutError",
+    "ReplicationTimeoutError",
     "ReplyParseError",
     "ServerResponseError",
     "ServerUnavailableError",

@@ -63,6 +63,8 @@ class StoreSettings:
     receipt_ttl: float = 3600.0
     max_contexts: int = 8
     ft_dialect: str = "auto"  # "baseline": only the valkey-search 1.0.2 dialect
+    wait_replicas: int = 0  # writes return once this many replicas have them (WAIT)
+    wait_timeout_ms: int = 1000
 
 
 @dataclass(slots=True)

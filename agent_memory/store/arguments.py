@@ -54,6 +54,12 @@ def positive_int(value: Any, field: str) -> int:
     return value
 
 
+def count_or_zero(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInputError(f"{field} must be an int >= 0", field=field)
+    return value
+
+
 def positive_number(value: Any, field: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 10**9:
         raise InvalidInputError(f"{field} must be a number > 0", field=field)

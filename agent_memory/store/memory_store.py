@@ -31,7 +31,7 @@ from agent_memory.core.clients import (
 )
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async
-from agent_memory.errors import InvalidInputError, StoreClosedError
+from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
 from agent_memory.schema.encoding import namespace_token
 from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.labels import LabelPolicy
@@ -49,6 +49,7 @@ from agent_memory.store.arguments import (
     callable_or_none,
     checked,
     consolidation_args,
+    count_or_zero,
     memory_inputs,
     positive_int,
     positive_number,
@@ -149,9 +150,18 @@ class MemoryStore:
             valkey-search 1.0.2 dialect (on RediSearch: a ``TEXT`` lexical index and
             query plans); ``"baseline"`` sends only the valkey-search 1.0.2 dialect
             whatever the server. Every process sharing a store should use the same value.
+        wait_replicas: when > 0, ``remember``, ``remember_many``, ``import_records`` and
+            the deletions (``forget``, ``forget_by_scope``, ``prune``) return only once
+            that many replicas acknowledged the write (``WAIT``), else raise
+            :class:`~agent_memory.errors.ReplicationTimeoutError` (the write stays
+            applied on the primary). Standalone servers with replicas only (a cluster
+            client raises ``CapabilityError``). Default 0: replication stays
+            asynchronous.
+        wait_timeout_ms: how long a write waits for its replicas (default 1000).
 
     Raises:
         InvalidInputError: a bad argument (wrong client kind, bad name, ...).
+        CapabilityError: ``wait_replicas`` with a cluster client.
     """
 
     def __init__(
@@ -180,6 +190,8 @@ class MemoryStore:
         max_receipts: int = 10_000,
         receipt_ttl: float = 3600.0,
         ft_dialect: str = "auto",
+        wait_replicas: int = 0,
+        wait_timeout_ms: int = 1000,
     ) -> None:
         if is_async_client(client) != _ASYNC:
             wanted = "an async" if _ASYNC else "a sync"
@@ -211,6 +223,11 @@ class MemoryStore:
             raise InvalidInputError(
                 "max_content_bytes must be a positive int", field="max_content_bytes"
             )
+        wait_replicas = count_or_zero(wait_replicas, "wait_replicas")
+        if wait_replicas and is_cluster_client(client):
+            # WAIT counts the replicas of one connection's node, and a cluster write
+            # spans several primaries through pooled connections: not supported yet.
+            raise CapabilityError("wait_replicas is not supported with a cluster client")
         if default_threshold is None:
             default_threshold = getattr(embed, "recommended_threshold", DEFAULT_THRESHOLD)
         config = validated_config(
@@ -244,6 +261,8 @@ class MemoryStore:
             max_receipts=positive_int(max_receipts, "max_receipts"),
             receipt_ttl=positive_number(receipt_ttl, "receipt_ttl"),
             ft_dialect=ft_dialect,
+            wait_replicas=wait_replicas,
+            wait_timeout_ms=positive_int(wait_timeout_ms, "wait_timeout_ms"),
         )
         self._ctx = StoreContext(
             keys=Keys(check_name(name)),

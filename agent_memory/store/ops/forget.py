@@ -22,6 +22,7 @@ from agent_memory.schema import scripts
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.lexical import adjust_args, stats_delta
 from agent_memory.schema.versions import bump
+from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.read import exact_index, matching_ids
 from agent_memory.store.validation import check_id
 
@@ -102,8 +103,11 @@ def delete_ids(
         commands = bookkeeping(ctx, deleted)
         if listed_in is not None:
             commands.append(command("ZREM", listed_in, *chunk))
-        done = yield from execute_batch(commands)
+        waits = wait_commands(ctx) if commands else []
+        done = yield from execute_batch([*commands, *waits])
         raise_first_error(done)
+        if waits:
+            check_replicated(ctx, done[-1], f"a deletion of {len(deleted)} memories")
         total += len(deleted)
     return total
 

@@ -31,6 +31,7 @@ from agent_memory.schema.types import Durability, MemoryItem, Scope
 from agent_memory.schema.versions import bump, fresh_token
 from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
+from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.embedding import embed_one, embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.labeling import labeler_failed, run_labeler
@@ -318,8 +319,11 @@ def write_memories(
                 _write_script(ctx, memory, ttl, with_terms=not terms_apart) for memory, ttl in chunk
             ]
         commands += _batch_commands(ctx, [memory for memory, _ in chunk], with_terms=terms_apart)
-        replies = yield from execute_batch(commands)
+        waits = wait_commands(ctx)
+        replies = yield from execute_batch([*commands, *waits])
         raise_first_error(replies)
+        if waits:
+            check_replicated(ctx, replies[-1], f"a write of {len(chunk)} memories")
         for memory, _ in chunk:
             buckets[memory.bucket] = (
                 memory.namespace_token,
