@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from typing import Any
 
@@ -69,9 +70,13 @@ def _peer(url: str, name: str, job: str, *args: Any) -> Any:
     return json.loads(run.stdout)
 
 
-def _store(url: str, name: str) -> SyncMemoryStore:
+def _store(url: str, name: str, adopt_interval: float | None = None) -> SyncMemoryStore:
+    # adopt_interval=None: adoption only where these tests ask for it
     return SyncMemoryStore.from_url(
-        url, name=name, embed=lambda text: VECTORS.get(text) or _unit(99)
+        url,
+        name=name,
+        embed=lambda text: VECTORS.get(text) or _unit(99),
+        adopt_interval=adopt_interval,
     )
 
 
@@ -152,3 +157,33 @@ def test_a_store_the_peer_created_is_taken_over_only_when_asked(servers: _Server
         assert _recall(store, "written by the peer") == ["written by the peer"]
         assert store.stats().items == 1
     assert _peer(url, name, "recall", "written by the peer", "{}") == ["written by the peer"]
+
+
+def test_what_the_peer_writes_while_we_run_is_ours_within_the_interval(
+    servers: _Servers,
+) -> None:
+    url = servers.get("valkey-redisearch").url
+    name = f"live{uuid.uuid4().hex[:8]}"
+    with _store(url, name, adopt_interval=0.3) as store:
+        store.remember("ours")
+        store.ensure_index()
+        ids = _peer(url, name, "write", json.dumps([
+            ["unscoped peer note", {}],
+            ["acme bot note", {"namespace": "acme", "agent_id": "bot"}],
+            ["thread note", {"namespace": "acme", "thread_id": "t1"}],
+        ]))  # fmt: skip
+        time.sleep(0.35)  # the interval passes: the next operation adopts first
+        assert _recall(store, "acme bot note", Scope(namespace="acme", agent_id="bot")) == [
+            "acme bot note"
+        ]
+        assert _recall(store, "unscoped peer note")[0] == "unscoped peer note"
+        listed = {m.content for m in store.list(scope=Scope(namespace="acme")).items}
+        assert listed == {"acme bot note", "thread note"}
+        stats = store.stats()
+        assert (stats.items, stats.foreign) == (4, 0)
+        assert store.get(ids["thread note"]).scope == Scope(namespace="acme", thread_id="t1")
+    with _store(url, name) as quiet:  # adopt_interval=None: what comes later waits
+        quiet.ensure_index()
+        _peer(url, name, "write", json.dumps([["written later", {}]]))
+        time.sleep(0.35)
+        assert quiet.stats().foreign == 1

@@ -7,6 +7,7 @@ fails when the two drift): edit this file, then run ``python scripts/unasync.py`
 from __future__ import annotations
 
 import builtins
+import logging
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
@@ -31,7 +32,12 @@ from agent_memory.core.clients import (
 )
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async
-from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
+from agent_memory.errors import (
+    AgentMemoryError,
+    CapabilityError,
+    InvalidInputError,
+    StoreClosedError,
+)
 from agent_memory.schema.encoding import namespace_token
 from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.labels import LabelPolicy
@@ -56,7 +62,7 @@ from agent_memory.store.arguments import (
     validated_config,
 )
 from agent_memory.store.config import refresh_config
-from agent_memory.store.ops.adopt import AdoptionReport, take_over
+from agent_memory.store.ops.adopt import AdoptionReport, adopt_if_present, take_over
 from agent_memory.store.ops.consolidate import (
     ConsolidationResult,
     consolidate_facts,
@@ -92,6 +98,7 @@ from agent_memory.telemetry import Telemetry
 from agent_memory.telemetry.core import AttributeValue, describe_result
 
 _ASYNC = True
+logger = logging.getLogger("agent_memory.store")
 _EXPORT_PAGE = 500
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
 DEFAULT_THRESHOLD = 0.33
@@ -158,6 +165,12 @@ class MemoryStore:
             client raises ``CapabilityError``). Default 0: replication stays
             asynchronous.
         wait_timeout_ms: how long a write waits for its replicas (default 1000).
+        adopt_interval: seconds between checks for memories another library (BetterDB
+            agent-memory) wrote into the store (FT backend): the first operation after
+            each interval first adopts them (one round trip when there are none), so
+            they reach recall, ``list`` and ``stats`` within about that time while the
+            store is in use. ``None`` adopts only at ``ensure_index`` and on
+            :meth:`adopt_foreign`. Default 5 seconds.
 
     Raises:
         InvalidInputError: a bad argument (wrong client kind, bad name, ...).
@@ -192,6 +205,7 @@ class MemoryStore:
         ft_dialect: str = "auto",
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        adopt_interval: float | None = 5.0,
     ) -> None:
         if is_async_client(client) != _ASYNC:
             wanted = "an async" if _ASYNC else "a sync"
@@ -241,6 +255,10 @@ class MemoryStore:
         self._closed = False
         self._config_refresh = config_refresh
         self._next_refresh = 0.0
+        self._adopt_interval = (
+            None if adopt_interval is None else positive_number(adopt_interval, "adopt_interval")
+        )
+        self._next_adoption = time.monotonic() + (self._adopt_interval or 0.0)
         self._telemetry = Telemetry(check_name(name), kind="memory", registry=registry)
         settings = StoreSettings(
             embed=embed,
@@ -311,9 +329,27 @@ class MemoryStore:
             if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
                 self._next_refresh = time.monotonic() + self._config_refresh
                 await run_async(refresh_config(self._ctx), self._executor)
+            if self._adopt_interval is not None and time.monotonic() >= self._next_adoption:
+                self._next_adoption = time.monotonic() + self._adopt_interval
+                await self._adopt_recent()
             result = await run_async(op, self._executor, telemetry.child_span)
             describe_result(scope, result)
             return result
+
+    async def _adopt_recent(self) -> None:
+        """Adopt what another library wrote since the last check (a best-effort step
+        before the caller's operation: a failure is logged and counted, never raised)."""
+        backend = self._ctx.backend
+        if backend is None or backend.name != "ft":
+            return  # before ensure_index (which adopts itself), or no index to count
+        try:
+            adopted = await run_async(adopt_if_present(self._ctx), self._executor)
+        except AgentMemoryError as exc:
+            logger.warning("%s: adopting foreign memories failed: %s", self.name, exc)
+            self._ctx.count("adoption_failures")
+            return
+        if adopted:
+            self._ctx.count("adopted", adopted)
 
     async def ensure_index(self) -> IndexStatus:
         """Create the index (or check the existing one) and pick the backend. Idempotent.

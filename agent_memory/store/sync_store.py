@@ -6,6 +6,7 @@ The blocking twin of the asyncio class; same methods, arguments and docstrings.
 from __future__ import annotations
 
 import builtins
+import logging
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -30,7 +31,12 @@ from agent_memory.core.clients import (
 )
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_sync
-from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
+from agent_memory.errors import (
+    AgentMemoryError,
+    CapabilityError,
+    InvalidInputError,
+    StoreClosedError,
+)
 from agent_memory.schema.encoding import namespace_token
 from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.labels import LabelPolicy
@@ -55,7 +61,7 @@ from agent_memory.store.arguments import (
     validated_config,
 )
 from agent_memory.store.config import refresh_config
-from agent_memory.store.ops.adopt import AdoptionReport, take_over
+from agent_memory.store.ops.adopt import AdoptionReport, adopt_if_present, take_over
 from agent_memory.store.ops.consolidate import (
     ConsolidationResult,
     consolidate_facts,
@@ -91,6 +97,7 @@ from agent_memory.telemetry import Telemetry
 from agent_memory.telemetry.core import AttributeValue, describe_result
 
 _ASYNC = False
+logger = logging.getLogger("agent_memory.store")
 _EXPORT_PAGE = 500
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
 DEFAULT_THRESHOLD = 0.33
@@ -157,6 +164,12 @@ class SyncMemoryStore:
             client raises ``CapabilityError``). Default 0: replication stays
             asynchronous.
         wait_timeout_ms: how long a write waits for its replicas (default 1000).
+        adopt_interval: seconds between checks for memories another library (BetterDB
+            agent-memory) wrote into the store (FT backend): the first operation after
+            each interval first adopts them (one round trip when there are none), so
+            they reach recall, ``list`` and ``stats`` within about that time while the
+            store is in use. ``None`` adopts only at ``ensure_index`` and on
+            :meth:`adopt_foreign`. Default 5 seconds.
 
     Raises:
         InvalidInputError: a bad argument (wrong client kind, bad name, ...).
@@ -191,6 +204,7 @@ class SyncMemoryStore:
         ft_dialect: str = "auto",
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        adopt_interval: float | None = 5.0,
     ) -> None:
         if is_async_client(client) != _ASYNC:
             wanted = "an async" if _ASYNC else "a sync"
@@ -240,6 +254,10 @@ class SyncMemoryStore:
         self._closed = False
         self._config_refresh = config_refresh
         self._next_refresh = 0.0
+        self._adopt_interval = (
+            None if adopt_interval is None else positive_number(adopt_interval, "adopt_interval")
+        )
+        self._next_adoption = time.monotonic() + (self._adopt_interval or 0.0)
         self._telemetry = Telemetry(check_name(name), kind="memory", registry=registry)
         settings = StoreSettings(
             embed=embed,
@@ -310,9 +328,27 @@ class SyncMemoryStore:
             if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
                 self._next_refresh = time.monotonic() + self._config_refresh
                 run_sync(refresh_config(self._ctx), self._executor)
+            if self._adopt_interval is not None and time.monotonic() >= self._next_adoption:
+                self._next_adoption = time.monotonic() + self._adopt_interval
+                self._adopt_recent()
             result = run_sync(op, self._executor, telemetry.child_span)
             describe_result(scope, result)
             return result
+
+    def _adopt_recent(self) -> None:
+        """Adopt what another library wrote since the last check (a best-effort step
+        before the caller's operation: a failure is logged and counted, never raised)."""
+        backend = self._ctx.backend
+        if backend is None or backend.name != "ft":
+            return  # before ensure_index (which adopts itself), or no index to count
+        try:
+            adopted = run_sync(adopt_if_present(self._ctx), self._executor)
+        except AgentMemoryError as exc:
+            logger.warning("%s: adopting foreign memories failed: %s", self.name, exc)
+            self._ctx.count("adoption_failures")
+            return
+        if adopted:
+            self._ctx.count("adopted", adopted)
 
     def ensure_index(self) -> IndexStatus:
         """Create the index (or check the existing one) and pick the backend. Idempotent.
