@@ -62,7 +62,12 @@ from agent_memory.store.arguments import (
     validated_config,
 )
 from agent_memory.store.config import refresh_config
-from agent_memory.store.ops.adopt import AdoptionReport, adopt_if_present, take_over
+from agent_memory.store.ops.adopt import (
+    AdoptionReport,
+    AdoptionWatch,
+    adopt_if_changed,
+    take_over,
+)
 from agent_memory.store.ops.consolidate import (
     ConsolidationResult,
     consolidate_facts,
@@ -259,6 +264,7 @@ class MemoryStore:
             None if adopt_interval is None else positive_number(adopt_interval, "adopt_interval")
         )
         self._next_adoption = time.monotonic() + (self._adopt_interval or 0.0)
+        self._adoption = AdoptionWatch()
         self._telemetry = Telemetry(check_name(name), kind="memory", registry=registry)
         settings = StoreSettings(
             embed=embed,
@@ -340,10 +346,12 @@ class MemoryStore:
         """Adopt what another library wrote since the last check (a best-effort step
         before the caller's operation: a failure is logged and counted, never raised)."""
         backend = self._ctx.backend
-        if backend is None or backend.name != "ft":
-            return  # before ensure_index (which adopts itself), or no index to count
+        if backend is None or backend.name != "ft" or self._ctx.settings.cluster:
+            # Before ensure_index (which adopts itself), no index to count, or a cluster
+            # (FT.INFO counts one shard's documents there).
+            return
         try:
-            adopted = await run_async(adopt_if_present(self._ctx), self._executor)
+            adopted = await run_async(adopt_if_changed(self._ctx, self._adoption), self._executor)
         except AgentMemoryError as exc:
             logger.warning("%s: adopting foreign memories failed: %s", self.name, exc)
             self._ctx.count("adoption_failures")

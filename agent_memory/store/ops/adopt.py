@@ -37,7 +37,13 @@ from typing import Any
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.ft_index import drop_foreign_index
-from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
+from agent_memory.core.effects import (
+    Command,
+    Operation,
+    command,
+    execute_batch,
+    scan_keys,
+)
 from agent_memory.core.replies import integer, optional_text, raw_bytes, text
 from agent_memory.errors import (
     AgentMemoryError,
@@ -50,7 +56,7 @@ from agent_memory.schema.encoding import encode_value
 from agent_memory.schema.records import blob_vector
 from agent_memory.search.parse import parse_index_info
 from agent_memory.store.ops.ensure import ensure_index
-from agent_memory.store.ops.read import count_items, foreign_estimate
+from agent_memory.store.ops.read import count_in, foreign_estimate, registry_keys
 from agent_memory.store.ops.transfer import FORMAT, import_records, parse_record
 from agent_memory.store.validation import check_id
 
@@ -197,13 +203,22 @@ def adopt_foreign(ctx: StoreContext) -> Operation[AdoptionReport]:
     return report
 
 
-def adopt_if_present(ctx: StoreContext) -> Operation[int]:
-    """Adopt foreign records when the index holds more documents than the store has
-    memories (one round trip when it does not); the number adopted."""
-    items, replies = yield from count_items(ctx, command("FT.INFO", ctx.keys.index))
+def _index_holds_more(ctx: StoreContext, registries: list[str]) -> Operation[bool]:
+    """Whether the index holds more documents than ``registries`` list memories (one
+    round trip)."""
+    items, replies = yield from count_in(ctx, registries, command("FT.INFO", ctx.keys.index))
     if isinstance(replies[0], AgentMemoryError):
         raise replies[0]
-    if not foreign_estimate(parse_index_info(replies[0]).num_docs, items):
+    return foreign_estimate(parse_index_info(replies[0]).num_docs, items) > 0
+
+
+def adopt_if_present(ctx: StoreContext, registries: list[str] | None = None) -> Operation[int]:
+    """Adopt foreign records when the index holds more documents than the store has
+    memories (one round trip when it does not, after a scan for the registries unless
+    they are given); the number adopted."""
+    if registries is None:
+        registries = yield from registry_keys(ctx)
+    if not (yield from _index_holds_more(ctx, registries)):
         return 0
     report = yield from adopt_foreign(ctx)
     if report.adopted or report.skipped:
@@ -212,6 +227,26 @@ def adopt_if_present(ctx: StoreContext) -> Operation[int]:
             ctx.keys.name, report.adopted, report.skipped,
         )  # fmt: skip
     return report.adopted
+
+
+@dataclass
+class AdoptionWatch:
+    """What the periodic foreign check remembers between runs: the store's namespace
+    registries, so that a check walks them without scanning the keyspace again."""
+
+    registries: list[str] | None = None
+
+
+def adopt_if_changed(ctx: StoreContext, watch: AdoptionWatch) -> Operation[int]:
+    """The periodic check (``adopt_interval``): ``FT.INFO`` and the sizes of the known
+    registries in one round trip; only when the index holds more documents than they
+    list (a foreign write, or a namespace created since the last scan) are the
+    registries scanned again and, if still short, the foreign records adopted."""
+    if watch.registries is not None and not (yield from _index_holds_more(ctx, watch.registries)):
+        return 0
+    watch.registries = yield from registry_keys(ctx)
+    adopted = yield from adopt_if_present(ctx, watch.registries)
+    return adopted
 
 
 def take_over(ctx: StoreContext, *, replace_index: bool) -> Operation[AdoptionReport]:

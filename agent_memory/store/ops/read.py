@@ -247,15 +247,30 @@ class MemoryStats:
     foreign: int = 0
 
 
-def count_items(ctx: StoreContext, *extra: Command) -> Operation[tuple[int, list[Any]]]:
-    """Unexpired memories over every namespace registry, and the replies of ``extra``
-    (sent in the same round trip)."""
-    registries = yield from scan_keys(f"{ctx.keys.name}:__mem_reg:*")
+def registry_keys(ctx: StoreContext) -> Operation[list[str]]:
+    """Every namespace registry of the store (a SCAN of the keyspace)."""
+    found = yield from scan_keys(f"{ctx.keys.name}:__mem_reg:*")
+    return sorted(set(map(text, found)))
+
+
+def count_in(
+    ctx: StoreContext, registries: Sequence[str], *extra: Command
+) -> Operation[tuple[int, list[Any]]]:
+    """Unexpired memories over ``registries``, and the replies of ``extra`` (sent in the
+    same round trip)."""
     now = ctx.now_ms()
-    counts = [command("ZCOUNT", text(key), f"({now}", "+inf") for key in set(map(text, registries))]
+    counts = [command("ZCOUNT", key, f"({now}", "+inf") for key in registries]
     replies = yield from execute_batch([*extra, *counts])
     raise_first_error(replies[len(extra) :])
     return sum(integer(r) for r in replies[len(extra) :]), list(replies[: len(extra)])
+
+
+def count_items(ctx: StoreContext, *extra: Command) -> Operation[tuple[int, list[Any]]]:
+    """Unexpired memories over every namespace registry, and the replies of ``extra``
+    (sent in the same round trip)."""
+    registries = yield from registry_keys(ctx)
+    counted = yield from count_in(ctx, registries, *extra)
+    return counted
 
 
 def foreign_estimate(index_docs: int | None, items: int) -> int:
