@@ -16,6 +16,7 @@ matrix costs seconds, not thousands of test set-ups.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agent_memory import Forgetting, Scope
@@ -100,18 +101,35 @@ async def _reads_survive(
     await store.forget_by_scope(Scope(agent_id="somebody else"))
 
 
-async def test_one_damaged_field_never_aborts_a_read(env: StoreEnv) -> None:
+@dataclass
+class _Healthy:
+    """A store holding the healthy memories, and a pruner over the same name."""
+
+    embed: TableEmbedder
+    store: Any
+    raw: Any
+    pruner: Any
+    good: list[str]
+
+
+async def _healthy_store(env: StoreEnv) -> _Healthy:
     embed = TableEmbedder()
     embed.set("query", random_unit("q"))
     store = env.make(embed, default_threshold=2.0)
     raw = getattr(store, "wrapped", store)
     pruner = env.make(embed, name=raw.name, forgetting=Forgetting(half_life_seconds=10 * DAY))
-    scope = Scope(agent_id="a")
     good = []
     for text in HEALTHY:
         embed.set(text, near(random_unit("q"), 0.1, text))
-        good.append(await store.remember(text, tags=["work"], scope=scope))
+        good.append(await store.remember(text, tags=["work"], scope=Scope(agent_id="a")))
     await store.recall("query")  # a portable mirror is filled before any damage
+    return _Healthy(embed, store, raw, pruner, good)
+
+
+async def test_one_damaged_field_never_aborts_a_read(env: StoreEnv) -> None:
+    h = await _healthy_store(env)
+    embed, store, raw, pruner, good = h.embed, h.store, h.raw, h.pruner, h.good
+    scope = Scope(agent_id="a")
 
     damages: list[tuple[str, Callable[[str], list[Any]]]] = []
     for field in FIELDS:
@@ -138,16 +156,8 @@ async def test_damaged_registries_and_counters_never_abort_a_read(env: StoreEnv)
     """The sets and counters a read walks: the namespace registry (a member that names
     no memory, one that is not UTF-8, a non-numeric score is impossible), the usage
     counters (``__mem_use``) and the term statistics (``__mem_df``)."""
-    embed = TableEmbedder()
-    embed.set("query", random_unit("q"))
-    store = env.make(embed, default_threshold=2.0)
-    raw = getattr(store, "wrapped", store)
-    pruner = env.make(embed, name=raw.name, forgetting=Forgetting(half_life_seconds=10 * DAY))
-    scope = Scope(agent_id="a")
-    good = []
-    for text in HEALTHY:
-        embed.set(text, near(random_unit("q"), 0.1, text))
-        good.append(await store.remember(text, tags=["work"], scope=scope))
+    h = await _healthy_store(env)
+    store, raw, pruner, good = h.store, h.raw, h.pruner, h.good
     keys = raw._ctx.keys
     registry = keys.registry(namespace_token(None))
     exposures, accesses = keys.usage_fields(good[0])
