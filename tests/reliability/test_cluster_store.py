@@ -85,6 +85,9 @@ async def test_store_fully_works_on_a_cluster(
     assert len({raw.get_node_from_key(k).name for k in keys}) == 3  # spread over all primaries
     hits = await store.recall("query", scope=Scope(namespace="ns"), k=5)
     assert [h.item.content for h in hits] == [f"fact {i}" for i in range(5)]
+    raw.hset(f"{store.name}:__mem_use", f"x:{ids[1]}", -5)  # a counter another writer broke
+    again = await store.recall("query", scope=Scope(namespace="ns"), k=5, reinforce=False)
+    assert [h.item.content for h in again] == [f"fact {i}" for i in range(5)]
     tagged = await store.recall("query", scope=Scope(namespace="ns"), tags=["t1"], k=50)
     assert {h.item.content for h in tagged} == {f"fact {i}" for i in range(1, 30, 2)}
     assert (await store.get(ids[0])).access_count == 1

@@ -188,9 +188,11 @@ def _per_key_usage(
     usage = []
     for i in range(len(hits)):
         exposures, accesses = replies[2 + 2 * i], replies[3 + 2 * i]
+        # Clamped: a counter another writer left negative must not read as the
+        # "memory gone" mark (a negative count) of the standalone script's reply.
         before = (
-            integer(exposures) - 1 if not isinstance(exposures, AgentMemoryError) else 0,
-            (integer(accesses) - (1 if reinforce else 0))
+            max(integer(exposures) - 1, 0) if not isinstance(exposures, AgentMemoryError) else 0,
+            max(integer(accesses) - (1 if reinforce else 0), 0)
             if accesses is not None and not isinstance(accesses, AgentMemoryError)
             else 0,
         )
