@@ -54,14 +54,19 @@ def _exists(url: str, key: str) -> bool:
         client.close()
 
 
+def _waiting(url: str, name: str, embed: TableEmbedder, timeout_ms: int) -> MemoryStore:
+    """A store on ``url`` whose writes wait for one replica."""
+    return MemoryStore.from_url(url, name=name, embed=embed, wait_replicas=1,
+                                wait_timeout_ms=timeout_ms, **FAST_CLIENT)  # fmt: skip
+
+
 @pytest.mark.parametrize("kind", KINDS)
 async def test_acknowledged_writes_are_on_the_replica(
     dedicated: Dedicated, tmp_path: Path, kind: str
 ) -> None:
     primary, replica = _pair(dedicated, tmp_path, kind)
     name = f"w{uuid.uuid4().hex[:10]}"
-    store = MemoryStore.from_url(primary.url, name=name, embed=TableEmbedder(),
-                                 wait_replicas=1, wait_timeout_ms=5000, **FAST_CLIENT)  # fmt: skip
+    store = _waiting(primary.url, name, TableEmbedder(), 5000)
     try:
         one = await store.remember("first fact", scope=Scope(namespace="ns"))
         assert _exists(replica.url, f"{name}:mem:{one}")
@@ -74,8 +79,7 @@ async def test_acknowledged_writes_are_on_the_replica(
 
         os.kill(replica.process.pid, signal.SIGSTOP)  # the replica stops answering
         try:
-            impatient = MemoryStore.from_url(primary.url, name=name, embed=TableEmbedder(),
-                                             wait_replicas=1, wait_timeout_ms=200, **FAST_CLIENT)  # fmt: skip
+            impatient = _waiting(primary.url, name, TableEmbedder(), 200)
             with pytest.raises(ReplicationTimeoutError) as info:
                 await impatient.remember("written, not replicated", scope=Scope(namespace="ns"))
             assert (info.value.acknowledged, info.value.wanted) == (0, 1)
@@ -98,8 +102,7 @@ async def test_no_acknowledged_write_is_lost_when_the_primary_dies(
     primary, replica = _pair(dedicated, tmp_path, kind)
     name = f"w{uuid.uuid4().hex[:10]}"
     embed = TableEmbedder()
-    store = MemoryStore.from_url(primary.url, name=name, embed=embed,
-                                 wait_replicas=1, wait_timeout_ms=300, **FAST_CLIENT)  # fmt: skip
+    store = _waiting(primary.url, name, embed, 300)
     acked: dict[str, str] = {}
     refused = 0
     try:
