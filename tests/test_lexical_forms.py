@@ -10,7 +10,7 @@ import valkey
 
 from agent_memory import IndexMismatchError, SyncMemoryStore
 from agent_memory.backends.upgrade import choose_form
-from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM
+from agent_memory.schema.lexical import LEGACY_VECTOR_FORM, TEXT_FORM, VECTOR_FORM
 from tests.conftest import DialectAudit, ServerInfo, _Servers
 from tests.support import TableEmbedder
 
@@ -24,6 +24,11 @@ def test_choose_form_rules() -> None:
     assert choose_form(None, 0, wanted=TEXT_FORM, server_has_text=True) == TEXT_FORM
     assert choose_form(VECTOR_FORM, 3, wanted=TEXT_FORM, server_has_text=True) == VECTOR_FORM
     assert choose_form(VECTOR_FORM, 2, wanted=TEXT_FORM, server_has_text=True) == TEXT_FORM
+    # schema 2-3 vector stores get their term tokens, and stay in the vector form
+    legacy = LEGACY_VECTOR_FORM
+    assert choose_form(legacy, 3, wanted=TEXT_FORM, server_has_text=True) == VECTOR_FORM
+    assert choose_form(legacy, 3, wanted=VECTOR_FORM, server_has_text=False) == VECTOR_FORM
+    assert choose_form(legacy, 2, wanted=TEXT_FORM, server_has_text=True) == TEXT_FORM
     assert choose_form(TEXT_FORM, 3, wanted=VECTOR_FORM, server_has_text=False) == VECTOR_FORM
     with pytest.raises(IndexMismatchError):
         choose_form(TEXT_FORM, 3, wanted=VECTOR_FORM, server_has_text=True)

@@ -12,6 +12,7 @@ from agent_memory.core.effects import InFlight
 from agent_memory.schema.labels import LabelPolicy
 from agent_memory.schema.layout import Keys
 from agent_memory.schema.lexical import VECTOR_FORM
+from agent_memory.schema.term_choice import DocumentFrequencies
 from agent_memory.schema.types import RecallWeights
 from agent_memory.schema.utility import Forgetting
 from agent_memory.search.dialect import Dialect
@@ -81,6 +82,7 @@ class StoreContext:
     backend: Backend | None = None
     lexical_form: str = VECTOR_FORM  # how memories carry their terms (chosen by the backend)
     near_miss_warned: bool = False
+    frequencies: DocumentFrequencies = field(default_factory=DocumentFrequencies)
     ensuring: InFlight = field(default_factory=InFlight)  # a lazy ensure_index under way
     counters: dict[str, int] = field(default_factory=dict)
     telemetry: Telemetry | None = None

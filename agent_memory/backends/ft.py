@@ -50,8 +50,14 @@ from agent_memory.errors import (
 )
 from agent_memory.schema.encoding import session_token
 from agent_memory.schema.filters import MemoryFilter
-from agent_memory.schema.layout import DISTANCE_ALIAS, F_LEX, F_LEX_TEXT, F_SESSION
-from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM
+from agent_memory.schema.layout import (
+    DISTANCE_ALIAS,
+    F_LEX,
+    F_LEX_TERMS,
+    F_LEX_TEXT,
+    F_SESSION,
+)
+from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM, term_token
 from agent_memory.schema.records import vector_blob
 from agent_memory.search.dialect import NO_SEARCH
 from agent_memory.search.parse import (
@@ -119,7 +125,7 @@ class FtBackend:
             server_has_text=dialect.family == "redisearch",
         )
         native_text = ctx.lexical_form == TEXT_FORM
-        needed = F_LEX_TEXT if native_text else F_LEX
+        needed = (F_LEX_TEXT,) if native_text else (F_LEX, F_LEX_TERMS)
         found = yield from read_info(ctx)
         if found is not None:
             info, raw = found
@@ -135,7 +141,7 @@ class FtBackend:
                     "record, run adopt_foreign(replace_index=True) or `agent-memory adopt "
                     "--replace-index`; or use another store name."
                 )
-            if mentions(raw, needed):
+            if all(mentions(raw, name) for name in needed):
                 yield from ensure_lexical(ctx)
                 self._index_docs = info.num_docs
                 if ctx.settings.cluster:
@@ -181,8 +187,16 @@ class FtBackend:
             subset = self._sizes.get(key) if key is not None else None
             policy = hybrid_policy(subset, self._index_docs, q.k)
         blob = vector_blob(q.vector)
+        tokens = [term_token(t) for t in q.terms] if q.lexical else []
         args = knn_search_args(
-            index, q.filter, q.k, blob, q.fields, lexical=q.lexical, hybrid_policy=policy
+            index,
+            q.filter,
+            q.k,
+            blob,
+            q.fields,
+            lexical=q.lexical,
+            term_tokens=tokens,
+            hybrid_policy=policy,
         )
         return Command(("FT.SEARCH", *args))
 

@@ -277,7 +277,10 @@ class PortableBackend:
         scored: dict[tuple[str, bool, int], NDArray[np.float64]] = {}
         for q in queries:
             snap = snapshots[q.filter.namespace]
-            rows = np.nonzero(snap.mask(q.filter, now))[0]
+            mask = snap.mask(q.filter, now)
+            if q.lexical and q.terms:
+                mask &= snap.holding(q.terms)  # only where the query's rarest terms are
+            rows = np.nonzero(mask)[0]
             if rows.size == 0:
                 picked.append([])
                 continue

@@ -8,6 +8,7 @@ other operations share the event loop it runs in slices, one per loop turn.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,7 @@ from agent_memory.backends.base import KnnQuery
 from agent_memory.core.effects import Operation, pause
 from agent_memory.schema import layout as L
 from agent_memory.schema.filters import MemoryFilter
-from agent_memory.schema.lexical import LEX_DIM
+from agent_memory.schema.lexical import LEX_DIM, bucket
 from agent_memory.schema.scoring import cosine_distances
 
 # Rows scored per event-loop turn while other operations share the loop (~0.15 ms):
@@ -94,6 +95,14 @@ class Snapshot:
         dims = np.flatnonzero(query)
         weights = query[dims].astype(np.float32)
         return (weights @ self.lex_by_dim[dims, start:stop]).astype(np.float64)
+
+    def holding(self, terms: Sequence[str]) -> NDArray[np.bool_]:
+        """The rows whose hashed term vector is non-zero in a bucket of one of
+        ``terms``: every memory holding one of them (and the rare memory whose other
+        term shares the bucket), as the FT backend's ``lex_terms`` filter selects."""
+        buckets = sorted({bucket(t)[0] for t in terms})
+        held: NDArray[np.bool_] = np.any(self.lex_by_dim[buckets] != 0, axis=0)
+        return held
 
     def scores(self, query: KnnQuery) -> Operation[NDArray[np.float64]]:
         """Sub-operation: every row's cosine distance to ``query`` (its lexical inner

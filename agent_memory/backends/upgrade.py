@@ -23,6 +23,7 @@ from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.lexical import (
     ANALYZER,
+    LEGACY_VECTOR_FORM,
     TEXT_FORM,
     VECTOR_FORM,
     adjust_args,
@@ -40,8 +41,9 @@ def _glob_escape(value: str) -> str:
     return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in value)
 
 
-def _other_field(form_fields: list[str | bytes]) -> str:
-    return L.F_LEX if form_fields[0] == L.F_LEX_TEXT else L.F_LEX_TEXT
+def _other_fields(form: str) -> tuple[str, ...]:
+    """The fields of the lexical forms other than ``form`` (dropped by a conversion)."""
+    return (L.F_LEX, L.F_LEX_TERMS) if form == TEXT_FORM else (L.F_LEX_TEXT,)
 
 
 def choose_form(
@@ -51,8 +53,10 @@ def choose_form(
 
     The form belongs to the store, not to the process: the first writer's choice stays,
     so processes of different settings sharing a store never convert it back and forth.
-    A store of an older schema in the vector form is upgraded to the text form where the
-    server has full text (the point of schema 3); a store in the text form is converted
+    A store of schema 2 in the vector form is upgraded to the text form where the server
+    has full text (the point of schema 3), and one of schema 2 or 3 in the vector form
+    otherwise gets its term tokens (:data:`LEGACY_VECTOR_FORM` -> :data:`VECTOR_FORM`,
+    schema 4); a store in the text form is converted
     back only where the server has no full text (it moved to valkey-search, or lost its
     module), the one case where there is no other way.
 
@@ -62,8 +66,8 @@ def choose_form(
     """
     if recorded is None or recorded == wanted:
         return wanted
-    if recorded == VECTOR_FORM:
-        return TEXT_FORM if schema_version < L.SCHEMA_VERSION and wanted == TEXT_FORM else recorded
+    if recorded in (VECTOR_FORM, LEGACY_VECTOR_FORM):
+        return TEXT_FORM if schema_version < 3 and wanted == TEXT_FORM else VECTOR_FORM
     if recorded == TEXT_FORM and server_has_text:
         raise IndexMismatchError(
             "the store keeps its lexical channel in a full-text index this process may not "
@@ -147,7 +151,7 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
                 key = ctx.keys.memory(memory_id)
                 fields = lexical_fields(content, ctx.lexical_form)
                 writes.append(Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *fields)))
-                writes.append(command("HDEL", key, _other_field(fields)))
+                writes.append(command("HDEL", key, *_other_fields(ctx.lexical_form)))
             written = yield from execute_batch(writes)
             raise_first_error(written)
         seen += len(contents)

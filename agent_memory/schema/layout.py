@@ -54,6 +54,7 @@ F_CONTEXTS = "utility_ctx"
 F_REINFORCED = "last_reinforced_at"
 F_LEX = "lex"  # hashed term vector of the content (agent_memory.schema.lexical)
 F_LEX_TEXT = "lex_text"  # the content's analysed terms, for a server-side TEXT index
+F_LEX_TERMS = "lex_terms"  # a token per distinct term (TAG): the lexical candidate filter
 F_SEQ = "seq"  # write order within the store (ties of created_at)
 
 USAGE_EXPOSURES = "x:"  # ``{name}:__mem_use`` field prefix: exposures of a memory
@@ -65,8 +66,11 @@ TAG_SEPARATOR = ","
 #    document but to refresh ``last_accessed_at``, at most once per recency step), the
 #    lexical channel in a TEXT field (``lex_text``) where the server has full text, and
 #    no index on ``last_accessed_at`` / ``access_count``.
+# 4: ``lex_terms`` beside ``lex`` (a TAG of the content's term tokens): the lexical
+#    channel of the vector form searches only the memories holding the query's rarest
+#    terms instead of scanning the whole namespace.
 # Older stores are upgraded in place by ``ensure_index`` (the backend's prepare).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DISTANCE_ALIAS = "__dist"
 META_LEXICAL = "lexical"  # ``{name}:__mem_meta`` field naming the analyzer of ``lex``
 

@@ -8,13 +8,17 @@
   searched by inner product (a second VECTOR field on FT servers, numpy on the portable
   backend). It carries no corpus statistics, so it never goes stale.
 * :func:`query_vector` hashes a query's distinct terms (weight 1, unit length).
+* :func:`term_tokens` names each distinct term by a short digest (``lex_terms``, a TAG
+  field beside ``lex``): the vector form's lexical search is filtered to the memories
+  holding the query's rarest terms (:mod:`agent_memory.schema.term_choice`) instead of
+  scanning the whole namespace.
 * :class:`TermStats` are the per-namespace statistics (``{name}:__mem_df:{ns}``: fields
   ``n``, ``len`` and ``t:<term>``) and :func:`bm25` the exact Okapi BM25 (k1 1.2,
   b 0.75) of a candidate's text computed from them.
 
 A store keeps each memory's terms in one of two *forms*, recorded in its metadata:
-:data:`VECTOR_FORM` (the hashed ``lex`` vector, searched as a vector field or client-side)
-or :data:`TEXT_FORM` (``lex_text``: the terms as space-separated text, indexed by a
+:data:`VECTOR_FORM` (the hashed ``lex`` vector, searched as a vector field or client-side,
+and the ``lex_terms`` tokens that filter that search) or :data:`TEXT_FORM` (``lex_text``: the terms as space-separated text, indexed by a
 server-side full-text index that ranks them with BM25). Both carry the same terms.
 
 The analyzer is versioned by :data:`ANALYZER`; changing anything here that changes
@@ -40,9 +44,11 @@ from agent_memory.errors import ReplyParseError
 
 LEX_DIM = 256
 ANALYZER = "lex-v1"
-VECTOR_FORM = f"{ANALYZER}:d={LEX_DIM}"
+LEGACY_VECTOR_FORM = f"{ANALYZER}:d={LEX_DIM}"  # schema 2-3: the vector without tokens
+VECTOR_FORM = f"{LEGACY_VECTOR_FORM}+terms"
 TEXT_FORM = f"{ANALYZER}:text"
-ANALYZER_ID = VECTOR_FORM  # the form every store of schema version 2 holds
+ANALYZER_ID = LEGACY_VECTOR_FORM  # the form every store of schema version 2 holds
+TOKEN_PREFIX = "t"
 MAX_TERM_CHARS = 64
 K1 = 1.2
 B = 0.75
@@ -136,6 +142,23 @@ def query_vector(terms: Iterable[str]) -> NDArray[np.float32] | None:
     if norm == 0.0:
         return None
     return (out / norm).astype(np.float32)
+
+
+@lru_cache(maxsize=262144)
+def term_token(term: str) -> str:
+    """A term's name in the ``lex_terms`` TAG field: ``t`` and 12 hex digits of its
+    blake2b digest (tag-safe whatever the term's script; a collision only adds a
+    candidate that rescoring then gives no lexical score)."""
+    digest = hashlib.blake2b(
+        term.encode("utf-8", "surrogatepass"), digest_size=6, person=b"lex-terms"
+    )
+    return TOKEN_PREFIX + digest.hexdigest()
+
+
+def term_tokens(terms: Iterable[str]) -> str:
+    """The ``lex_terms`` value of a text's terms: each distinct term's token, sorted,
+    comma-separated (empty for a text without terms)."""
+    return ",".join(sorted({term_token(t) for t in terms}))
 
 
 def lex_blob(content: str) -> bytes:

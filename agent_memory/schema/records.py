@@ -16,7 +16,14 @@ from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema.encoding import encode_value, namespace_token, session_token
 from agent_memory.schema.labels import Labels, label_tokens
-from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM, lex_blob, lex_text
+from agent_memory.schema.lexical import (
+    TEXT_FORM,
+    VECTOR_FORM,
+    document_terms,
+    lex_blob,
+    lex_text,
+    term_tokens,
+)
 from agent_memory.schema.types import Durability, MemoryItem, Scope
 from agent_memory.schema.utility import (
     Forgetting,
@@ -105,7 +112,7 @@ def lexical_fields(content: str, form: str) -> list[str | bytes]:
     if form == TEXT_FORM:
         return [L.F_LEX_TEXT, lex_text(content)]
     if form == VECTOR_FORM:
-        return [L.F_LEX, lex_blob(content)]
+        return [L.F_LEX, lex_blob(content), L.F_LEX_TERMS, term_tokens(document_terms(content))]
     raise ValueError(f"unknown lexical form {form!r}")
 
 

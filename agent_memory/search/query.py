@@ -27,6 +27,7 @@ from agent_memory.schema.layout import (
     F_IMPORTANCE,
     F_LABELS,
     F_LEX,
+    F_LEX_TERMS,
     F_LEX_TEXT,
     F_NAMESPACE,
     F_SESSION,
@@ -62,7 +63,8 @@ def create_index_args(
 
     ``vector`` is the embedding (HNSW, cosine). The lexical channel is either ``lex``,
     the hashed term vector of the content (``FLAT``, inner product: exact, and valid on
-    valkey-search 1.0.2), or, with ``native_text`` (RediSearch only), ``lex_text``: the
+    valkey-search 1.0.2) with ``lex_terms``, a TAG of its terms' tokens that restricts
+    that exact scan to the memories holding a query's rarest terms, or, with ``native_text`` (RediSearch only), ``lex_text``: the
     analysed terms of the content as a ``TEXT`` field without stemming, stopwords or
     offsets, so the server's BM25 ranks exactly the library's terms. Tags and the
     numeric fields the BetterDB TypeScript library filters on (``importance``,
@@ -84,6 +86,7 @@ def create_index_args(
         lexical = [
             F_LEX, "VECTOR", "FLAT", "6",
             "TYPE", "FLOAT32", "DIM", str(spec.lexical_dim), "DISTANCE_METRIC", "IP",
+            F_LEX_TERMS, "TAG", "SEPARATOR", TAG_SEPARATOR, "CASESENSITIVE",
         ]  # fmt: skip
     return [
         index, "ON", "HASH", "PREFIX", "1", prefix, *options, "SCHEMA",
@@ -150,12 +153,15 @@ def knn_search_args(
     return_fields: Sequence[str],
     *,
     lexical: bool = False,
+    term_tokens: Sequence[str] = (),
     hybrid_policy: str | None = None,
 ) -> list[str | bytes]:
     """Arguments of ``FT.SEARCH`` for a filtered KNN query returning ``return_fields``.
 
     With ``lexical`` the KNN runs over the ``lex`` field (inner product with a hashed
-    query, distance alias ``__ldist``) instead of the embedding. ``hybrid_policy``
+    query, distance alias ``__ldist``) instead of the embedding, among the memories
+    holding any of ``term_tokens`` (:func:`~agent_memory.schema.lexical.term_token`;
+    none: the whole filter, a scan of every memory it selects). ``hybrid_policy``
     (``"BATCHES"`` or ``"ADHOC_BF"``, RediSearch only) fixes how the filter and the
     vector search combine.
     """
@@ -167,7 +173,10 @@ def knn_search_args(
         else (F_VECTOR, VECTOR_PARAM, DISTANCE_ALIAS)
     )
     policy = f" HYBRID_POLICY {hybrid_policy}" if hybrid_policy else ""
-    query = f"{filter_expression(flt)}=>[KNN {k} @{field} ${param}{policy} AS {alias}]"
+    where = filter_expression(flt)
+    if term_tokens:
+        where = f"({where[1:-1]} {_any_of(F_LEX_TERMS, term_tokens)})"
+    query = f"{where}=>[KNN {k} @{field} ${param}{policy} AS {alias}]"
     fields = [*return_fields, alias]
     return [
         index, query,

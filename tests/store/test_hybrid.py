@@ -259,3 +259,70 @@ async def test_store_written_before_hybrid_recall_is_upgraded(env: StoreEnv) -> 
         await asyncio.sleep(0.02)
     assert [h.item.content for h in hits] == ["the silver trumpet is in the attic"]
     assert "lexical" in hits[0].matched and hits[0].distance > 0.33
+
+
+async def test_a_word_most_memories_hold_brings_no_lexical_candidates(env: StoreEnv) -> None:
+    """The lexical search looks only among the memories holding the query's rarest terms
+    (within a budget of memories visited): "user", held by more memories than the
+    budget, brings none of them, while the one holding the rare word is found."""
+    embed = TableEmbedder()
+    q = random_unit("q-common")
+    query = "what does the user say about the purple elephant?"
+    embed.set(query, q)
+    embed.set("the user saw a purple elephant", near(q, 1.0, "rare"))
+    common = [f"the user note number {i}" for i in range(130)]
+    for i, text in enumerate(common):
+        embed.set(text, near(q, 0.9 + 0.0005 * i, f"u{i}"))
+    store = env.make(embed, default_threshold=0.33)
+    await store.remember("the user saw a purple elephant")
+    await store.remember_many([MemoryInput(text) for text in common])
+    # budget = max(CANDIDATE_BUDGET, 2 x 50 candidates) = 100 < 131 memories with "user"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("agent_memory.schema.term_choice.CANDIDATE_BUDGET", 5)
+        hits = await store.recall(query, k=3, reinforce=False)
+    assert [h.item.content for h in hits] == ["the user saw a purple elephant"]
+    assert hits[0].matched == frozenset({"lexical"})
+    # The 50 semantic candidates and the one lexical match: no memory found by "user".
+    assert hits.candidates == 51
+
+
+async def test_store_of_schema_3_gets_its_term_tokens(env: StoreEnv) -> None:
+    """A store written before ``lex_terms`` (schema 3, the legacy vector form) is
+    upgraded in place: every memory gets its term tokens and the lexical channel finds
+    memories by them."""
+    embed = TableEmbedder()
+    q = random_unit("q-schema3")
+    embed.set("where is the copper kettle?", q)
+    embed.set("the copper kettle is on the shelf", near(q, 1.0, "far"))
+    name = f"s3{uuid.uuid4().hex[:12]}"
+    old = env.make(embed, name=name, default_threshold=0.33, ft_dialect="baseline")
+    await old.remember("the copper kettle is on the shelf")
+    await old.remember("something else entirely")
+    ids = [i.id for i in (await old.list()).items]
+    for memory_id in ids:
+        await _raw(old, "HDEL", f"{name}:mem:{memory_id}", "lex_terms")
+    await _raw(old, "HSET", f"{name}:__mem_meta", "lexical", lexical.LEGACY_VECTOR_FORM)
+    await _raw(old, "HSET", f"{name}:__mem_meta", "schema_version", "3")
+    if env.expected_backend == "ft":
+        await _raw(old, "FT.DROPINDEX", f"{name}:mem:idx")
+        await _raw(
+            old, "FT.CREATE", f"{name}:mem:idx", "ON", "HASH", "PREFIX", "1", f"{name}:mem:",
+            "SCHEMA", "vector", "VECTOR", "HNSW", "6", "TYPE", "FLOAT32", "DIM",
+            str(embed.dim), "DISTANCE_METRIC", "COSINE", "lex", "VECTOR", "FLAT", "6", "TYPE",
+            "FLOAT32", "DIM", "256", "DISTANCE_METRIC", "IP", "namespace", "TAG",
+            "CASESENSITIVE", "session", "TAG", "CASESENSITIVE",
+        )  # fmt: skip
+    fresh = env.make(embed, name=name, default_threshold=0.33, ft_dialect="baseline")
+    await fresh.ensure_index()
+    for memory_id in ids:
+        tokens = await _raw(fresh, "HGET", f"{name}:mem:{memory_id}", "lex_terms")
+        assert tokens, memory_id
+    meta = await _raw(fresh, "HGET", f"{name}:__mem_meta", "lexical")
+    assert (meta.decode() if isinstance(meta, bytes) else meta) == lexical.VECTOR_FORM
+    for _ in range(100):  # FT.CREATE re-indexes the existing hashes asynchronously
+        hits = await fresh.recall("where is the copper kettle?", reinforce=False)
+        if hits:
+            break
+        await asyncio.sleep(0.02)
+    assert [h.item.content for h in hits] == ["the copper kettle is on the shelf"]
+    assert "lexical" in hits[0].matched

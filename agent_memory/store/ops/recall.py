@@ -8,7 +8,11 @@ result lists is rescored client-side: exact BM25 of each candidate's text, then
 ``rel = (1 - w) * mm(1 - d) + w * mm(bm25)`` (:mod:`agent_memory.store.fusion`) over the
 union of all pools, the composite score on top. A candidate found only lexically gets
 the largest semantic distance of its pool as its (lower-bound) distance and is dropped
-when it shares no analysed term with the query (a hash collision).
+when it shares no analysed term with the query (a hash collision). The lexical search
+looks only among the memories holding the query's rarest terms
+(:mod:`agent_memory.schema.term_choice`: a word most memories hold would make it visit
+them all), so its cost is bounded whatever the namespace's size; BM25 still counts every
+query term.
 
 Side effects of a recall travel in one pipelined round trip: exposure counters (and,
 with ``reinforce``, recency and access count) of the returned memories, the store's
@@ -29,10 +33,17 @@ from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnQuery
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Command, Operation, command, in_turns, pause
+from agent_memory.core.effects import (
+    Command,
+    Operation,
+    command,
+    execute_batch,
+    in_turns,
+    pause,
+)
 from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
 from agent_memory.schema import layout as L
-from agent_memory.schema import lexical
+from agent_memory.schema import lexical, term_choice
 from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.labels import Labels, check_labels, context_digest, filter_groups
 from agent_memory.schema.records import parse_item
@@ -107,6 +118,24 @@ def make_request(
     )
 
 
+def _stats_of_new_terms(
+    ctx: StoreContext, namespace: str, terms: list[str]
+) -> Operation[lexical.TermStats | None]:
+    """The namespace's statistics for ``terms`` read now (one round trip before the
+    search) when some term's document frequency is not known yet: the choice of the
+    lexical candidate terms needs it. None when every frequency is known (the search's
+    own read of the statistics refreshes them)."""
+    if not ctx.frequencies.unknown(namespace, terms):
+        return None
+    key = ctx.keys.term_stats(namespace)
+    replies = yield from execute_batch([command("HMGET", key, *lexical.stats_fields(terms))])
+    if isinstance(replies[0], AgentMemoryError):
+        raise replies[0]
+    stats = lexical.parse_stats(terms, replies[0])
+    ctx.frequencies.learn(namespace, stats, terms)
+    return stats
+
+
 def _merge(shared: list[Ranked], session: list[Ranked], k: int) -> list[Ranked]:
     """Merge two ranked pools so neither can crowd the other out.
 
@@ -143,8 +172,17 @@ def recall_vector(
         )
     terms: list[str] | None = None
     lexical_vector = None
+    chosen: tuple[str, ...] = ()
+    stats: lexical.TermStats | None = None
     if query_text is not None and weights.lexical > 0:
         terms = sorted(set(lexical.analyze(query_text)))
+        if terms:
+            namespace = filters[0].namespace
+            stats = yield from _stats_of_new_terms(ctx, namespace, terms)
+            df = ctx.frequencies.get(namespace, terms)
+            chosen = term_choice.candidate_terms(
+                terms, df, term_choice.lexical_budget(candidates_k)
+            )
         if ctx.lexical_form == lexical.TEXT_FORM:
             lexical_vector = _NO_VECTOR  # the server matches the terms themselves
         else:
@@ -152,23 +190,23 @@ def recall_vector(
     wanted = rank_fields(ctx, with_labels=bool(context_labels), with_content=terms is not None)
     queries = [KnnQuery(flt, candidates_k, vector, fields=wanted) for flt in filters]
     extra: list[Command] = []
-    if lexical_vector is not None and terms:
+    if lexical_vector is not None and chosen:
         queries += [
-            KnnQuery(
-                flt, candidates_k, lexical_vector, lexical=True, fields=wanted, terms=tuple(terms)
-            )
+            KnnQuery(flt, candidates_k, lexical_vector, lexical=True, fields=wanted, terms=chosen)
             for flt in filters
         ]
+    if terms and stats is None:
         stats_key = ctx.keys.term_stats(filters[0].namespace)
         extra.append(command("HMGET", stats_key, *lexical.stats_fields(terms)))
     assert ctx.backend is not None
     outcome = yield from ctx.backend.search(ctx, queries, extra)
-    stats = lexical.TermStats()
     if extra:
         reply = outcome.extra[0]
         if isinstance(reply, AgentMemoryError):
             raise reply
         stats = lexical.parse_stats(terms or [], reply)
+        ctx.frequencies.learn(filters[0].namespace, stats, terms or [])
+    stats = stats or lexical.TermStats()
     now = ctx.now_ms()
     pools = len(filters)
     visible: list[Visible] = []

@@ -1,0 +1,82 @@
+"""Which query terms bring lexical candidates (pure: no I/O).
+
+A term that most memories hold adds almost nothing to a memory's BM25 (its idf is near
+zero) but makes the server visit every memory that holds it: with one such word in a
+query ("user", the main person's name), a lexical search costs a scan of the whole
+namespace. So the lexical channel generates its candidates from the query's rarest
+terms only, while the summed document frequencies of the chosen terms stay within a
+budget (:data:`CANDIDATE_BUDGET` memories, at least twice the candidates asked for); every
+candidate, however it was found, is then rescored with exact BM25 over *all* the query's
+terms. The search's cost is bounded by the budget instead of growing with the namespace.
+
+A query whose every term is held by more memories than the budget brings no lexical
+candidates: its terms still score the semantic candidates.
+
+The document frequencies come from the namespace's term statistics, read with every
+hybrid recall: :class:`DocumentFrequencies` keeps the last value read for each recently
+queried term, so the choice costs no round trip for terms seen before (a term is at most
+one recall stale), and one small read for a query with a term not seen yet.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+
+from agent_memory.schema.lexical import TermStats
+
+CANDIDATE_BUDGET = 1000
+"""Memories the lexical search of one pool may visit (sum of the chosen terms'
+document frequencies). Chosen by data: benchmarks/SPEED.md."""
+
+
+def lexical_budget(candidates: int) -> int:
+    """The visit budget of a lexical search asking for ``candidates`` matches."""
+    return max(CANDIDATE_BUDGET, 2 * candidates)
+
+
+def candidate_terms(
+    terms: Iterable[str], df: Mapping[str, int], budget: int = CANDIDATE_BUDGET
+) -> tuple[str, ...]:
+    """The rarest of ``terms`` whose document frequencies (``df``, missing: 0) sum to at
+    most ``budget``, sorted; empty when even the rarest is held by more memories."""
+    chosen: list[str] = []
+    total = 0
+    for term in sorted(set(terms), key=lambda t: (max(df.get(t, 0), 0), t)):
+        total += max(df.get(term, 0), 0)
+        if total > budget:
+            break
+        chosen.append(term)
+    return tuple(sorted(chosen))
+
+
+class DocumentFrequencies:
+    """The document frequency of recently queried terms, per namespace, as last read
+    from the term statistics (least recently used terms forgotten past ``capacity``)."""
+
+    def __init__(self, capacity: int = 65536) -> None:
+        self.capacity = capacity
+        self._df: OrderedDict[tuple[str, str], int] = OrderedDict()
+
+    def unknown(self, namespace: str, terms: Sequence[str]) -> list[str]:
+        """The terms whose frequency in ``namespace`` was never read (or was forgotten)."""
+        return [t for t in terms if (namespace, t) not in self._df]
+
+    def get(self, namespace: str, terms: Sequence[str]) -> dict[str, int]:
+        """The known frequencies of ``terms`` (unknown terms are left out)."""
+        out = {}
+        for term in terms:
+            value = self._df.get((namespace, term))
+            if value is not None:
+                self._df.move_to_end((namespace, term))
+                out[term] = value
+        return out
+
+    def learn(self, namespace: str, stats: TermStats, terms: Sequence[str]) -> None:
+        """Record what a read of the statistics said about ``terms`` (absent: 0)."""
+        for term in terms:
+            key = (namespace, term)
+            self._df[key] = stats.df.get(term, 0)
+            self._df.move_to_end(key)
+        while len(self._df) > self.capacity:
+            self._df.popitem(last=False)

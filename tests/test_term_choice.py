@@ -1,0 +1,50 @@
+"""Which query terms bring lexical candidates (pure)."""
+
+from __future__ import annotations
+
+from agent_memory.schema.lexical import TermStats, term_token, term_tokens
+from agent_memory.schema.term_choice import (
+    CANDIDATE_BUDGET,
+    DocumentFrequencies,
+    candidate_terms,
+    lexical_budget,
+)
+
+
+def test_rarest_terms_first_within_the_budget() -> None:
+    df = {"user": 900, "elephant": 3, "purple": 40, "zoo": 500}
+    assert candidate_terms(df, df, budget=1000) == ("elephant", "purple", "zoo")
+    assert candidate_terms(df, df, budget=43) == ("elephant", "purple")
+    assert candidate_terms(df, df, budget=2) == ()
+
+
+def test_unknown_and_damaged_frequencies_count_as_zero() -> None:
+    assert candidate_terms(["new", "user"], {"user": 5000, "new": -3}, budget=10) == ("new",)
+
+
+def test_each_term_once_and_sorted() -> None:
+    assert candidate_terms(["b", "a", "b"], {}, budget=0) == ("a", "b")
+
+
+def test_budget_grows_with_the_candidates_asked_for() -> None:
+    assert lexical_budget(50) == CANDIDATE_BUDGET
+    assert lexical_budget(1000) == 2000
+
+
+def test_frequencies_are_learned_per_namespace_and_bounded() -> None:
+    known = DocumentFrequencies(capacity=3)
+    assert known.unknown("ns", ["a", "b"]) == ["a", "b"]
+    known.learn("ns", TermStats(10, 50, {"a": 4}), ["a", "b"])
+    assert known.unknown("ns", ["a", "b", "c"]) == ["c"]
+    assert known.get("ns", ["a", "b", "c"]) == {"a": 4, "b": 0}
+    assert known.unknown("other", ["a"]) == ["a"]
+    known.learn("ns", TermStats(10, 50, {"c": 1, "d": 2}), ["c", "d"])
+    assert known.unknown("ns", ["a", "b"]) == ["a"]  # least recently used forgotten
+
+
+def test_term_tokens_are_tag_safe_and_stable() -> None:
+    token = term_token("élan")
+    assert token.startswith("t") and len(token) == 13 and token[1:].isalnum()
+    assert term_token("élan") == token != term_token("elan")
+    assert term_tokens(["b", "a", "b"]) == ",".join(sorted({term_token("a"), term_token("b")}))
+    assert term_tokens([]) == ""
