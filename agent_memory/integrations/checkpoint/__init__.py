@@ -1,0 +1,31 @@
+"""A LangGraph checkpointer on Valkey or Redis (the ``langgraph`` extra).
+
+>>> saver = AgentMemorySaver.from_url("redis://localhost:6379", ttl={"default_ttl": 1440})
+>>> graph = builder.compile(checkpointer=saver)
+>>> graph.invoke(inputs, {"configurable": {"thread_id": "t1"}})
+
+Any Valkey or Redis works (no search module), standalone or cluster. Every key of a
+thread carries one hash tag (a digest of ``thread_id``), so all namespaces of a thread
+live in one hash slot; each ``(thread_id, checkpoint_ns)`` is three keys (checkpoint
+ids, records, values) and writes and reads are Lua scripts, one round trip each.
+Layout: :mod:`.layout`; encoding: :mod:`.codec`; commands and parsing: :mod:`.commands`;
+operations: :mod:`.ops`; the class: :mod:`.saver`.
+"""
+
+from __future__ import annotations
+
+from agent_memory.errors import CapabilityError
+
+try:
+    import langgraph.checkpoint.base  # noqa: F401
+except ImportError as _exc:  # pragma: no cover - exercised without the extra
+    raise CapabilityError(
+        "langgraph-checkpoint is not installed: install the 'langgraph' extra "
+        "(pip install 'agent-memory[langgraph]')"
+    ) from _exc
+
+from agent_memory.integrations.checkpoint.layout import DEFAULT_NAME, Layout
+from agent_memory.integrations.checkpoint.ops import PAGE
+from agent_memory.integrations.checkpoint.saver import AgentMemorySaver
+
+__all__ = ["DEFAULT_NAME", "PAGE", "AgentMemorySaver", "Layout"]

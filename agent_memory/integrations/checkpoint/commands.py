@@ -1,0 +1,263 @@
+"""Command building and reply parsing of the checkpointer (pure: no I/O).
+
+Every function here builds :class:`~agent_memory.core.effects.Command` objects or turns
+their replies into LangGraph values, with the saver's ``serde``. The generator
+operations of :mod:`.ops` compose them; the saver's runners send them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from agent_memory.core import replies
+from agent_memory.core.effects import Arg, Command
+from agent_memory.errors import InvalidInputError, ReplyParseError
+from agent_memory.integrations.checkpoint import codec, scripts
+from agent_memory.integrations.checkpoint.layout import (
+    Lane,
+    Layout,
+    checkpoint_config,
+    run_member,
+)
+
+
+def _eval(script: str, lane: Lane, args: Iterable[Arg]) -> Command:
+    return Command(("EVAL", script, 4, *lane.keys, *args), binary=True)
+
+
+def _typed(serde: SerializerProtocol, value: Any, what: str) -> bytes:
+    try:
+        return codec.pack_typed(serde.dumps_typed(value))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} cannot be serialised: {exc}", field=what) from exc
+
+
+def put_command(
+    lane: Lane,
+    serde: SerializerProtocol,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    parent_id: str | None,
+    new_versions: ChannelVersions,
+    ttl_ms: int,
+) -> Command:
+    """The script storing one checkpoint, its metadata and its new channel values.
+
+    Raises:
+        InvalidInputError: a checkpoint without a ``str`` id, or a value the ``serde``
+            cannot serialise.
+    """
+    if not isinstance(checkpoint, Mapping) or not isinstance(checkpoint.get("id"), str):
+        raise InvalidInputError("checkpoint must be a Checkpoint with a str id", field="checkpoint")
+    if not isinstance(new_versions, Mapping):
+        raise InvalidInputError("new_versions must be a mapping", field="new_versions")
+    stripped: dict[str, Any] = dict(checkpoint)
+    values: Mapping[str, Any] = stripped.pop("channel_values", None) or {}
+    versions: Mapping[str, Any] = stripped.get("channel_versions") or {}
+    blobs: list[Arg] = []
+    for channel, version in new_versions.items():
+        typed = (
+            _typed(serde, values[channel], f"channel {channel!r}")
+            if channel in values
+            else codec.pack_typed(codec.EMPTY)
+        )
+        blobs += [codec.blob_field(channel, version), typed]
+    fields = codec.join_fields([codec.blob_field(c, v) for c, v in versions.items()])
+    run_id = metadata.get("run_id")
+    return _eval(
+        scripts.PUT,
+        lane,
+        [
+            ttl_ms,
+            checkpoint["id"],
+            _typed(serde, stripped, "checkpoint"),
+            _typed(serde, metadata, "metadata"),
+            parent_id or "",
+            run_id if isinstance(run_id, str) else "",
+            fields,
+            lane.checkpoint_ns,
+            lane.thread_id,
+            len(blobs) // 2,
+            *blobs,
+        ],
+    )
+
+
+def run_commands(
+    layout: Layout, run_id: str, lane: Lane, checkpoint_ids: Sequence[str], ttl_ms: int
+) -> list[Command]:
+    """Index checkpoints of ``lane`` under their run (for ``delete_for_runs``)."""
+    if not run_id or not checkpoint_ids:
+        return []
+    key = layout.run(run_id)
+    members = [run_member(lane.thread_id, lane.checkpoint_ns, cid) for cid in checkpoint_ids]
+    commands = [Command(("SADD", key, *members))]
+    if ttl_ms > 0:
+        commands.append(Command(("PEXPIRE", key, ttl_ms)))
+    return commands
+
+
+def put_writes_command(
+    lane: Lane,
+    serde: SerializerProtocol,
+    checkpoint_id: str,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    ttl_ms: int,
+) -> Command | None:
+    """The script storing pending writes (``None``: nothing to write). As LangGraph's
+    savers do, a special channel (``ERROR``, ``INTERRUPT``...) takes its fixed negative
+    index and replaces an earlier write; a regular write keeps the first one stored.
+
+    Raises:
+        InvalidInputError: a malformed write or a value the ``serde`` cannot serialise.
+    """
+    if not isinstance(task_id, str) or not isinstance(task_path, str):
+        raise InvalidInputError("task_id and task_path must be str", field="task_id")
+    args: list[Arg] = []
+    for position, write in enumerate(writes):
+        if not isinstance(write, (tuple, list)) or len(write) != 2 or not isinstance(write[0], str):
+            raise InvalidInputError("each write must be a (channel, value) pair", field="writes")
+        channel, value = write
+        idx = WRITES_IDX_MAP.get(channel, position)
+        record = codec.pack_write(
+            task_id, channel, task_path, idx, _typed(serde, value, f"write {channel!r}")
+        )
+        args += [codec.write_field(checkpoint_id, task_id, idx), record, "1" if idx < 0 else "0"]
+    if not args:
+        return None
+    return _eval(
+        scripts.PUT_WRITES,
+        lane,
+        [ttl_ms, checkpoint_id, lane.checkpoint_ns, lane.thread_id, len(args) // 3, *args],
+    )
+
+
+def range_command(
+    lane: Lane, before: str | None, count: int, ttl_ms: int, *, meta: bool
+) -> Command:
+    """Read the lane's checkpoints older than ``before``, newest first (``count`` -1:
+    all): full records, or only ``[id, metadata]`` with ``meta``."""
+    upper = "+" if before is None else "(" + before
+    return _eval(scripts.LOAD, lane, [ttl_ms, "meta" if meta else "range", upper, count])
+
+
+def pick_command(lane: Lane, checkpoint_ids: Sequence[str], ttl_ms: int) -> Command:
+    """Read the full records of the given checkpoints."""
+    return _eval(scripts.LOAD, lane, [ttl_ms, "pick", *checkpoint_ids])
+
+
+def drop_command(lane: Lane, mode: str, checkpoint_ids: Sequence[str] = ()) -> Command:
+    """Delete a whole lane (``all``), all but its newest checkpoint (``keep_latest``) or
+    the given checkpoints (``ids``)."""
+    return _eval(scripts.DROP, lane, [mode, lane.checkpoint_ns, *checkpoint_ids])
+
+
+def import_command(
+    lane: Lane,
+    ids: Sequence[bytes],
+    records: Mapping[str, bytes],
+    values: Mapping[str, bytes],
+    ttl_ms: int,
+) -> Command:
+    """Merge an exported lane (``ids``, ``records``, ``values``) into ``lane``."""
+    flat: list[Arg] = [ttl_ms, lane.checkpoint_ns, lane.thread_id, len(ids), len(records), *ids]
+    for field, value in [*records.items(), *values.items()]:
+        flat += [field, value]
+    return _eval(scripts.IMPORT, lane, flat)
+
+
+def export_commands(lane: Lane) -> list[Command]:
+    """Read a whole lane (ids, records, values), undecoded."""
+    return [
+        Command(("ZRANGE", lane.ids, 0, -1), binary=True),
+        Command(("HGETALL", lane.records), binary=True),
+        Command(("HGETALL", lane.values), binary=True),
+    ]
+
+
+# -- replies -------------------------------------------------------------------------
+
+
+def binary_map(reply: Any) -> dict[str, bytes]:
+    """A map reply with UTF-8 field names and binary values."""
+    return {field: replies.raw_bytes(value) for field, value in replies.pairs(reply).items()}
+
+
+def namespaces(reply: Any) -> dict[str, str]:
+    """A thread's HASH of namespaces: ``{checkpoint_ns: thread_id}``."""
+    return {ns: replies.text(thread) for ns, thread in replies.pairs(reply).items()}
+
+
+def _list(reply: Any) -> list[Any]:
+    if reply is None:
+        return []
+    if not isinstance(reply, (list, tuple)):
+        raise ReplyParseError(f"expected an array reply, got {type(reply).__name__}")
+    return list(reply)
+
+
+def _loads(serde: SerializerProtocol, raw: Any) -> Any:
+    return serde.loads_typed(codec.unpack_typed(replies.raw_bytes(raw)))
+
+
+def records(reply: Any, lane: Lane, serde: SerializerProtocol) -> list[CheckpointTuple]:
+    """The checkpoint tuples of a ``range`` or ``pick`` reply."""
+    tuples: list[CheckpointTuple] = []
+    for item in _list(reply):
+        rec = _list(item)
+        if len(rec) != 6:
+            raise ReplyParseError("a checkpoint record has the wrong shape")
+        cid = replies.text(rec[0])
+        parent = replies.text(rec[3])
+        flat = _list(rec[4])
+        values: dict[str, Any] = {}
+        for field, raw in zip(flat[::2], flat[1::2], strict=True):
+            typed = codec.unpack_typed(replies.raw_bytes(raw))
+            if typed[0] != codec.EMPTY[0]:
+                values[codec.channel_of(replies.text(field))] = serde.loads_typed(typed)
+        writes = [codec.unpack_write(replies.raw_bytes(w)) for w in _list(rec[5])]
+        writes.sort(key=lambda w: writes_sort_key(w[2], w[0], w[3]))
+        checkpoint = cast(Checkpoint, {**_loads(serde, rec[1]), "channel_values": values})
+        metadata: CheckpointMetadata = _loads(serde, rec[2]) if rec[2] else {}
+        tuples.append(
+            CheckpointTuple(
+                config=checkpoint_config(lane.thread_id, lane.checkpoint_ns, cid),  # type: ignore[arg-type]
+                checkpoint=checkpoint,
+                metadata=metadata,
+                parent_config=(
+                    checkpoint_config(lane.thread_id, lane.checkpoint_ns, parent)  # type: ignore[arg-type]
+                    if parent
+                    else None
+                ),
+                pending_writes=[(w[0], w[1], serde.loads_typed(w[4])) for w in writes],
+            )
+        )
+    return tuples
+
+
+def metadata_page(reply: Any, serde: SerializerProtocol) -> list[tuple[str, dict[str, Any]]]:
+    """``(checkpoint id, metadata)`` pairs of a ``meta`` reply, newest first."""
+    flat = _list(reply)
+    return [
+        (replies.text(cid), _loads(serde, raw) or {})
+        for cid, raw in zip(flat[::2], flat[1::2], strict=True)
+    ]
+
+
+def dropped(reply: Any) -> list[tuple[str, str]]:
+    """``(run id, checkpoint id)`` of the checkpoints a drop deleted."""
+    flat = _list(reply)
+    return [(replies.text(r), replies.text(c)) for r, c in zip(flat[::2], flat[1::2], strict=True)]

@@ -1,0 +1,363 @@
+"""The checkpointer's operations: generators run by the sync or the async runner.
+
+Each operation yields commands (one batch per round trip) built by :mod:`.commands`
+and returns parsed LangGraph values; the saver's sync and async methods drive the same
+operations, so the two sides cannot drift.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from agent_memory.core import replies
+from agent_memory.core.effects import Command, Operation, execute_batch, scan_keys
+from agent_memory.core.replies import raise_first_error
+from agent_memory.errors import InvalidInputError
+from agent_memory.integrations.checkpoint import commands as cmds
+from agent_memory.integrations.checkpoint.layout import (
+    Lane,
+    Layout,
+    before_id,
+    checkpoint_config,
+    list_scope,
+    parse_run_member,
+    run_member,
+    target,
+    thread_id_of,
+)
+
+PAGE = 100
+"""Checkpoints read per round trip by ``list`` (metadata only when filtering)."""
+
+
+def ttl_settings(ttl: Mapping[str, Any] | None) -> tuple[int, bool]:
+    """``(default TTL in ms (0: none), refresh_on_read)`` of a TTL config.
+
+    Raises:
+        InvalidInputError: not a mapping, an unknown option or a bad value.
+    """
+    if ttl is None:
+        return 0, False
+    if not isinstance(ttl, Mapping):
+        raise InvalidInputError("ttl must be a mapping like {'default_ttl': 60}", field="ttl")
+    unknown = set(ttl) - {"default_ttl", "refresh_on_read", "strategy", "sweep_interval_minutes"}
+    if unknown:
+        raise InvalidInputError(f"unknown ttl options {sorted(unknown)}", field="ttl")
+    minutes = ttl.get("default_ttl")
+    refresh = ttl.get("refresh_on_read", True)
+    if not isinstance(refresh, bool):
+        raise InvalidInputError("ttl['refresh_on_read'] must be a bool", field="ttl")
+    if minutes is None:
+        return 0, False
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not minutes > 0:
+        raise InvalidInputError(
+            "ttl['default_ttl'] must be a positive number of minutes", field="ttl"
+        )
+    return max(1, round(float(minutes) * 60_000)), refresh
+
+
+def prune_mode(strategy: object) -> str:
+    """The drop mode of a prune strategy.
+
+    Raises:
+        InvalidInputError: an unknown strategy.
+    """
+    if strategy == "keep_latest":
+        return "keep_latest"
+    if strategy == "delete":
+        return "all"
+    raise InvalidInputError(
+        f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'", field="strategy"
+    )
+
+
+def _batch(commands: Sequence[Command]) -> Operation[list[Any]]:
+    got = yield from execute_batch(commands)
+    raise_first_error(got)
+    return got
+
+
+def put(
+    layout: Layout,
+    serde: SerializerProtocol,
+    config: Any,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
+    ttl_ms: int,
+) -> Operation[RunnableConfig]:
+    """Store a checkpoint (one round trip, its run index included)."""
+    where = target(config)
+    lane = layout.lane(where.thread_id, where.checkpoint_ns)
+    merged = get_checkpoint_metadata(config, metadata)
+    command = cmds.put_command(
+        lane, serde, checkpoint, merged, where.checkpoint_id, new_versions, ttl_ms
+    )
+    run_id = merged.get("run_id")
+    indexed = cmds.run_commands(
+        layout, run_id if isinstance(run_id, str) else "", lane, [checkpoint["id"]], ttl_ms
+    )
+    yield from _batch([command, *indexed])
+    return cast(
+        RunnableConfig, checkpoint_config(where.thread_id, where.checkpoint_ns, checkpoint["id"])
+    )
+
+
+def put_writes(
+    layout: Layout,
+    serde: SerializerProtocol,
+    config: Any,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    ttl_ms: int,
+) -> Operation[None]:
+    """Store pending writes of the checkpoint ``config`` names (one round trip)."""
+    where = target(config)
+    if where.checkpoint_id is None:
+        raise InvalidInputError("put_writes needs a config with a checkpoint_id", field="config")
+    lane = layout.lane(where.thread_id, where.checkpoint_ns)
+    command = cmds.put_writes_command(
+        lane, serde, where.checkpoint_id, writes, task_id, task_path, ttl_ms
+    )
+    if command is not None:
+        yield from _batch([command])
+
+
+def get_tuple(
+    layout: Layout, serde: SerializerProtocol, config: Any, refresh_ms: int
+) -> Operation[CheckpointTuple | None]:
+    """The checkpoint ``config`` names, or the newest of its namespace (one round trip)."""
+    where = target(config)
+    lane = layout.lane(where.thread_id, where.checkpoint_ns)
+    if where.checkpoint_id is None:
+        command = cmds.range_command(lane, None, 1, refresh_ms, meta=False)
+    else:
+        command = cmds.pick_command(lane, [where.checkpoint_id], refresh_ms)
+    (reply,) = yield from _batch([command])
+    found = cmds.records(reply, lane, serde)
+    return found[0] if found else None
+
+
+def _lanes(layout: Layout, thread_ids: Sequence[str]) -> Operation[list[Lane]]:
+    """Every lane of the threads (one round trip), root namespace included."""
+    got = yield from _batch([Command(("HGETALL", layout.namespaces(t))) for t in thread_ids])
+    lanes: list[Lane] = []
+    for thread_id, reply in zip(thread_ids, got, strict=True):
+        names = set(cmds.namespaces(reply)) | {""}
+        lanes += [layout.lane(thread_id, ns) for ns in sorted(names)]
+    return lanes
+
+
+def _all_lanes(layout: Layout) -> Operation[list[Lane]]:
+    """Every lane of every thread (SCAN: a maintenance path)."""
+    keys = yield from scan_keys(layout.namespaces_pattern())
+    got = yield from _batch([Command(("HGETALL", replies.text(k))) for k in keys])
+    lanes: list[Lane] = []
+    for reply in got:
+        for ns, thread_id in sorted(cmds.namespaces(reply).items()):
+            lanes.append(layout.lane(thread_id, ns))
+    return lanes
+
+
+def _unindex(layout: Layout, dropped: list[tuple[Lane, list[tuple[str, str]]]]) -> Operation[None]:
+    """Remove deleted checkpoints from their runs' indexes (one round trip)."""
+    members: defaultdict[str, list[str]] = defaultdict(list)
+    for lane, pairs in dropped:
+        for run_id, cid in pairs:
+            if run_id:
+                members[run_id].append(run_member(lane.thread_id, lane.checkpoint_ns, cid))
+    if members:
+        yield from _batch([Command(("SREM", layout.run(r), *m)) for r, m in members.items()])
+
+
+def _drop(layout: Layout, work: Sequence[tuple[Lane, str, Sequence[str]]]) -> Operation[None]:
+    """Run drop scripts (one round trip), then clean the run indexes."""
+    if not work:
+        return
+    got = yield from _batch([cmds.drop_command(lane, mode, ids) for lane, mode, ids in work])
+    yield from _unindex(layout, [(w[0], cmds.dropped(r)) for w, r in zip(work, got, strict=True)])
+
+
+def delete_threads(layout: Layout, thread_ids: Sequence[Any], mode: str) -> Operation[None]:
+    """Delete (``all``) or prune (``keep_latest``) every namespace of the threads."""
+    threads = [thread_id_of(t) for t in thread_ids]
+    if not threads:
+        return
+    lanes = yield from _lanes(layout, threads)
+    yield from _drop(layout, [(lane, mode, ()) for lane in lanes])
+
+
+def delete_for_runs(layout: Layout, run_ids: Sequence[Any]) -> Operation[None]:
+    """Delete every checkpoint (and its writes) of the runs, in any thread."""
+    runs = [thread_id_of(r, field="run_ids") for r in run_ids]
+    if not runs:
+        return
+    got = yield from _batch([Command(("SMEMBERS", layout.run(r))) for r in runs])
+    by_lane: defaultdict[tuple[str, str], list[str]] = defaultdict(list)
+    for reply in got:
+        for member in reply or ():
+            where = parse_run_member(replies.text(member))
+            if where is not None:
+                by_lane[where[:2]].append(where[2])
+    work = [(layout.lane(t, ns), "ids", ids) for (t, ns), ids in by_lane.items()]
+    yield from _drop(layout, work)
+    yield from _batch([Command(("DEL", layout.run(r))) for r in runs])
+
+
+def copy_thread(layout: Layout, source: Any, destination: Any, ttl_ms: int) -> Operation[None]:
+    """Copy every namespace of ``source`` into ``destination`` (three round trips)."""
+    src, dst = (
+        thread_id_of(source, field="source_thread_id"),
+        thread_id_of(destination, field="target_thread_id"),
+    )
+    lanes = yield from _lanes(layout, [src])
+    exported = yield from _batch([c for lane in lanes for c in cmds.export_commands(lane)])
+    writes: list[Command] = []
+    for i, lane in enumerate(lanes):
+        ids_reply, records_reply, values_reply = exported[3 * i : 3 * i + 3]
+        ids = [replies.raw_bytes(cid) for cid in ids_reply or ()]
+        if not ids:
+            continue
+        records = cmds.binary_map(records_reply)
+        into = layout.lane(dst, lane.checkpoint_ns)
+        writes.append(
+            cmds.import_command(into, ids, records, cmds.binary_map(values_reply), ttl_ms)
+        )
+        runs: defaultdict[str, list[str]] = defaultdict(list)
+        for raw in ids:
+            cid = replies.text(raw)
+            run_id = records.get("r:" + cid, b"").decode("utf-8", "replace")
+            if run_id:
+                runs[run_id].append(cid)
+        for run_id, cids in runs.items():
+            writes += cmds.run_commands(layout, run_id, into, cids, ttl_ms)
+    if writes:
+        yield from _batch(writes)
+
+
+def _check_filter(flt: object) -> dict[str, Any] | None:
+    if flt is None:
+        return None
+    if not isinstance(flt, Mapping):
+        raise InvalidInputError("filter must be a mapping of metadata keys", field="filter")
+    return dict(flt)
+
+
+def _check_limit(limit: object) -> int | None:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise InvalidInputError("limit must be a non-negative int or None", field="limit")
+    return limit
+
+
+class ListPlan:
+    """``list`` as a series of page operations: :meth:`page` reads the next page (one
+    round trip: the first may resolve the namespaces or threads, a filtered page reads
+    metadata first), until :attr:`done`.
+
+    Raises (at construction):
+        InvalidInputError: a bad config, ``before``, ``filter`` or ``limit``.
+    """
+
+    def __init__(
+        self,
+        layout: Layout,
+        serde: SerializerProtocol,
+        config: Any,
+        flt: Any,
+        before: Any,
+        limit: Any,
+        refresh_ms: int,
+    ) -> None:
+        self._layout, self._serde, self._refresh = layout, serde, refresh_ms
+        self._thread, self._ns, self._only = list_scope(config)
+        self._before = before_id(before)
+        self._filter = _check_filter(flt)
+        self._left = _check_limit(limit)
+        self._lanes: list[Lane] | None = None
+        self._cursor: str | None = None
+        self.done = self._left == 0
+
+    def _wanted(self, cid: str, metadata: Mapping[str, Any] | None) -> bool:
+        if self._only is not None and cid != self._only:
+            return False
+        if self._before is not None and cid >= self._before:
+            return False
+        return metadata is None or all(
+            metadata.get(k) == v for k, v in (self._filter or {}).items()
+        )
+
+    def page(self) -> Operation[list[CheckpointTuple]]:
+        """The next page of matching checkpoints (possibly empty while not done)."""
+        if self._lanes is None:
+            if self._thread is not None and self._ns is not None:
+                self._lanes = [self._layout.lane(self._thread, self._ns)]
+            elif self._thread is not None:
+                lanes = yield from _lanes(self._layout, [self._thread])
+                self._lanes = lanes
+            else:
+                lanes = yield from _all_lanes(self._layout)
+                self._lanes = [lane for lane in lanes if self._ns in (None, lane.checkpoint_ns)]
+        if self.done or not self._lanes:
+            self.done = True
+            return []
+        lane = self._lanes[0]
+        found = yield from self._lane_page(lane)
+        if self._left is not None:
+            found = found[: self._left]
+            self._left -= len(found)
+        if self._left == 0:
+            self.done = True
+        return found
+
+    def _next_lane(self) -> None:
+        assert self._lanes is not None
+        self._lanes.pop(0)
+        self._cursor = None
+        self.done = self.done or not self._lanes
+
+    def _lane_page(self, lane: Lane) -> Operation[list[CheckpointTuple]]:
+        upper = self._cursor if self._cursor is not None else self._before
+        if self._only is not None:
+            (reply,) = yield from _batch([cmds.pick_command(lane, [self._only], self._refresh)])
+            self._next_lane()
+            found = cmds.records(reply, lane, self._serde)
+            return [t for t in found if self._wanted(t.checkpoint["id"], t.metadata)]
+        if self._filter is None:
+            count = PAGE if self._left is None else min(PAGE, self._left)
+            command = cmds.range_command(lane, upper, count, self._refresh, meta=False)
+            (reply,) = yield from _batch([command])
+            found = cmds.records(reply, lane, self._serde)
+            if len(found) < count:
+                self._next_lane()
+            else:
+                self._cursor = found[-1].checkpoint["id"]
+            return found
+        command = cmds.range_command(lane, upper, PAGE, self._refresh, meta=True)
+        (reply,) = yield from _batch([command])
+        metas = cmds.metadata_page(reply, self._serde)
+        if len(metas) < PAGE:
+            self._next_lane()
+        else:
+            self._cursor = metas[-1][0]
+        picked = [cid for cid, md in metas if self._wanted(cid, md)]
+        if self._left is not None:
+            picked = picked[: self._left]
+        if not picked:
+            return []
+        (reply,) = yield from _batch([cmds.pick_command(lane, picked, self._refresh)])
+        return cmds.records(reply, lane, self._serde)

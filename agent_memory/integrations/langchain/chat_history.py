@@ -1,0 +1,295 @@
+"""A LangChain ``BaseChatMessageHistory`` on agent-memory's session tier (the
+``langchain`` extra).
+
+>>> history = AgentMemoryChatMessageHistory("user-42", client=client, name="my_agent")
+>>> RunnableWithMessageHistory(chain, lambda sid: AgentMemoryChatMessageHistory(
+...     sid, client=client, async_client=async_client, name="my_agent"))
+
+The history of session ``session_id`` is one field (``key``, default ``"messages"``) of
+the session tier's thread hash ``{name}:session:{session_id}``: a JSON array of
+``message_to_dict`` objects, oldest first. So it is also
+``SessionStore.get(session_id, "messages")``, it lives beside the state an application
+keeps in the same thread, and it shares that thread's sliding TTL (``ttl``, default one
+day, refreshed by every read and write; ``None``: kept until deleted).
+
+* ``messages`` / ``aget_messages``: one round trip (``HGET`` + ``PEXPIRE``).
+* ``add_messages`` / ``aadd_messages``: one round trip; a server-side script appends
+  to the array atomically, so concurrent writers (processes, replicas of a service) lose
+  no message. Adding no message sends nothing.
+* ``clear`` / ``aclear``: deletes the field alone (the thread's other keys stay).
+* Assigning ``history.messages = [...]`` replaces the whole history (one round trip).
+
+Session ids are any non-empty text (up to 1024 characters) and are used verbatim in the
+key, like the session tier's thread ids: the same id in another ``name`` is another
+history. Reads and writes count as ``session:reads`` / ``session:writes`` in
+``{name}:__stats``. Cluster-safe: every command touches the one thread key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agent_memory.errors import CapabilityError, InvalidInputError, ReplyParseError
+
+try:
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+except ImportError as _exc:  # pragma: no cover - exercised without the extra
+    raise CapabilityError(
+        "langchain-core is not installed: install the 'langchain' extra "
+        "(pip install 'agent-memory[langchain]')"
+    ) from _exc
+
+from prometheus_client import CollectorRegistry
+
+from agent_memory.cache.keys import check_text, plain
+from agent_memory.cache.session import DEFAULT_SESSION_TTL, SessionCore
+from agent_memory.cache.stats import batch_with_stats
+from agent_memory.core import replies
+from agent_memory.core.effects import Command, Operation
+from agent_memory.core.replies import raise_first_error
+from agent_memory.integrations.langchain._runner import Runners, clients_from_url
+
+DEFAULT_KEY = "messages"
+
+# KEYS = [thread hash]; ARGV = [field, JSON array of the new messages, TTL ms or ""].
+# Appends at the text level (no decoding): returns 1, or -1 when the field holds
+# something other than a JSON array (then nothing is written).
+APPEND_MESSAGES = """
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+local added = ARGV[2]
+local merged
+if (not current) or string.match(current, '^%s*%[%s*%]%s*$') then
+  merged = added
+else
+  local head = string.match(current, '^%s*(%[.*)%]%s*$')
+  if not head then return -1 end
+  merged = head .. ',' .. string.sub(added, 2)
+end
+redis.call('HSET', KEYS[1], ARGV[1], merged)
+if ARGV[3] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return 1
+"""
+
+
+def encode_messages(messages: Sequence[BaseMessage]) -> str:
+    """The JSON array stored for ``messages`` (pure).
+
+    Raises:
+        InvalidInputError: not a sequence of ``BaseMessage``, or content that is not JSON.
+    """
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise InvalidInputError("messages must be a list of BaseMessage", field="messages")
+    dicts = []
+    for message in messages:
+        if not isinstance(message, BaseMessage):
+            raise InvalidInputError(
+                f"messages holds a {type(message).__name__}, not a BaseMessage",
+                field="messages",
+            )
+        dicts.append(message_to_dict(message))
+    return json.dumps(
+        plain(dicts, "messages"), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+    )
+
+
+def decode_messages(stored: Any, *, session_id: str, key: str) -> list[BaseMessage]:
+    """Messages from the stored (JSON-decoded) field; ``[]`` when absent (pure).
+
+    Raises:
+        ReplyParseError: the field holds something that is not a list of messages.
+    """
+    if stored is None:
+        return []
+    try:
+        if not isinstance(stored, list):
+            raise TypeError("not a JSON array")
+        return list(messages_from_dict(stored))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReplyParseError(
+            f"session {session_id!r} field {key!r} does not hold a list of LangChain "
+            f"messages ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def _append(core: SessionCore, session_id: str, key: str, payload: str) -> Operation[None]:
+    hkey = core.tier.layout.session(session_id)
+    ttl = "" if core.ttl_ms is None else str(core.ttl_ms)
+    command = Command(("EVAL", APPEND_MESSAGES, "1", hkey, key, payload, ttl))
+    got = yield from batch_with_stats(
+        core.tier.layout, core.tier.buffer, [command], {"session:writes": 1}
+    )
+    raise_first_error(got)
+    if replies.integer(got[0]) < 0:
+        raise ReplyParseError(
+            f"session {session_id!r} field {key!r} does not hold a JSON array: not appending to it"
+        )
+    core.tier.note_stored(len(payload.encode("utf-8")))
+
+
+class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
+    """The chat history of one session, on the session tier (see the module doc).
+
+    The constructor does no I/O: build one per session (``RunnableWithMessageHistory``'s
+    factory) over shared clients.
+
+    Args:
+        session_id: the session (thread) id: non-empty text, used verbatim in the key.
+        client: a blocking ``valkey``/``redis`` client (standalone or cluster), serving the
+            blocking methods (and the async ones in a worker thread when
+            ``async_client`` is not given).
+        async_client: a ``valkey.asyncio``/``redis.asyncio`` client, serving the async
+            methods.
+        name: the cache name (key prefix), the ``name`` of the application's tiers.
+        key: the thread field holding the messages.
+        ttl: sliding lifetime of the thread in seconds (``None``: no expiry).
+        registry: a ``prometheus_client.CollectorRegistry`` for the tier's metrics.
+
+    Raises:
+        InvalidInputError: no client or one of the wrong kind, a bad session id, name,
+            key or TTL.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        client: Any = None,
+        async_client: Any = None,
+        name: str,
+        key: str = DEFAULT_KEY,
+        ttl: float | None = DEFAULT_SESSION_TTL,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        super().__init__()
+        self._session_id = check_text(session_id, field="session_id")
+        self._key = check_text(key, field="key")
+        self._core = SessionCore(name, ttl)
+        self._runners = Runners(
+            client,
+            async_client,
+            name=name,
+            tier="session",
+            core=self._core,
+            owner=type(self).__name__,
+            registry=registry,
+        )
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        session_id: str,
+        *,
+        name: str,
+        key: str = DEFAULT_KEY,
+        ttl: float | None = DEFAULT_SESSION_TTL,
+        **client_options: Any,
+    ) -> AgentMemoryChatMessageHistory:
+        """A history with its own blocking and asyncio clients for ``url`` (closed by
+        :meth:`close` / :meth:`aclose`). To serve many sessions, share clients instead.
+
+        Raises:
+            InvalidInputError: a bad URL, client option, session id, name, key or TTL.
+        """
+        client, async_client = clients_from_url(url, **client_options)
+        result = cls(
+            session_id, client=client, async_client=async_client, name=name, key=key, ttl=ttl
+        )
+        result._runners.owned = True
+        return result
+
+    @property
+    def session_id(self) -> str:
+        """The session this history belongs to."""
+        return self._session_id
+
+    @property
+    def key(self) -> str:
+        """The thread field holding the messages."""
+        return self._key
+
+    def close(self) -> None:
+        """Close the blocking client if :meth:`from_url` created it (idempotent)."""
+        self._runners.close()
+
+    async def aclose(self) -> None:
+        """Close both clients if :meth:`from_url` created them (idempotent)."""
+        await self._runners.aclose()
+
+    def _read(self) -> Operation[list[BaseMessage]]:
+        stored = yield from self._core.get(self._session_id, self._key)
+        return decode_messages(stored, session_id=self._session_id, key=self._key)
+
+    def _replace(self, messages: Sequence[BaseMessage]) -> Operation[None]:
+        value = json.loads(encode_messages(messages))
+        yield from self._core.set(self._session_id, self._key, value)
+
+    def _clear(self) -> Operation[None]:
+        yield from self._core.delete(self._session_id, self._key)
+
+    @property
+    def messages(self) -> list[BaseMessage]:
+        """The messages of the session, oldest first (``[]`` when it has none).
+
+        Assigning a list replaces the stored history.
+
+        Raises:
+            CapabilityError: only an asyncio client was given.
+            ReplyParseError: the field holds something that is not a list of messages.
+            AgentMemoryError: a failure of the server (unavailable, timeout, ...).
+        """
+        return self._runners.run(self._read)
+
+    @messages.setter
+    def messages(self, messages: Sequence[BaseMessage]) -> None:
+        self._runners.run(lambda: self._replace(messages))
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async :attr:`messages` (same errors, but never CapabilityError)."""
+        return await self._runners.arun(self._read)
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append ``messages`` atomically, in one round trip (none for an empty list).
+
+        Raises:
+            CapabilityError: only an asyncio client was given.
+            InvalidInputError: not a list of ``BaseMessage``, or content that is not JSON.
+            ReplyParseError: the field holds something other than a JSON array.
+            AgentMemoryError: a failure of the server.
+        """
+        payload = encode_messages(messages)
+        if payload != "[]":
+            self._runners.run(lambda: _append(self._core, self._session_id, self._key, payload))
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async :meth:`add_messages` (same errors, but never CapabilityError)."""
+        payload = encode_messages(messages)
+        if payload != "[]":
+            await self._runners.arun(
+                lambda: _append(self._core, self._session_id, self._key, payload)
+            )
+
+    def clear(self) -> None:
+        """Delete the session's messages (the thread's other keys stay).
+
+        Raises:
+            CapabilityError: only an asyncio client was given.
+            AgentMemoryError: a failure of the server.
+        """
+        self._runners.run(self._clear)
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear` (same errors, but never CapabilityError)."""
+        await self._runners.arun(self._clear)
+
+
+__all__ = [
+    "APPEND_MESSAGES",
+    "DEFAULT_KEY",
+    "AgentMemoryChatMessageHistory",
+    "decode_messages",
+    "encode_messages",
+]
