@@ -23,31 +23,14 @@ AGENTS = 8
 CLUSTERS = 256
 CLUSTER_NOISE = 0.5
 QUERY_NOISE = 0.25
-WORDS = [
-    "user",
-    "prefers",
-    "dark",
-    "mode",
-    "deploy",
-    "friday",
-    "meeting",
-    "notes",
-    "budget",
-    "travel",
-    "paris",
-    "invoice",
-    "python",
-    "valkey",
-    "search",
-    "vector",
-    "agent",
-    "memory",
-    "coffee",
-    "morning",
-    "report",
-    "weekly",
-    "review",
-]
+VOCABULARY = 5000  # distinct content words of the corpus
+ZIPF = 1.07  # the exponent of their frequency by rank (natural text: about 1)
+WORDS_PER_MEMORY = 9
+WORDS_PER_QUERY = 3
+EVERYWHERE = "user"  # a word every memory holds (the main person of a real agent's memory)
+OFTEN = "caroline"  # a word half of them hold (a second person)
+_CONSONANTS = "bdfgklmnprstvz"
+_VOWELS = "aeiou"
 
 
 def _unit(rows: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -84,10 +67,38 @@ def query_vectors(
     return _unit(base[picks] + QUERY_NOISE * noise)
 
 
+def _vocabulary() -> list[str]:
+    """``VOCABULARY`` distinct pseudo-words of two or three consonant-vowel syllables
+    (no English stopword, untouched by the analyser's stemmer but for a final ``e``)."""
+    syllables = [c + v for c in _CONSONANTS for v in _VOWELS]
+    words: list[str] = []
+    for a in syllables:
+        for b in syllables:
+            words.append(a + b)
+    rng = np.random.default_rng(SEED)
+    rng.shuffle(words)
+    three = [w + syllables[int(rng.integers(len(syllables)))] for w in words]
+    return (words + three)[:VOCABULARY]
+
+
+WORDS = _vocabulary()
+_RANK_P = 1.0 / np.arange(1, VOCABULARY + 1) ** ZIPF
+_RANK_P /= _RANK_P.sum()
+_CDF = np.cumsum(_RANK_P)
+
+
+def _zipf_words(seed: tuple[int, ...], count: int) -> list[str]:
+    draws = np.random.default_rng(seed).random(count)
+    return [WORDS[min(int(j), VOCABULARY - 1)] for j in np.searchsorted(_CDF, draws)]
+
+
 def memory_text(i: int) -> str:
-    """A short, deterministic memory text (~60 characters)."""
-    words = " ".join(WORDS[(i * 7 + j * 3) % len(WORDS)] for j in range(6))
-    return f"memory {i}: {words}"
+    """A deterministic memory text (~70 characters) whose words recur across memories
+    as words of real text do: ``WORDS_PER_MEMORY`` words of a Zipf vocabulary, the word
+    ``user`` in every memory and ``caroline`` in every other one."""
+    words = _zipf_words((SEED, 1, i), WORDS_PER_MEMORY)
+    who = f"{EVERYWHERE} and {OFTEN}" if i % 2 else EVERYWHERE
+    return f"the {who} talked about {' '.join(words)}"
 
 
 def agent_of(i: int) -> str:
@@ -95,6 +106,15 @@ def agent_of(i: int) -> str:
 
 
 def query_text(i: int) -> str:
+    """A question sharing words with the memories: ``user`` (held by every memory) and
+    ``WORDS_PER_QUERY`` words of the same Zipf vocabulary."""
+    words = _zipf_words((SEED, 2, i), WORDS_PER_QUERY)
+    return f"what did the {EVERYWHERE} say about {' '.join(words)}?"
+
+
+def unmatched_query_text(i: int) -> str:
+    """The earlier benchmark's query: no analysed term of it is in any memory, so the
+    hybrid recall's lexical search finds nothing (the "no lexical match" row)."""
     return f"query {i}"
 
 

@@ -39,6 +39,12 @@ SCENARIOS = (
     Scenario("recall", "recall k=8, reinforce off", 40),
     Scenario("recall", "recall k=8, reinforce off", 80, conc=CONC),
     Scenario("recall_reinforce", "recall k=8, reinforce on", 40),
+    Scenario(
+        "recall_nolex",
+        "recall k=8, no lexical match (a query sharing no word with any memory)",
+        40,
+        peer_note="the earlier scenario, kept for the library only",
+    ),
     Scenario("recall_scoped", "recall k=8, scoped to an agent", 40),
     Scenario(
         "recall_session",

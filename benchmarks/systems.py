@@ -21,7 +21,14 @@ from agent_memory.schema import layout as L
 from agent_memory.schema import lexical
 from agent_memory.schema.encoding import encode_value, namespace_token
 from agent_memory.schema.records import NewMemory, record_fields
-from benchmarks.data import Dataset, LookupEmbedder, agent_of, memory_text, query_text
+from benchmarks.data import (
+    Dataset,
+    LookupEmbedder,
+    agent_of,
+    memory_text,
+    query_text,
+    unmatched_query_text,
+)
 
 K = 8
 THRESHOLD = 1.0
@@ -37,6 +44,9 @@ class Bench:
         self.data = dataset
         self.embed = LookupEmbedder()
         self.embed.add([query_text(i) for i in range(len(dataset.queries))], dataset.queries)
+        self.embed.add(
+            [unmatched_query_text(i) for i in range(len(dataset.queries))], dataset.queries
+        )
         self.client = valkey_asyncio.Valkey.from_url(url, max_connections=64)
         self.sync_client = valkey.Valkey.from_url(url, max_connections=64)
         opts: dict[str, Any] = {"embed_many": self.embed.many, "default_threshold": THRESHOLD}
@@ -111,6 +121,9 @@ class Bench:
             return lambda: self.writes.remember_many(items)
         if scenario == "recall":
             return lambda: store.recall(text, k=K, reinforce=False)
+        if scenario == "recall_nolex":
+            unmatched = unmatched_query_text(q)
+            return lambda: store.recall(unmatched, k=K, reinforce=False)
         if scenario == "sync_recall":
             return lambda: sync.recall(text, k=K, reinforce=False)
         if scenario == "recall_reinforce":

@@ -48,3 +48,16 @@ def test_term_tokens_are_tag_safe_and_stable() -> None:
     assert term_token("élan") == token != term_token("elan")
     assert term_tokens(["b", "a", "b"]) == ",".join(sorted({term_token("a"), term_token("b")}))
     assert term_tokens([]) == ""
+
+
+def test_every_term_in_a_namespace_no_larger_than_the_budget() -> None:
+    df = {"user": 900, "zoo": 500}
+    assert candidate_terms(df, df, budget=1000, docs=1000) == ("user", "zoo")
+    assert candidate_terms(df, df, budget=1000, docs=1001) == ("zoo",)
+
+
+def test_namespace_size_is_learned_with_the_frequencies() -> None:
+    known = DocumentFrequencies()
+    assert known.docs("ns") is None
+    known.learn("ns", TermStats(42, 50, {}), ["a"])
+    assert known.docs("ns") == 42 and known.docs("other") is None

@@ -14,8 +14,9 @@ candidates: its terms still score the semantic candidates.
 
 The document frequencies come from the namespace's term statistics, read with every
 hybrid recall: :class:`DocumentFrequencies` keeps the last value read for each recently
-queried term, so the choice costs no round trip for terms seen before (a term is at most
-one recall stale), and one small read for a query with a term not seen yet.
+queried term and each namespace's size, so the choice costs no round trip for terms seen
+before (a term is at most one recall stale) or in a namespace no larger than the budget,
+and one small read for a query with a term not seen yet in a larger one.
 """
 
 from __future__ import annotations
@@ -36,10 +37,17 @@ def lexical_budget(candidates: int) -> int:
 
 
 def candidate_terms(
-    terms: Iterable[str], df: Mapping[str, int], budget: int = CANDIDATE_BUDGET
+    terms: Iterable[str],
+    df: Mapping[str, int],
+    budget: int = CANDIDATE_BUDGET,
+    docs: int | None = None,
 ) -> tuple[str, ...]:
     """The rarest of ``terms`` whose document frequencies (``df``, missing: 0) sum to at
-    most ``budget``, sorted; empty when even the rarest is held by more memories."""
+    most ``budget``, sorted; empty when even the rarest is held by more memories. Every
+    term when the namespace holds at most ``budget`` memories (``docs``): no search can
+    visit more."""
+    if docs is not None and docs <= budget:
+        return tuple(sorted(set(terms)))
     chosen: list[str] = []
     total = 0
     for term in sorted(set(terms), key=lambda t: (max(df.get(t, 0), 0), t)):
@@ -57,6 +65,11 @@ class DocumentFrequencies:
     def __init__(self, capacity: int = 65536) -> None:
         self.capacity = capacity
         self._df: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._docs: dict[str, int] = {}
+
+    def docs(self, namespace: str) -> int | None:
+        """The namespace's memory count as last read (None: never read)."""
+        return self._docs.get(namespace)
 
     def unknown(self, namespace: str, terms: Sequence[str]) -> list[str]:
         """The terms whose frequency in ``namespace`` was never read (or was forgotten)."""
@@ -74,6 +87,7 @@ class DocumentFrequencies:
 
     def learn(self, namespace: str, stats: TermStats, terms: Sequence[str]) -> None:
         """Record what a read of the statistics said about ``terms`` (absent: 0)."""
+        self._docs[namespace] = stats.docs
         for term in terms:
             key = (namespace, term)
             self._df[key] = stats.df.get(term, 0)

@@ -22,34 +22,49 @@ class ClientConfig:
     protocol: int
     decode: bool
     mode: str  # "async" | "sync"
+    # The package's pure-Python reply parser instead of the compiled one (libvalkey /
+    # hiredis, installed by default on x86-64 and ARM64): the path of other platforms.
+    python_parser: bool = False
 
     @property
     def id(self) -> str:
-        return f"{self.package}-resp{self.protocol}-{'str' if self.decode else 'bytes'}-{self.mode}"
+        parser = "-pyparser" if self.python_parser else ""
+        decoding = "str" if self.decode else "bytes"
+        return f"{self.package}-resp{self.protocol}-{decoding}-{self.mode}{parser}"
 
 
 CLIENT_CONFIGS = (
     ClientConfig("valkey", 2, False, "async"),
-    ClientConfig("valkey", 3, True, "sync"),
+    ClientConfig("valkey", 3, True, "sync", python_parser=True),
     ClientConfig("redis", 2, True, "sync"),
-    ClientConfig("redis", 3, False, "async"),
+    ClientConfig("redis", 3, False, "async", python_parser=True),
 )
 
 
 def make_client(url: str, cfg: ClientConfig, keyspace: Keyspace | None = None) -> Any:
     if keyspace is not None:
         return AsyncInProcessClient(keyspace) if cfg.mode == "async" else InProcessClient(keyspace)
+    options: dict[str, Any] = {"protocol": cfg.protocol, "decode_responses": cfg.decode}
     if cfg.package == "valkey":
         import valkey
         import valkey.asyncio
+        from valkey import _parsers as parsers
 
         cls = valkey.asyncio.Valkey if cfg.mode == "async" else valkey.Valkey
     else:
         import redis
         import redis.asyncio
+        from redis import _parsers as parsers  # type: ignore[no-redef]
 
         cls = redis.asyncio.Redis if cfg.mode == "async" else redis.Redis
-    return cls.from_url(url, protocol=cfg.protocol, decode_responses=cfg.decode)
+    if cfg.python_parser:
+        resp3 = cfg.protocol == 3
+        if cfg.mode == "async":
+            parser = parsers._AsyncRESP3Parser if resp3 else parsers._AsyncRESP2Parser
+        else:
+            parser = parsers._RESP3Parser if resp3 else parsers._RESP2Parser
+        options["parser_class"] = parser
+    return cls.from_url(url, **options)
 
 
 @dataclass

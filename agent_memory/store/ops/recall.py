@@ -119,13 +119,16 @@ def make_request(
 
 
 def _stats_of_new_terms(
-    ctx: StoreContext, namespace: str, terms: list[str]
+    ctx: StoreContext, namespace: str, terms: list[str], candidates: int
 ) -> Operation[lexical.TermStats | None]:
     """The namespace's statistics for ``terms`` read now (one round trip before the
-    search) when some term's document frequency is not known yet: the choice of the
-    lexical candidate terms needs it. None when every frequency is known (the search's
-    own read of the statistics refreshes them)."""
-    if not ctx.frequencies.unknown(namespace, terms):
+    search) when the choice of the lexical candidate terms needs a document frequency
+    not known yet: in a namespace larger than the search's budget (or of unknown size).
+    None otherwise (the search's own read of the statistics refreshes them)."""
+    docs = ctx.frequencies.docs(namespace)
+    if docs is not None and docs <= term_choice.lexical_budget(candidates):
+        return None
+    if docs is not None and not ctx.frequencies.unknown(namespace, terms):
         return None
     key = ctx.keys.term_stats(namespace)
     replies = yield from execute_batch([command("HMGET", key, *lexical.stats_fields(terms))])
@@ -178,11 +181,11 @@ def recall_vector(
         terms = sorted(set(lexical.analyze(query_text)))
         if terms:
             namespace = filters[0].namespace
-            stats = yield from _stats_of_new_terms(ctx, namespace, terms)
+            stats = yield from _stats_of_new_terms(ctx, namespace, terms, candidates_k)
             df = ctx.frequencies.get(namespace, terms)
-            chosen = term_choice.candidate_terms(
-                terms, df, term_choice.lexical_budget(candidates_k)
-            )
+            budget = term_choice.lexical_budget(candidates_k)
+            docs = ctx.frequencies.docs(namespace)
+            chosen = term_choice.candidate_terms(terms, df, budget, docs)
         if ctx.lexical_form == lexical.TEXT_FORM:
             lexical_vector = _NO_VECTOR  # the server matches the terms themselves
         else:
