@@ -173,6 +173,10 @@ class Keys:
             *self.member_indexes(namespace_token, agent_token, thread_token),
         ]
 
+    def ghost_suspects(self, namespace_token: str) -> str:
+        """Registered ids seen naming no memory, with when (``prune``'s ghost sweep)."""
+        return f"{self.name}:__mem_ghost:{namespace_token}"
+
     def registry_version(self, namespace_token: str) -> str:
         """Bumped whenever the namespace's membership changes (portable mirror)."""
         return f"{self.name}:__mem_regver:{namespace_token}"

@@ -4,7 +4,8 @@ Promises under test (README "Guarantees"): with AOF and ``appendfsync always`` o
 node, each ``remember`` that returned an id is read back and recalled after the node is
 back; every call that fails during the outage fails as unavailable; the same store
 carries on; and a write cut short never leaves a stored memory that nothing lists (at
-worst an entry naming a memory that was never stored, which readers skip).
+worst an entry naming a memory that was never stored, which readers skip, and which two
+prunes the ghost grace apart remove).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from agent_memory import MemoryStore, OperationTimeoutError, ServerUnavailableError
+from agent_memory.store.ops.ghosts import GHOST_GRACE_MS
 from tests.conftest import VALKEY_SEARCH_KINDS
 from tests.reliability.conftest import soak
 from tests.reliability.load import WriteRecallLoad, assert_read_back, assert_recalled
@@ -37,6 +39,14 @@ KILLS = [("valkey", 0), ("valkey", 1), ("valkey", 2)] + [
     (kind, node) for kind in VALKEY_SEARCH_KINDS for node in (0, 2)
 ]
 CLUSTER_KINDS = ("valkey", *VALKEY_SEARCH_KINDS)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def _backend(kind: str) -> str:
@@ -113,6 +123,16 @@ async def test_cluster_node_sigkill_loses_nothing_acknowledged(
         assert len(registered - stored) <= len(load.failures)  # entries of writes cut short
         new_id = await store.remember("after restart")
         assert (await store.recall("after restart", k=1))[0].item.id == new_id
+        # Two prunes the ghost grace apart remove exactly the entries of writes cut short.
+        clock = _Clock()
+        sweeper = MemoryStore(client, name, TableEmbedder(), clock=clock)
+        await sweeper.prune()
+        clock.now += GHOST_GRACE_MS / 1000
+        swept = await sweeper.prune()
+        assert swept.ghost_entries == len(registered - stored)
+        stored = await _stored_ids(client, f"{name}:mem:")
+        assert await _registered_ids(client, name) == stored
+        assert (await store.stats()).items == len(stored)
     finally:
         await store.close()
         await client.aclose()

@@ -34,6 +34,7 @@ from agent_memory.schema import scripts
 from agent_memory.schema.records import retention_from_fields
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.forget import delete_ids
+from agent_memory.store.ops.ghosts import sweep
 from agent_memory.store.ops.read import registered_ids
 from agent_memory.store.validation import check_id
 
@@ -118,10 +119,14 @@ class PruneResult:
     Attributes:
         deleted: ids of the memories deleted because forgetting suppressed them.
         registry_entries: bookkeeping entries of expired memories cleaned up.
+        ghost_entries: registered ids removed because they named no memory for longer
+            than the grace (:mod:`agent_memory.store.ops.ghosts`: cluster writes cut
+            short, evicted memories).
     """
 
     deleted: tuple[str, ...]
     registry_entries: int
+    ghost_entries: int = 0
 
 
 def suppressed(ctx: StoreContext, ids: Sequence[str]) -> Operation[set[str]]:
@@ -158,7 +163,8 @@ def _namespace_of(ctx: StoreContext, registry: str) -> str:
 
 
 def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResult]:
-    """Delete suppressed memories (one namespace, or all) and expired registry entries."""
+    """Delete suppressed memories (one namespace, or all), expired registry entries, and
+    entries that have named no memory for longer than the ghost grace."""
     if namespace_token is None:
         keys = yield from scan_keys(f"{ctx.keys.name}:__mem_reg:*")
         registries = sorted(optional_text(k) or "" for k in keys)
@@ -166,7 +172,7 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
         registries = [ctx.keys.registry(namespace_token)]
     now = ctx.now_ms()
     deleted: list[str] = []
-    cleaned = 0
+    cleaned = ghosts = 0
     for registry in registries:
         replies: list[Any] = yield from execute_batch(
             [
@@ -178,10 +184,11 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
         raise_first_error(replies)
         cleaned += integer(replies[0])
         ids = registered_ids(ctx, replies[1])
+        ghosts += yield from sweep(ctx, _namespace_of(ctx, registry), ids, now)
         victims = yield from suppressed(ctx, ids)
         if victims:
             ordered = sorted(victims)
             yield from delete_ids(ctx, ordered)
             deleted.extend(ordered)
     ctx.count("pruned", len(deleted))
-    return PruneResult(tuple(deleted), cleaned)
+    return PruneResult(tuple(deleted), cleaned, ghosts)
