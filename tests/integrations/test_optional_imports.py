@@ -24,7 +24,8 @@ def test_core_imports_no_integration_dependency() -> None:
         import sys
         import agent_memory, agent_memory.integrations
         from agent_memory.integrations import mcp  # the tool logic needs no mcp package
-        loaded = sorted(m for m in ("mcp", "langgraph", "langchain_core") if m in sys.modules)
+        framework = ("mcp", "langgraph", "langchain_core", "agents", "google.adk")
+        loaded = sorted(m for m in framework if m in sys.modules)
         print(loaded)
         """
     )
@@ -52,3 +53,37 @@ def test_missing_extras_raise_capability_error_naming_them() -> None:
     lines = out.splitlines()
     assert lines[0].startswith("langgraph:") and "agent-memory[langgraph]" in lines[0]
     assert lines[1].startswith("mcp:") and "agent-memory[mcp]" in lines[1]
+
+
+def test_every_adapter_package_names_its_extra_when_its_framework_is_missing() -> None:
+    out = _python(
+        """
+        import importlib, sys
+        from agent_memory.errors import CapabilityError
+        cases = [
+            ("agent_memory.integrations.checkpoint", "langgraph", "langgraph"),
+            ("agent_memory.integrations.langchain", "langchain_core", "langchain"),
+            ("agent_memory.integrations.openai_agents", "agents", "openai-agents"),
+            ("agent_memory.integrations.adk", "google.adk", "adk"),
+        ]
+        for module, framework, extra in cases:
+            saved = {k: v for k, v in sys.modules.items() if k == framework or k.startswith(framework + ".")}
+            for name in saved:
+                del sys.modules[name]
+            sys.modules[framework] = None  # as if not installed
+            try:
+                importlib.import_module(module)
+                print(module, "imported")
+            except CapabilityError as exc:
+                print(module, f"agent-memory[{extra}]" in str(exc))
+            finally:
+                del sys.modules[framework]
+                sys.modules.update(saved)
+        """
+    )
+    assert out.splitlines() == [
+        "agent_memory.integrations.checkpoint True",
+        "agent_memory.integrations.langchain True",
+        "agent_memory.integrations.openai_agents True",
+        "agent_memory.integrations.adk True",
+    ]

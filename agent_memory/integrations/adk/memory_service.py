@@ -1,0 +1,200 @@
+"""``AgentMemoryMemoryService``: ADK's long-term memory on a :class:`MemoryStore`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from google.adk.events.event import Event
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions.session import Session
+from typing_extensions import override
+
+from agent_memory.errors import InvalidInputError
+from agent_memory.integrations.adk import memory_mapping as mapping
+from agent_memory.store.memory_store import MemoryStore
+from agent_memory.store.ops.write import MemoryInput
+from agent_memory.store.validation import check_id
+
+
+class AgentMemoryMemoryService(BaseMemoryService):
+    """ADK's ``BaseMemoryService`` over an agent-memory :class:`MemoryStore`.
+
+    Each event with text becomes one memory (its text parts joined), in the scope
+    ``Scope(namespace=app_name, agent_id=user_id, thread_id=session_id)``, with the
+    event's author, timestamp, id and role in its metadata and an id derived from
+    ``(app, user, session, event id)``: adding a session again re-writes the same
+    memories rather than duplicating them. ``search_memory`` is the store's hybrid
+    recall restricted to ``(namespace=app_name, agent_id=user_id)``, so one
+    ``(app, user)`` never sees another's memories (see
+    :mod:`agent_memory.integrations.adk.memory_mapping`).
+
+    Args:
+        store: an asyncio :class:`MemoryStore` (its ``ensure_index`` is called on first
+            use); the service never closes it.
+        k: the most memories a search returns (ADK's in-memory service returns 10).
+        threshold: the recall threshold (``None``: the store's default).
+        importance: importance of the memories written (0..1).
+
+    Raises:
+        InvalidInputError: not a MemoryStore, or a bad ``k`` / ``importance``.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        k: int = 10,
+        threshold: float | None = None,
+        importance: float = 0.5,
+    ) -> None:
+        if not isinstance(store, MemoryStore):
+            raise InvalidInputError("store must be an (asyncio) MemoryStore", field="store")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 1000:
+            raise InvalidInputError("k must be an int in 1..1000", field="k")
+        self._store = store
+        self._k = k
+        self._threshold = threshold
+        self._importance = importance
+        self._ensured = False
+
+    @property
+    def store(self) -> MemoryStore:
+        """The underlying store."""
+        return self._store
+
+    async def _ready(self) -> MemoryStore:
+        if not self._ensured:
+            await self._store.ensure_index()
+            self._ensured = True
+        return self._store
+
+    async def _write(self, items: list[MemoryInput]) -> None:
+        if items:
+            store = await self._ready()
+            await store.remember_many(items)
+
+    def _options(self, custom_metadata: Mapping[str, object] | None) -> dict[str, Any]:
+        return {"importance": self._importance, **mapping.options(custom_metadata)}
+
+    @override
+    async def add_session_to_memory(self, session: Session) -> None:
+        """Store every event of ``session`` that has text (one memory each; adding the
+        same session again overwrites them). One embedding batch, pipelined writes.
+
+        Raises:
+            InvalidInputError: not a Session, or a bad app name / user id.
+            AgentMemoryError: the embedder or the server failed.
+        """
+        if not isinstance(session, Session):
+            raise InvalidInputError("session must be an ADK Session", field="session")
+        await self.add_events_to_memory(
+            app_name=session.app_name,
+            user_id=session.user_id,
+            events=session.events,
+            session_id=session.id,
+        )
+
+    @override
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Store the events that have text (a delta: nothing else is touched).
+
+        ``custom_metadata`` may carry ``ttl`` (seconds), ``importance`` and ``tags``;
+        other keys are ignored. Without ``session_id`` the memories have no thread.
+
+        Raises:
+            InvalidInputError: a bad app name, user id, event or option; nothing was
+                written.
+            AgentMemoryError: the embedder or the server failed.
+        """
+        mapping.scope_of(app_name, user_id, session_id)
+        if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
+            raise InvalidInputError("events must be a sequence of ADK Events", field="events")
+        opts = self._options(custom_metadata)
+        items = []
+        for event in events:
+            if not isinstance(event, Event):
+                raise InvalidInputError("events must be ADK Event objects", field="events")
+            item = mapping.event_input(app_name, user_id, session_id or "", event, opts)
+            if item is not None:
+                items.append(item)
+        await self._write(items)
+
+    @override
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[MemoryEntry],
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Store explicit memory entries (their text parts); an entry with an ``id``
+        overwrites the memory stored under that id for this ``(app, user)``.
+
+        Raises:
+            InvalidInputError: a bad app name, user id, entry (no text) or option;
+                nothing was written.
+            AgentMemoryError: the embedder or the server failed.
+        """
+        mapping.scope_of(app_name, user_id)
+        if isinstance(memories, (str, bytes)) or not isinstance(memories, Sequence):
+            raise InvalidInputError("memories must be a sequence of MemoryEntry", field="memories")
+        opts = self._options(custom_metadata)
+        await self._write([mapping.entry_input(app_name, user_id, m, opts) for m in memories])
+
+    @override
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str
+    ) -> SearchMemoryResponse:
+        """The ``k`` memories of ``(app_name, user_id)`` most relevant to ``query``,
+        best first (the store's recall: hybrid relevance, recency, importance, gated
+        by the threshold). An empty query finds nothing.
+
+        Raises:
+            InvalidInputError: a bad app name, user id or query.
+            AgentMemoryError: the embedder or the server failed.
+        """
+        scope = mapping.scope_of(app_name, user_id)
+        if not isinstance(query, str):
+            raise InvalidInputError("query must be a str", field="query")
+        if not query.strip():
+            return SearchMemoryResponse()
+        store = await self._ready()
+        hits = await store.recall(query, scope=scope, k=self._k, threshold=self._threshold)
+        return SearchMemoryResponse(memories=[mapping.entry_of(hit.item) for hit in hits])
+
+    @override
+    async def delete_memory(
+        self, *, app_name: str, user_id: str, memory_id: str | None = None
+    ) -> None:
+        """Delete one memory by the id ``search_memory`` returned. Nothing happens when
+        ``memory_id`` is empty, unknown or belongs to another ``(app, user)``.
+
+        Raises:
+            InvalidInputError: a bad app name or user id, or a malformed id.
+            AgentMemoryError: the server failed.
+        """
+        scope = mapping.scope_of(app_name, user_id)
+        if not memory_id:
+            return
+        check_id(memory_id)
+        store = await self._ready()
+        item = await store.get(memory_id)
+        if item is None or item.scope.namespace != scope.namespace:
+            return
+        if item.scope.agent_id != scope.agent_id:
+            return
+        await store.forget(memory_id)
+
+
+__all__ = ["AgentMemoryMemoryService"]
