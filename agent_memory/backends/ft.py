@@ -56,6 +56,7 @@ from agent_memory.schema.layout import (
     F_LEX_TERMS,
     F_LEX_TEXT,
     F_SESSION,
+    F_SESSION_VECTOR,
 )
 from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM, term_token
 from agent_memory.schema.records import vector_blob
@@ -125,7 +126,8 @@ class FtBackend:
             server_has_text=dialect.family == "redisearch",
         )
         native_text = ctx.lexical_form == TEXT_FORM
-        needed = (F_LEX_TEXT,) if native_text else (F_LEX, F_LEX_TERMS)
+        lexical_fields = (F_LEX_TEXT,) if native_text else (F_LEX, F_LEX_TERMS)
+        needed = (F_SESSION_VECTOR, *lexical_fields)
         found = yield from read_info(ctx)
         if found is not None:
             info, raw = found
@@ -182,7 +184,8 @@ class FtBackend:
                 ("FT.SEARCH", *text_search_args(index, q.filter, q.terms, q.k, q.fields))
             )
         policy = None
-        if dialect.hybrid_policy and not q.lexical:
+        session_pool = q.filter.session is not None and q.filter.session != _SHARED_SESSION
+        if dialect.hybrid_policy and not q.lexical and not session_pool:
             key = size_key(ctx, q.filter)
             subset = self._sizes.get(key) if key is not None else None
             policy = hybrid_policy(subset, self._index_docs, q.k)
@@ -197,6 +200,7 @@ class FtBackend:
             lexical=q.lexical,
             term_tokens=tokens,
             hybrid_policy=policy,
+            session_pool=session_pool and not q.lexical,
         )
         return Command(("FT.SEARCH", *args))
 

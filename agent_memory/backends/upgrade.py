@@ -17,10 +17,17 @@ import logging
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
-from agent_memory.core.replies import optional_text, raise_first_error, text
+from agent_memory.core.replies import (
+    lenient_text,
+    optional_text,
+    raise_first_error,
+    raw_bytes,
+    text,
+)
 from agent_memory.errors import IndexMismatchError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
+from agent_memory.schema.encoding import SHARED_SESSION_TOKEN
 from agent_memory.schema.lexical import (
     ANALYZER,
     LEGACY_VECTOR_FORM,
@@ -33,6 +40,7 @@ from agent_memory.schema.records import lexical_fields
 from agent_memory.schema.versions import bump
 
 _CHUNK = 500
+_READ = (L.F_CONTENT, L.F_SESSION, L.F_VECTOR)
 _GLOB_SPECIAL = set("*?[]\\")
 logger = logging.getLogger("agent_memory.store")
 
@@ -119,9 +127,10 @@ def ensure_lexical(ctx: StoreContext, *, force: bool = False) -> Operation[bool]
 
 
 def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
-    """Write the lexical field (``ctx.lexical_form``) of every registered memory, drop
-    the other form's field, and recount each namespace's term statistics from the
-    contents; returns how many memories were seen.
+    """Write the lexical field (``ctx.lexical_form``) of every registered memory (and the
+    FLAT copy of the embedding of each session-scoped one), drop the other form's field,
+    and recount each namespace's term statistics from the contents; returns how many
+    memories were seen.
 
     Walks every namespace registry (one SCAN, then pipelined chunks): maintenance, not a
     hot path. Memories written concurrently may be counted twice or not at all; run it
@@ -139,17 +148,21 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
             fetched = yield from execute_batch(
-                [command("HGET", ctx.keys.memory(m), L.F_CONTENT) for m in chunk]
+                [command("HMGET", ctx.keys.memory(m), *_READ, binary=True) for m in chunk]
             )
             raise_first_error(fetched)
             writes: list[Command] = []
-            for memory_id, value in zip(chunk, fetched, strict=True):
-                content = optional_text(value)
+            for memory_id, values in zip(chunk, fetched, strict=True):
+                content_raw, session_raw, vector_raw = (list(values or []) + [None] * 3)[:3]
+                content = lenient_text(content_raw)
                 if content is None:
-                    continue
+                    continue  # gone, or unreadable: left as it is
                 contents.append(content)
                 key = ctx.keys.memory(memory_id)
                 fields = lexical_fields(content, ctx.lexical_form)
+                session = lenient_text(session_raw) or SHARED_SESSION_TOKEN
+                if session != SHARED_SESSION_TOKEN and vector_raw is not None:
+                    fields += [L.F_SESSION_VECTOR, raw_bytes(vector_raw)]
                 writes.append(Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *fields)))
                 writes.append(command("HDEL", key, *_other_fields(ctx.lexical_form)))
             written = yield from execute_batch(writes)

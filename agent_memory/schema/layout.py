@@ -26,6 +26,11 @@ import hashlib
 # Hash fields shared with the TypeScript library.
 F_CONTENT = "content"
 F_VECTOR = "vector"
+# The embedding again, for session-scoped memories only, in a FLAT index field: a
+# session's pool is a small share of the index, which valkey-search searches exactly
+# only in a FLAT field (an HNSW search of a filter holding more than 0.1% of the index
+# walks the graph until it meets enough of the filter's members).
+F_SESSION_VECTOR = "svec"
 F_IMPORTANCE = "importance"
 F_CREATED = "created_at"
 F_ACCESSED = "last_accessed_at"
@@ -68,7 +73,8 @@ TAG_SEPARATOR = ","
 #    no index on ``last_accessed_at`` / ``access_count``.
 # 4: ``lex_terms`` beside ``lex`` (a TAG of the content's term tokens): the lexical
 #    channel of the vector form searches only the memories holding the query's rarest
-#    terms instead of scanning the whole namespace.
+#    terms instead of scanning the whole namespace; ``svec``, a FLAT copy of the
+#    embedding of session-scoped memories, searched for a recall's session pool.
 # Older stores are upgraded in place by ``ensure_index`` (the backend's prepare).
 SCHEMA_VERSION = 4
 DISTANCE_ALIAS = "__dist"

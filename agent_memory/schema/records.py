@@ -14,7 +14,12 @@ from numpy.typing import NDArray
 from agent_memory.core.replies import integer, number, optional_text, text
 from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.schema import layout as L
-from agent_memory.schema.encoding import encode_value, namespace_token, session_token
+from agent_memory.schema.encoding import (
+    SHARED_SESSION_TOKEN,
+    encode_value,
+    namespace_token,
+    session_token,
+)
 from agent_memory.schema.labels import Labels, label_tokens
 from agent_memory.schema.lexical import (
     TEXT_FORM,
@@ -116,6 +121,14 @@ def lexical_fields(content: str, form: str) -> list[str | bytes]:
     raise ValueError(f"unknown lexical form {form!r}")
 
 
+def session_vector_fields(session: str, vector: NDArray[np.float32]) -> list[str | bytes]:
+    """HSET arguments of the FLAT copy of the embedding a session-scoped memory carries
+    (``session`` is the memory's session token; none for shared memories)."""
+    if session == SHARED_SESSION_TOKEN:
+        return []
+    return [L.F_SESSION_VECTOR, vector_blob(vector)]
+
+
 def record_fields(memory: NewMemory, lexical_form: str = VECTOR_FORM) -> list[str | bytes]:
     """Flat ``field, value, ...`` list for HSET."""
     scope = memory.scope
@@ -124,6 +137,7 @@ def record_fields(memory: NewMemory, lexical_form: str = VECTOR_FORM) -> list[st
         L.F_ID, memory.id,
         L.F_CONTENT, memory.content,
         L.F_VECTOR, vector_blob(memory.vector),
+        *session_vector_fields(memory.session_token, memory.vector),
         *lexical_fields(memory.content, lexical_form),
         L.F_IMPORTANCE, repr(memory.importance),
         L.F_CREATED, created,

@@ -31,6 +31,7 @@ from agent_memory.schema.layout import (
     F_LEX_TEXT,
     F_NAMESPACE,
     F_SESSION,
+    F_SESSION_VECTOR,
     F_SOURCE,
     F_TAGS,
     F_THREAD,
@@ -61,7 +62,9 @@ def create_index_args(
 ) -> list[str]:
     """Arguments of ``FT.CREATE`` for the memory index (after the command name).
 
-    ``vector`` is the embedding (HNSW, cosine). The lexical channel is either ``lex``,
+    ``vector`` is the embedding (HNSW, cosine), ``svec`` the embedding of session-scoped
+    memories again (``FLAT``: searched exactly among a session's few memories, which an
+    HNSW search would find only by walking most of the graph). The lexical channel is either ``lex``,
     the hashed term vector of the content (``FLAT``, inner product: exact, and valid on
     valkey-search 1.0.2) with ``lex_terms``, a TAG of its terms' tokens that restricts
     that exact scan to the memories holding a query's rarest terms, or, with ``native_text`` (RediSearch only), ``lex_text``: the
@@ -88,9 +91,14 @@ def create_index_args(
             "TYPE", "FLOAT32", "DIM", str(spec.lexical_dim), "DISTANCE_METRIC", "IP",
             F_LEX_TERMS, "TAG", "SEPARATOR", TAG_SEPARATOR, "CASESENSITIVE",
         ]  # fmt: skip
+    session_vector = [
+        F_SESSION_VECTOR, "VECTOR", "FLAT", "6",
+        "TYPE", "FLOAT32", "DIM", str(spec.dim), "DISTANCE_METRIC", spec.metric,
+    ]  # fmt: skip
     return [
         index, "ON", "HASH", "PREFIX", "1", prefix, *options, "SCHEMA",
         F_VECTOR, "VECTOR", spec.algorithm, str(len(vector_params)), *vector_params,
+        *session_vector,
         *lexical,
         F_NAMESPACE, *tag,
         F_SESSION, *tag,
@@ -155,13 +163,16 @@ def knn_search_args(
     lexical: bool = False,
     term_tokens: Sequence[str] = (),
     hybrid_policy: str | None = None,
+    session_pool: bool = False,
 ) -> list[str | bytes]:
     """Arguments of ``FT.SEARCH`` for a filtered KNN query returning ``return_fields``.
 
     With ``lexical`` the KNN runs over the ``lex`` field (inner product with a hashed
     query, distance alias ``__ldist``) instead of the embedding, among the memories
     holding any of ``term_tokens`` (:func:`~agent_memory.schema.lexical.term_token`;
-    none: the whole filter, a scan of every memory it selects). ``hybrid_policy``
+    none: the whole filter, a scan of every memory it selects). ``session_pool``: the
+    filter selects one session's memories, searched in their FLAT field ``svec``.
+    ``hybrid_policy``
     (``"BATCHES"`` or ``"ADHOC_BF"``, RediSearch only) fixes how the filter and the
     vector search combine.
     """
@@ -170,7 +181,7 @@ def knn_search_args(
     field, param, alias = (
         (F_LEX, LEX_PARAM, LEX_DISTANCE_ALIAS)
         if lexical
-        else (F_VECTOR, VECTOR_PARAM, DISTANCE_ALIAS)
+        else (F_SESSION_VECTOR if session_pool else F_VECTOR, VECTOR_PARAM, DISTANCE_ALIAS)
     )
     policy = f" HYBRID_POLICY {hybrid_policy}" if hybrid_policy else ""
     where = filter_expression(flt)

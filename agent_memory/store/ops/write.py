@@ -16,7 +16,7 @@ from agent_memory.core.replies import integer, optional_text, raise_first_error,
 from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
-from agent_memory.schema.encoding import encode_value
+from agent_memory.schema.encoding import SHARED_SESSION_TOKEN, encode_value
 from agent_memory.schema.labels import LabelPolicy, Labels, check_labels
 from agent_memory.schema.lexical import adjust_args, stats_delta
 from agent_memory.schema.records import (
@@ -25,6 +25,7 @@ from agent_memory.schema.records import (
     lexical_fields,
     parse_item,
     record_fields,
+    session_vector_fields,
     vector_blob,
 )
 from agent_memory.schema.types import Durability, MemoryItem, Scope
@@ -372,6 +373,8 @@ def update(
     if new_content is not None and content_changed:
         vector = yield from embed_one(ctx, new_content)
         changes += [L.F_CONTENT, new_content, L.F_VECTOR, vector_blob(vector)]
+        session = optional_text(fields.get(L.F_SESSION)) or SHARED_SESSION_TOKEN
+        changes += session_vector_fields(session, vector)
         changes += lexical_fields(new_content, ctx.lexical_form)
     if new_importance is not None:
         changes += [L.F_IMPORTANCE, repr(new_importance)]
