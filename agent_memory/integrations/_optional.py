@@ -8,8 +8,10 @@ from types import ModuleType
 from agent_memory.errors import CapabilityError
 
 
-def require(module: str, *, extra: str) -> ModuleType:
+def require(module: str, *, extra: str, package: str | None = None) -> ModuleType:
     """Import ``module`` or raise a :class:`CapabilityError` naming the extra to install.
+
+    ``package`` names the missing distribution in the message (default: the module).
 
     Raises:
         CapabilityError: the module (or one of its own dependencies) is not installed.
@@ -18,6 +20,6 @@ def require(module: str, *, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise CapabilityError(
-            f"{module!r} is not installed: install the {extra!r} extra "
+            f"{package or repr(module)} is not installed: install the {extra!r} extra "
             f"(pip install 'agent-memory[{extra}]')"
         ) from exc

@@ -19,17 +19,12 @@ Importing this package without ``google-adk`` raises
 
 from __future__ import annotations
 
-from agent_memory.errors import CapabilityError
+from agent_memory.integrations._optional import require
 
-try:
-    import google.adk.memory.base_memory_service
-    import google.adk.sessions.base_session_service  # noqa: F401
-except ImportError as _exc:  # pragma: no cover - exercised without the extra
-    raise CapabilityError(
-        "google-adk is not installed: install the 'adk' extra (pip install 'agent-memory[adk]')"
-    ) from _exc
+require("google.adk.memory.base_memory_service", extra="adk", package="google-adk")
+require("google.adk.sessions.base_session_service", extra="adk", package="google-adk")
 
-from agent_memory.integrations.adk.memory_service import AgentMemoryMemoryService
-from agent_memory.integrations.adk.session_service import AgentMemorySessionService
+from agent_memory.integrations.adk.memory_service import AgentMemoryMemoryService  # noqa: E402
+from agent_memory.integrations.adk.session_service import AgentMemorySessionService  # noqa: E402
 
 __all__ = ["AgentMemoryMemoryService", "AgentMemorySessionService"]

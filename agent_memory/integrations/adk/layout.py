@@ -23,32 +23,13 @@ session id can reach another session's (or another kind's) key.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 
 from agent_memory.errors import InvalidInputError
+from agent_memory.integrations._keys import check_name, digest_of_parts
 
 DEFAULT_NAME = "adk"
 MAX_ID_CHARS = 1024
-
-
-def _digest(parts: list[str]) -> str:
-    text = json.dumps(parts, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def check_name(name: object) -> str:
-    """The key prefix, validated.
-
-    Raises:
-        InvalidInputError: not a non-empty ``str`` without braces.
-    """
-    if not isinstance(name, str) or not name or "{" in name or "}" in name:
-        raise InvalidInputError(
-            f"name must be a non-empty str without braces, got {name!r}", field="name"
-        )
-    return name
 
 
 def check_id(value: object, field: str) -> str:
@@ -89,11 +70,11 @@ class Layout:
 
     def user_root(self, app_name: str, user_id: str) -> str:
         """The hash-tagged root of one (app, user)'s keys."""
-        return f"{self.name}:adk:{{{_digest(['user', app_name, user_id])}}}"
+        return f"{self.name}:adk:{{{digest_of_parts(['user', app_name, user_id])}}}"
 
     def app_root(self, app_name: str) -> str:
         """The hash-tagged root of one app's keys."""
-        return f"{self.name}:adk:{{{_digest(['app', app_name])}}}"
+        return f"{self.name}:adk:{{{digest_of_parts(['app', app_name])}}}"
 
     def sessions(self, app_name: str, user_id: str) -> str:
         """The user's ZSET of session ids by last update time."""

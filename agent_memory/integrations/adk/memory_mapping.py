@@ -14,8 +14,6 @@ when the entry has none).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -26,6 +24,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from agent_memory.errors import InvalidInputError
+from agent_memory.integrations._keys import digest_of_parts
 from agent_memory.schema.types import MemoryItem, Scope
 from agent_memory.store.ops.write import MemoryInput
 
@@ -48,8 +47,7 @@ def scope_of(app_name: str, user_id: str, session_id: str | None = None) -> Scop
 
 def derived_id(*parts: str) -> str:
     """32 hex digits of SHA-256 of the JSON of ``parts``."""
-    text = json.dumps(list(parts), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return digest_of_parts(parts)
 
 
 def content_text(content: types.Content | None) -> str:

@@ -14,18 +14,12 @@ operations: :mod:`.ops`; the class: :mod:`.saver`.
 
 from __future__ import annotations
 
-from agent_memory.errors import CapabilityError
+from agent_memory.integrations._optional import require
 
-try:
-    import langgraph.checkpoint.base  # noqa: F401
-except ImportError as _exc:  # pragma: no cover - exercised without the extra
-    raise CapabilityError(
-        "langgraph-checkpoint is not installed: install the 'langgraph' extra "
-        "(pip install 'agent-memory[langgraph]')"
-    ) from _exc
+require("langgraph.checkpoint.base", extra="langgraph", package="langgraph-checkpoint")
 
-from agent_memory.integrations.checkpoint.layout import DEFAULT_NAME, Layout
-from agent_memory.integrations.checkpoint.ops import PAGE
-from agent_memory.integrations.checkpoint.saver import AgentMemorySaver
+from agent_memory.integrations.checkpoint.layout import DEFAULT_NAME, Layout  # noqa: E402
+from agent_memory.integrations.checkpoint.ops import PAGE  # noqa: E402
+from agent_memory.integrations.checkpoint.saver import AgentMemorySaver  # noqa: E402
 
 __all__ = ["DEFAULT_NAME", "PAGE", "AgentMemorySaver", "Layout"]

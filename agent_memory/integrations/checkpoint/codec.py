@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory.errors import ReplyParseError
-from agent_memory.integrations.checkpoint.layout import digest
+from agent_memory.integrations._keys import digest
 
 EMPTY = ("empty", b"")
 """The typed value recorded for a channel that has a new version but no value."""

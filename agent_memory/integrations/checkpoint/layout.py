@@ -20,7 +20,6 @@ of a thread is cluster-safe::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from collections.abc import Mapping
@@ -28,27 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.errors import InvalidInputError
+from agent_memory.integrations._keys import digest
 
 DEFAULT_NAME = "langgraph"
 _GLOB_SPECIALS = "*?[]\\"
-
-
-def digest(text: str, size: int) -> str:
-    """``size`` hex digits of the SHA-256 of ``text`` (UTF-8)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:size]
-
-
-def check_name(name: object) -> str:
-    """The key prefix, validated.
-
-    Raises:
-        InvalidInputError: not a non-empty ``str`` without braces.
-    """
-    if not isinstance(name, str) or not name or "{" in name or "}" in name:
-        raise InvalidInputError(
-            f"name must be a non-empty str without braces, got {name!r}", field="name"
-        )
-    return name
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,9 @@ from agent_memory.core.clients import (
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async, run_sync
 from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
+from agent_memory.integrations._keys import check_name
 from agent_memory.integrations.checkpoint import ops
-from agent_memory.integrations.checkpoint.layout import DEFAULT_NAME, Layout, check_name
+from agent_memory.integrations.checkpoint.layout import DEFAULT_NAME, Layout
 
 
 class AgentMemorySaver(BaseCheckpointSaver[str]):

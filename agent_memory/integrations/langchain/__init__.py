@@ -14,12 +14,18 @@ without ``langchain-core`` raises :class:`~agent_memory.errors.CapabilityError` 
 the extra.
 """
 
-from agent_memory.integrations.langchain.byte_store import (
+from agent_memory.integrations._optional import require
+
+require("langchain_core", extra="langchain", package="langchain-core")
+
+from agent_memory.integrations.langchain.byte_store import (  # noqa: E402
     AgentMemoryByteStore,
     InvalidStoreKeyError,
 )
-from agent_memory.integrations.langchain.chat_history import AgentMemoryChatMessageHistory
-from agent_memory.integrations.langchain.llm_cache import AgentMemoryCache
+from agent_memory.integrations.langchain.chat_history import (  # noqa: E402
+    AgentMemoryChatMessageHistory,
+)
+from agent_memory.integrations.langchain.llm_cache import AgentMemoryCache  # noqa: E402
 
 __all__ = [
     "AgentMemoryByteStore",

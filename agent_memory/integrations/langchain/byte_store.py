@@ -29,16 +29,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from agent_memory.errors import CapabilityError, InvalidInputError
-
-try:
-    from langchain_core.stores import BaseStore, InvalidKeyException
-except ImportError as _exc:  # pragma: no cover - exercised without the extra
-    raise CapabilityError(
-        "langchain-core is not installed: install the 'langchain' extra "
-        "(pip install 'agent-memory[langchain]')"
-    ) from _exc
-
+from langchain_core.stores import BaseStore, InvalidKeyException
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import TierCore
@@ -47,6 +38,7 @@ from agent_memory.core import replies
 from agent_memory.core.checks import check_str
 from agent_memory.core.effects import Command, Operation, execute_batch, scan_keys
 from agent_memory.core.replies import raise_first_error
+from agent_memory.errors import InvalidInputError
 from agent_memory.integrations.langchain._runner import Runners, clients_from_url
 
 DEFAULT_NAMESPACE = "default"

@@ -31,17 +31,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agent_memory.errors import CapabilityError, InvalidInputError, ReplyParseError
-
-try:
-    from langchain_core.chat_history import BaseChatMessageHistory
-    from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
-except ImportError as _exc:  # pragma: no cover - exercised without the extra
-    raise CapabilityError(
-        "langchain-core is not installed: install the 'langchain' extra "
-        "(pip install 'agent-memory[langchain]')"
-    ) from _exc
-
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache.keys import check_text, plain
@@ -50,6 +41,7 @@ from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
+from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.integrations.langchain._runner import Runners, clients_from_url
 
 DEFAULT_KEY = "messages"

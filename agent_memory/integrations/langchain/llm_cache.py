@@ -35,26 +35,19 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
-from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
-
-try:
-    from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
-    from langchain_core.messages import message_to_dict, messages_from_dict
-    from langchain_core.outputs import (
-        ChatGeneration,
-        ChatGenerationChunk,
-        Generation,
-        GenerationChunk,
-    )
-except ImportError as _exc:  # pragma: no cover - exercised without the extra
-    raise CapabilityError(
-        "langchain-core is not installed: install the 'langchain' extra "
-        "(pip install 'agent-memory[langchain]')"
-    ) from _exc
+from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
+from langchain_core.messages import message_to_dict, messages_from_dict
+from langchain_core.outputs import (
+    ChatGeneration,
+    ChatGenerationChunk,
+    Generation,
+    GenerationChunk,
+)
 
 from agent_memory.cache import LlmCache, SyncLlmCache, TokenUsage
 from agent_memory.cache.keys import plain
 from agent_memory.core.clients import close_async_client, close_sync_client
+from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
 from agent_memory.integrations.langchain._runner import clients_from_url
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent_memory.errors import InvalidInputError, ReplyParseError
+from agent_memory.errors import InvalidInputError
 
 
 def encode_items(items: object) -> list[str]:
@@ -69,15 +69,4 @@ def decode_item(raw: object) -> dict[str, Any] | None:
     return item if isinstance(item, dict) else None
 
 
-def decode_items(raw: object) -> list[dict[str, Any]]:
-    """The items of an ``LRANGE`` reply, oldest first, corrupt elements skipped (pure).
-
-    Raises:
-        ReplyParseError: the reply is not a list.
-    """
-    if not isinstance(raw, (list, tuple)):
-        raise ReplyParseError(f"LRANGE replied with a {type(raw).__name__}, not a list")
-    return [item for item in map(decode_item, raw) if item is not None]
-
-
-__all__ = ["decode_item", "decode_items", "encode_items"]
+__all__ = ["decode_item", "encode_items"]

@@ -16,7 +16,7 @@ import pydantic
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse
 from pydantic_core import PydanticSerializationError
 
-from agent_memory.errors import InvalidInputError, ReplyParseError
+from agent_memory.errors import InvalidInputError
 
 # The element type of ``ModelMessagesTypeAdapter``, with its configuration.
 _MESSAGE: pydantic.TypeAdapter[ModelMessage] = pydantic.TypeAdapter(
@@ -67,17 +67,4 @@ def decode_message(raw: object) -> ModelMessage | None:
         return None
 
 
-def decode_messages(raw: object) -> tuple[list[ModelMessage], int]:
-    """The messages of an ``LRANGE`` reply, oldest first, and how many elements were
-    corrupt (skipped) (pure).
-
-    Raises:
-        ReplyParseError: the reply is not a list.
-    """
-    if not isinstance(raw, (list, tuple)):
-        raise ReplyParseError(f"LRANGE replied with a {type(raw).__name__}, not a list")
-    messages = [message for message in map(decode_message, raw) if message is not None]
-    return messages, len(raw) - len(messages)
-
-
-__all__ = ["decode_message", "decode_messages", "encode_messages"]
+__all__ = ["decode_message", "encode_messages"]

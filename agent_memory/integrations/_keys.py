@@ -1,0 +1,37 @@
+"""Key-name helpers shared by the adapters that build their own key layouts (pure)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+from agent_memory.errors import InvalidInputError
+
+
+def digest(text: str, size: int) -> str:
+    """``size`` hex digits of the SHA-256 of ``text`` (UTF-8)."""
+    # surrogatepass: any str a framework hands over (lone surrogates included) has a digest
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:size]
+
+
+def digest_of_parts(parts: Sequence[str], size: int = 32) -> str:
+    """``size`` hex digits of the SHA-256 of the JSON array of ``parts`` (JSON keeps the
+    parts apart: no two different lists of parts share a text)."""
+    return digest(json.dumps(list(parts), ensure_ascii=False), size)
+
+
+def check_name(name: object) -> str:
+    """A key prefix, validated (braces would open a hash tag of their own).
+
+    Raises:
+        InvalidInputError: not a non-empty ``str`` without braces.
+    """
+    if not isinstance(name, str) or not name or "{" in name or "}" in name:
+        raise InvalidInputError(
+            f"name must be a non-empty str without braces, got {name!r}", field="name"
+        )
+    return name
+
+
+__all__ = ["check_name", "digest", "digest_of_parts"]

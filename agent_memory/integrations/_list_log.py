@@ -1,0 +1,136 @@
+"""A conversation log on a Valkey list, for any adapter's item codec (generators, no I/O).
+
+A log is one list, ``{name}:{segment}:{log_id}``, one encoded entry per element, oldest
+first. Every operation is one single-key command, so each is atomic on the server and a
+log lives in one cluster slot:
+
+* :func:`read_latest`: ``LRANGE key -limit -1`` (``0 -1`` for all). When corrupt
+  elements sit among the newest ones the window doubles until ``limit`` valid entries
+  are found or the list is exhausted (extra round trips only then).
+* :func:`append`: one ``RPUSH`` of every entry (concurrent writers interleave whole
+  batches, never lose one).
+* :func:`pop_latest`: ``RPOP``; a corrupt element is dropped and the next one popped.
+* :func:`clear`: ``UNLINK``.
+
+With a TTL, a ``PEXPIRE`` rides in the same round trip as every command but ``UNLINK``
+(a sliding lifetime, as on the session tier). Each call also counts itself as
+``session:reads`` or ``session:writes`` in ``{name}:__stats`` in that round trip.
+
+The adapter gives the codec: ``decode`` turns one stored element into an entry, or
+``None`` when the element is corrupt (not written by this codec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from agent_memory.cache._tier import TierCore
+from agent_memory.cache.stats import batch_with_stats
+from agent_memory.core.effects import Command, Operation
+from agent_memory.core.replies import raise_first_error
+from agent_memory.errors import ReplyParseError
+
+Entry = TypeVar("Entry")
+#: Turns one stored element into an entry, or ``None`` when the element is corrupt.
+Decode = Callable[[object], Entry | None]
+
+READS = "session:reads"
+WRITES = "session:writes"
+
+
+def log_key(name: str, segment: str, log_id: str) -> str:
+    """The list holding log ``log_id`` of cache name ``name`` (pure)."""
+    return f"{name}:{segment}:{log_id}"
+
+
+def decode_entries(raw: object, decode: Decode[Entry]) -> tuple[list[Entry], int]:
+    """The entries of an ``LRANGE`` reply, oldest first, and how many elements were
+    corrupt (skipped) (pure).
+
+    Raises:
+        ReplyParseError: the reply is not a list.
+    """
+    if not isinstance(raw, (list, tuple)):
+        raise ReplyParseError(f"LRANGE replied with a {type(raw).__name__}, not a list")
+    entries = [entry for entry in map(decode, raw) if entry is not None]
+    return entries, len(raw) - len(entries)
+
+
+def _access(
+    tier: TierCore, key: str, command: Command, ttl_ms: int | None, counter: str | None
+) -> Operation[Any]:
+    commands = [command]
+    if ttl_ms is not None:
+        commands.append(Command(("PEXPIRE", key, ttl_ms)))
+    counts = {counter: 1} if counter else None
+    got = yield from batch_with_stats(tier.layout, tier.buffer, commands, counts)
+    raise_first_error(got)
+    return got[0]
+
+
+def read_latest(
+    tier: TierCore, key: str, limit: int | None, ttl_ms: int | None, decode: Decode[Entry]
+) -> Operation[tuple[list[Entry], int]]:
+    """The latest ``limit`` valid entries (all when ``None``; none when ``<= 0``), oldest
+    first, and the number of corrupt elements skipped in the last window read.
+
+    Raises:
+        ReplyParseError: the server's reply is not a list.
+    """
+    if limit is None:
+        raw = yield from _access(tier, key, Command(("LRANGE", key, 0, -1)), ttl_ms, READS)
+        return decode_entries(raw, decode)
+    if limit <= 0:
+        return [], 0
+    window: int = limit
+    counter: str | None = READS
+    while True:
+        command = Command(("LRANGE", key, -window, -1))
+        raw = yield from _access(tier, key, command, ttl_ms, counter)
+        counter = None  # one read per call, however many windows it takes
+        entries, skipped = decode_entries(raw, decode)
+        if len(entries) >= limit or len(raw) < window:
+            return entries[-limit:], skipped
+        window *= 2
+
+
+def append(
+    tier: TierCore, key: str, encoded: Sequence[str | bytes], ttl_ms: int | None
+) -> Operation[None]:
+    """Append the encoded entries atomically (one ``RPUSH``)."""
+    yield from _access(tier, key, Command(("RPUSH", key, *encoded)), ttl_ms, WRITES)
+    tier.note_stored(sum(len(e.encode("utf-8")) if isinstance(e, str) else len(e) for e in encoded))
+
+
+def pop_latest(
+    tier: TierCore, key: str, ttl_ms: int | None, decode: Decode[Entry]
+) -> Operation[Entry | None]:
+    """Remove and return the newest valid entry (``None`` when there is none)."""
+    counter: str | None = WRITES
+    while True:
+        raw = yield from _access(tier, key, Command(("RPOP", key)), ttl_ms, counter)
+        counter = None
+        if raw is None:
+            return None
+        entry = decode(raw)
+        if entry is not None:
+            return entry
+
+
+def clear(tier: TierCore, key: str) -> Operation[None]:
+    """Delete the log's list."""
+    yield from _access(tier, key, Command(("UNLINK", key)), None, WRITES)
+
+
+__all__ = [
+    "READS",
+    "WRITES",
+    "Decode",
+    "append",
+    "clear",
+    "decode_entries",
+    "log_key",
+    "pop_latest",
+    "read_latest",
+]
