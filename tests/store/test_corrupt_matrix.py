@@ -35,7 +35,15 @@ DAMAGE = {
     "too large": b"99999999999999999999999",
     "not UTF-8": BAD_UTF8,
 }
-FIELDS = (*L.ITEM_FIELDS, L.F_VECTOR, L.F_LEX, L.F_LEX_TEXT, L.F_LABELS)
+FIELDS = (
+    *L.ITEM_FIELDS,
+    L.F_VECTOR,
+    L.F_SESSION_VECTOR,
+    L.F_LEX,
+    L.F_LEX_TERMS,
+    L.F_LEX_TEXT,
+    L.F_LABELS,
+)
 DAY = 86400.0
 HEALTHY = ("first note", "second note")
 
