@@ -42,6 +42,7 @@ import test_servers
 
 K = 10
 NAME = "locomo_speed"
+MINILM_THRESHOLD = 0.65  # MiniLMEmbedder.recommended_threshold, as the quality run uses
 
 
 def _vectors(texts: list[str]) -> Any:
@@ -60,7 +61,13 @@ async def _load(url: str, folder: Path) -> tuple[MemoryStore, Any, list[str], An
     question_vectors = _vectors(questions)
     embed.add(questions, question_vectors)
     client = valkey_asyncio.Valkey.from_url(url, max_connections=16)
-    store = MemoryStore(client, NAME, embed.aembed, embed_many=embed.aembed_many)
+    store = MemoryStore(
+        client,
+        NAME,
+        embed.aembed,
+        embed_many=embed.aembed_many,
+        default_threshold=MINILM_THRESHOLD,
+    )
     await store.ensure_index()
     for start in range(0, len(turns), 500):
         chunk = turns[start : start + 500]
