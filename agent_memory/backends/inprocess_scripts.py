@@ -22,6 +22,7 @@ from agent_memory.backends.inprocess_keyspace import (
     _incrby,
     _s,
     _set,
+    _type,
     _zadd,
 )
 from agent_memory.cache import scripts as cache_scripts
@@ -53,18 +54,25 @@ def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     _hash_set(ks, [memory, *fields, "seq", str(_incrby(ks, [keys[8]]))])
     if _s(argv[0]) != "0":
         _expire(0.001)(ks, [memory, argv[0]])
+    result = 1
     if _s(argv[4]) == "1":
-        _hdel(ks, [usage, "x:" + memory_id, "a:" + memory_id])
+        try:
+            _hdel(ks, [usage, "x:" + memory_id, "a:" + memory_id])
+        except ServerResponseError:
+            result = 2
         _set(ks, [epoch, token])
     _zadd(ks, [registry, expiry, memory_id])
     _zadd(ks, [bucket, argv[3], memory_id])
     for index in keys[9:]:
         _zadd(ks, [index, expiry, memory_id])
-    _hincrby(ks, [stats, "remembers", "1"])
+    try:
+        _hincrby(ks, [stats, "remembers", "1"])
+    except (ServerResponseError, ValueError, OverflowError):
+        result = 2
     for i in range(0, len(pairs), 2):
         _add_stat(ks, terms, pairs[i], pairs[i + 1])
     _set(ks, [version, token])
-    return 1
+    return result
 
 
 def _publish(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
@@ -217,10 +225,13 @@ def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
 
 
 def _add_stat(ks: Keyspace, key: str, field: Any, delta: Any) -> int:
-    """Twin of ``ADD_STAT_LUA``: an unreadable statistic is replaced by the delta."""
+    """Twin of ``ADD_STAT_LUA``: an unreadable statistic is replaced by the delta (a
+    statistics key of another type first deleted)."""
     try:
         return _hincrby(ks, [key, field, delta])
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, ServerResponseError):
+        if _type(ks, key) != "hash":
+            ks.delete(key)
         _hash_set(ks, [key, field, delta])
         return int(_s(delta))
 

@@ -270,6 +270,7 @@ ADD_STAT_LUA = """
 local function add_stat(key, field, delta)
   local v = redis.pcall('HINCRBY', key, field, delta)
   if type(v) == 'table' then
+    if redis.call('TYPE', key)['ok'] ~= 'hash' then redis.call('DEL', key) end
     redis.call('HSET', key, field, delta)
     return tonumber(delta)
   end
@@ -277,8 +278,9 @@ local function add_stat(key, field, delta)
 end
 """
 """Lua: add ``delta`` to a term statistic; one that another writer left unreadable (not
-an integer) is replaced by ``delta``: the statistics are derived data, and a damaged
-one must not fail the write it belongs to."""
+an integer), or a statistics key it replaced by another type, is replaced by ``delta``:
+the statistics are derived data, and damage to them must not fail the write they
+belong to."""
 
 ADJUST_STATS = (
     ADD_STAT_LUA

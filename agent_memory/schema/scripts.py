@@ -114,17 +114,20 @@ fields[#fields + 1] = 'seq'
 fields[#fields + 1] = redis.call('INCR', KEYS[9])
 redis.call('HSET', KEYS[1], unpack(fields))
 if ARGV[1] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+local result = 1
 if ARGV[5] == '1' then
-  redis.call('HDEL', KEYS[4], 'x:' .. ARGV[2], 'a:' .. ARGV[2])
+  local reset = redis.pcall('HDEL', KEYS[4], 'x:' .. ARGV[2], 'a:' .. ARGV[2])
+  if type(reset) == 'table' and reset.err then result = 2 end
   redis.call('SET', KEYS[8], ARGV[6])
 end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
 for i = 10, #KEYS do redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2]) end
-redis.call('HINCRBY', KEYS[5], 'remembers', 1)
+local counted = redis.pcall('HINCRBY', KEYS[5], 'remembers', 1)
+if type(counted) == 'table' and counted.err then result = 2 end
 for i = 8, 7 + 2 * nterms, 2 do add_stat(KEYS[6], ARGV[i], ARGV[i + 1]) end
 redis.call('SET', KEYS[7], ARGV[6])
-return 1
+return result
 """
 )
 """A memory, its registrations and its bookkeeping in one step (standalone servers: the
@@ -133,7 +136,9 @@ statistics, registry version, epoch, write counter, agent/thread index...]; the 
 gets the next ``seq`` of the store in the same HSET. ARGV = [ttl_ms or "0", id,
 expiry score, created_at, caller-chosen id "1"/"0" (it may replace a memory: its usage
 is reset and the epoch changes), a fresh change token, term count, (term field, delta)
-..., field, value, ...]."""
+..., field, value, ...]. Returns 1, or 2 when a usage reset or the ``remembers`` counter
+failed (another writer replaced that key by another type): the memory and its
+registrations are written either way, never half of them."""
 
 REFRESH_DUPLICATE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end

@@ -193,3 +193,39 @@ async def test_damaged_registries_and_counters_never_abort_a_read(env: StoreEnv)
         else:
             await _run(raw.client, "HSET", key, field, before)
     assert not errors, "\n".join(errors)
+
+
+async def test_keys_of_the_wrong_type_never_abort_a_read(env: StoreEnv) -> None:
+    """A key another writer replaced by a value of another type: a memory (a string
+    where its hash was: skipped, and forgettable), the usage counters, the term
+    statistics, and the registry and agent index of another namespace (which ``stats``
+    and ``prune`` walk)."""
+    h = await _healthy_store(env)
+    embed, store, raw, pruner, good = h.embed, h.store, h.raw, h.pruner, h.good
+    keys = raw._ctx.keys
+    other = namespace_token("other")
+    await store.remember("elsewhere", scope=Scope(namespace="other", agent_id="b"))
+    embed.set("victim of type", near(random_unit("q"), 0.2, "type"))
+    victim = await store.remember("victim of type", tags=["work"], scope=Scope(agent_id="a"))
+    replaced = [
+        keys.memory(victim),
+        keys.usage,
+        keys.term_stats(namespace_token(None)),
+        keys.registry(other),
+        keys.agent_index(other, "b"),
+    ]
+    errors = []
+    for key in replaced:
+        await _run(raw.client, "DEL", key)
+        await _run(raw.client, "SET", key, "not what it was")
+        try:
+            await _reads_survive(env, store, pruner, good, victim, f"{key} is a string")
+            await store.stats()
+            await pruner.prune(Scope(namespace="other"))
+            if key == keys.memory(victim):  # the damaged memory can be forgotten
+                assert await store.forget(victim) in (True, False)
+                assert await store.get(victim) is None
+        except (AgentMemoryError, AssertionError) as exc:
+            errors.append(f"{key}: {exc!r}"[:300])
+        await _run(raw.client, "DEL", key)  # each damage is judged alone
+    assert not errors, "\n".join(errors)

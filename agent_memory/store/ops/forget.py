@@ -9,6 +9,7 @@ counters, the ``forgets`` counter and the term statistics).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +24,10 @@ from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.lexical import adjust_args, stats_delta
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.durability import check_replicated, wait_commands
-from agent_memory.store.ops.read import exact_index, matching_ids
+from agent_memory.store.ops.read import exact_index, is_wrong_type, matching_ids
 from agent_memory.store.validation import check_id
+
+logger = logging.getLogger("agent_memory.store")
 
 _CHUNK = 1000
 
@@ -105,11 +108,31 @@ def delete_ids(
             commands.append(command("ZREM", listed_in, *chunk))
         waits = wait_commands(ctx) if commands else []
         done = yield from execute_batch([*commands, *waits])
-        raise_first_error(done)
+        _raise_unless_wrong_type(ctx, commands, done)
         if waits:
             check_replicated(ctx, done[-1], f"a deletion of {len(deleted)} memories")
         total += len(deleted)
     return total
+
+
+def _raise_unless_wrong_type(
+    ctx: StoreContext, commands: Sequence[Command], replies: Sequence[Any]
+) -> None:
+    """Raise the first error of a deletion's bookkeeping, except a key another writer
+    replaced by another type (the usage counters, a registry, the store counters): the
+    memories are deleted and the rest of their bookkeeping done; that one is logged and
+    counted."""
+    for cmd, reply in zip(commands, replies, strict=False):
+        if is_wrong_type(reply):
+            logger.warning(
+                "store %s: %s failed during a deletion (%s); the memories are deleted",
+                ctx.keys.name, cmd.name, reply,
+            )  # fmt: skip
+            ctx.count("bookkeeping_failures")
+            continue
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+    raise_first_error(replies[len(commands) :])
 
 
 def forget(ctx: StoreContext, memory_id: str) -> Operation[bool]:

@@ -12,6 +12,7 @@ crash between the two loses that observation but never counts it twice.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Sequence
@@ -35,9 +36,10 @@ from agent_memory.schema.records import retention_from_fields
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.forget import delete_ids
 from agent_memory.store.ops.ghosts import sweep
-from agent_memory.store.ops.read import registered_ids
+from agent_memory.store.ops.read import is_wrong_type, registered_ids
 from agent_memory.store.validation import check_id
 
+logger = logging.getLogger("agent_memory.store")
 _SELECTION = re.compile(r"[0-9a-f]{32}")
 _CHUNK = 1000
 
@@ -181,6 +183,13 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
                 bump(ctx.keys.registry_version(_namespace_of(ctx, registry))),
             ]
         )
+        if is_wrong_type(replies[0]):
+            logger.warning(
+                "store %s: registry %s is not a sorted set (%s); prune leaves it",
+                ctx.keys.name, registry, replies[0],
+            )  # fmt: skip
+            ctx.count("corrupt_records")
+            continue
         raise_first_error(replies)
         cleaned += integer(replies[0])
         ids = registered_ids(ctx, replies[1])

@@ -16,8 +16,8 @@ from agent_memory.backends.reads import (
     unreadable,
 )
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
-from agent_memory.core.replies import integer, lenient_text, pairs, raise_first_error, text
-from agent_memory.errors import AgentMemoryError, ReplyParseError
+from agent_memory.core.replies import integer, lenient_text, pairs, text
+from agent_memory.errors import AgentMemoryError, ReplyParseError, ServerResponseError
 from agent_memory.schema import layout as L
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.records import parse_item, retention_from_fields
@@ -261,8 +261,25 @@ def count_in(
     now = ctx.now_ms()
     counts = [command("ZCOUNT", key, f"({now}", "+inf") for key in registries]
     replies = yield from execute_batch([*extra, *counts])
-    raise_first_error(replies[len(extra) :])
-    return sum(integer(r) for r in replies[len(extra) :]), list(replies[: len(extra)])
+    total = 0
+    for key, reply in zip(registries, replies[len(extra) :], strict=True):
+        if is_wrong_type(reply):
+            logger.warning(
+                "store %s: registry %s is not a sorted set (%s); its memories are not counted",
+                ctx.keys.name, key, reply,
+            )  # fmt: skip
+            ctx.count("corrupt_records")
+            continue
+        if isinstance(reply, AgentMemoryError):
+            raise reply
+        total += integer(reply)
+    return total, list(replies[: len(extra)])
+
+
+def is_wrong_type(reply: Any) -> bool:
+    """Whether a reply is the server's refusal of a key holding another type (a key
+    another writer replaced)."""
+    return isinstance(reply, ServerResponseError) and "WRONGTYPE" in str(reply)
 
 
 def count_items(ctx: StoreContext, *extra: Command) -> Operation[tuple[int, list[Any]]]:

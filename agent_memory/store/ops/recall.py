@@ -29,6 +29,7 @@ import uuid
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -62,6 +63,7 @@ from agent_memory.store.ops.candidates import (
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.labeling import run_labeler
+from agent_memory.store.ops.read import is_wrong_type
 from agent_memory.store.ops.selection import HitRecord, side_effects
 from agent_memory.store.validation import (
     check_k,
@@ -139,9 +141,26 @@ def _stats_of_new_terms(
         return None
     key = ctx.keys.term_stats(namespace)
     replies = yield from execute_batch([command("HMGET", key, *lexical.stats_fields(terms))])
-    if isinstance(replies[0], AgentMemoryError):
-        raise replies[0]
-    stats = lexical.parse_stats(terms, replies[0])
+    return _term_stats(ctx, namespace, terms, replies[0])
+
+
+def _term_stats(
+    ctx: StoreContext, namespace: str, terms: list[str], reply: Any
+) -> lexical.TermStats:
+    """The statistics of ``terms`` from an HMGET reply, learned for the term choice. A
+    statistics key another writer replaced by another type reads as empty (logged and
+    counted: derived data, rebuilt by the next write); other errors are raised."""
+    if is_wrong_type(reply):
+        logger.warning(
+            "store %s: the term statistics of namespace %s are not a hash (%s); the "
+            "recall ranks without them",
+            ctx.keys.name, namespace, reply,
+        )  # fmt: skip
+        ctx.count("corrupt_records")
+        return lexical.TermStats()
+    if isinstance(reply, AgentMemoryError):
+        raise reply
+    stats = lexical.parse_stats(terms, reply)
     ctx.frequencies.learn(namespace, stats, terms)
     return stats
 
@@ -218,11 +237,7 @@ def recall_vector(
     assert ctx.backend is not None
     outcome = yield from ctx.backend.search(ctx, queries, extra)
     if extra:
-        reply = outcome.extra[0]
-        if isinstance(reply, AgentMemoryError):
-            raise reply
-        stats = lexical.parse_stats(terms or [], reply)
-        ctx.frequencies.learn(filters[0].namespace, stats, terms or [])
+        stats = _term_stats(ctx, filters[0].namespace, terms or [], outcome.extra[0])
     stats = stats or lexical.TermStats()
     now = ctx.now_ms()
     pools = len(filters)

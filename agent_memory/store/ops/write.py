@@ -184,6 +184,20 @@ def _registered_and_numbered(
     return [(replace(m, sequence=first + i), ttl) for i, (m, ttl) in enumerate(chunk)]
 
 
+def _report_bookkeeping(ctx: StoreContext, replies: Sequence[Any]) -> None:
+    """Log and count the writes whose script could not reset a usage counter or count
+    the write (reply 2: another writer replaced that key by another type); the memories
+    and their registrations were written."""
+    failed = sum(1 for reply in replies if not isinstance(reply, AgentMemoryError) and reply == 2)
+    if failed:
+        logger.warning(
+            "store %s: %d write(s) could not update %s or %s (not a hash); the memories "
+            "are stored and registered",
+            ctx.keys.name, failed, ctx.keys.usage, ctx.keys.stats,
+        )  # fmt: skip
+        ctx.count("bookkeeping_failures", failed)
+
+
 def _batch_commands(
     ctx: StoreContext, memories: Sequence[NewMemory], *, with_terms: bool
 ) -> list[Command]:
@@ -323,6 +337,8 @@ def write_memories(
         waits = wait_commands(ctx)
         replies = yield from execute_batch([*commands, *waits])
         raise_first_error(replies)
+        if not ctx.settings.cluster:
+            _report_bookkeeping(ctx, replies[: len(chunk)])
         if waits:
             check_replicated(ctx, replies[-1], f"a write of {len(chunk)} memories")
         for memory, _ in chunk:
