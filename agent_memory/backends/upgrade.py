@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 
 from agent_memory.backends.context import StoreContext
+from agent_memory.cache.keys import glob_escape
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
 from agent_memory.core.replies import (
     lenient_text,
@@ -41,12 +42,7 @@ from agent_memory.schema.versions import bump
 
 _CHUNK = 500
 _READ = (L.F_CONTENT, L.F_SESSION, L.F_VECTOR)
-_GLOB_SPECIAL = set("*?[]\\")
 logger = logging.getLogger("agent_memory.store")
-
-
-def _glob_escape(value: str) -> str:
-    return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in value)
 
 
 def _other_fields(form: str) -> tuple[str, ...]:
@@ -137,7 +133,7 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
     again on a quiet store for exact statistics.
     """
     prefix = f"{ctx.keys.name}:__mem_reg:"
-    registries = yield from scan_keys(_glob_escape(prefix) + "*")
+    registries = yield from scan_keys(glob_escape(prefix) + "*")
     seen = 0
     for raw_key in sorted({text(k) for k in registries}):  # SCAN may repeat keys
         ns = raw_key[len(prefix) :]

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
+from agent_memory.cache.keys import glob_escape
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
 from agent_memory.core.replies import integer, optional_text, pairs, raise_first_error, text
 from agent_memory.errors import ReplyParseError
@@ -34,12 +35,7 @@ GHOST_GRACE_MS = 5 * 60 * 1000
 unregisters it (a write in flight completes in milliseconds)."""
 
 _CHUNK = 500
-_GLOB_SPECIAL = set("*?[]\\")
 logger = logging.getLogger("agent_memory.store")
-
-
-def _glob(value: str) -> str:
-    return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in value)
 
 
 def missing(ctx: StoreContext, ids: Sequence[str]) -> Operation[set[str]]:
@@ -129,4 +125,4 @@ def _unregister(
 def _glob_prefix(ctx: StoreContext, pattern: str) -> str:
     """``pattern`` with the store name escaped for SCAN (the rest is already a glob)."""
     name = ctx.keys.name
-    return _glob(name) + pattern[len(name) :]
+    return glob_escape(name) + pattern[len(name) :]
