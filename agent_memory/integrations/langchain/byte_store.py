@@ -39,7 +39,7 @@ from agent_memory.core.checks import check_str
 from agent_memory.core.effects import Command, Operation, execute_batch, scan_keys
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError
-from agent_memory.integrations.langchain._runner import Runners, clients_from_url
+from agent_memory.integrations._runners import Runners, clients_from_url
 
 DEFAULT_NAMESPACE = "default"
 #: The longest key accepted, in UTF-8 bytes.

@@ -42,7 +42,7 @@ from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError, ReplyParseError
-from agent_memory.integrations.langchain._runner import Runners, clients_from_url
+from agent_memory.integrations._runners import Runners, clients_from_url
 
 DEFAULT_KEY = "messages"
 

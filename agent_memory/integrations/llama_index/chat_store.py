@@ -30,12 +30,13 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from prometheus_client import CollectorRegistry
 
+from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_name, check_text, ttl_ms
 from agent_memory.core.clients import client_from_url
 from agent_memory.errors import InvalidInputError
+from agent_memory.integrations._runners import Runners
 from agent_memory.integrations.llama_index import ops
 from agent_memory.integrations.llama_index.codec import encode_message, encode_messages
-from agent_memory.integrations.llama_index.runner import Runners
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,15 @@ def _index(value: object, field: str = "idx") -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     raise InvalidInputError(f"{field} must be an int, got {value!r}", field=field)
+
+
+class _Core:
+    """The operations' state the runners carry: the session tier's keys of ``name``."""
+
+    __slots__ = ("tier",)
+
+    def __init__(self, name: str) -> None:
+        self.tier = TierCore(name)
 
 
 class AgentMemoryChatStore(BaseChatStore):
@@ -89,7 +99,15 @@ class AgentMemoryChatStore(BaseChatStore):
     ) -> None:
         checked = check_name(name)
         expiry = ttl_ms(ttl)
-        runners = Runners(client, async_client, name=checked, owner=_OWNER, registry=registry)
+        runners = Runners(
+            client,
+            async_client,
+            name=checked,
+            tier="session",
+            core=_Core(checked),
+            owner=_OWNER,
+            registry=registry,
+        )
         super().__init__(name=checked, ttl=ttl)  # type: ignore[call-arg]  # pydantic fields
         self._runners = runners
         self._ttl_ms = expiry

@@ -1,4 +1,5 @@
-"""The sync and async runners shared by the LangChain adapters (no LangChain import).
+"""The sync and async runners shared by the adapters whose frameworks have blocking and
+async methods (LangChain, LlamaIndex); no framework import.
 
 An adapter builds each operation once (a generator of :mod:`agent_memory.core.effects`)
 and hands it to :class:`Runners`: the blocking methods run it on the blocking client, the
@@ -63,6 +64,12 @@ def check_clients(client: Any, async_client: Any, *, owner: str) -> None:
             f"{owner} needs a blocking client (client=), an asyncio client (async_client=) or both",
             field="client",
         )
+    for value, field in ((client, "client"), (async_client, "async_client")):
+        if value is not None and not hasattr(value, "execute_command"):
+            raise InvalidInputError(
+                f"{owner}: {field}= must be a valkey or redis client, got {type(value).__name__}",
+                field=field,
+            )
     if client is not None and is_async_client(client):
         raise InvalidInputError(
             f"{owner}: client= must be a blocking valkey/redis client; pass an asyncio "
@@ -94,7 +101,7 @@ class Runners:
         InvalidInputError: no client, or a client of the wrong kind.
     """
 
-    __slots__ = ("_async", "_owner", "_sync", "async_client", "client", "owned")
+    __slots__ = ("_async", "_owner", "_sync", "async_client", "client", "core", "owned")
 
     def __init__(
         self,
@@ -113,12 +120,19 @@ class Runners:
             raise InvalidInputError("core.tier must be a TierCore", field="core")
         self.client = client
         self.async_client = async_client
+        self.core = core
         self._owner = owner
         self.owned = owned
         self._sync = None if client is None else _SyncRunner(client, name, tier, core, registry)
         self._async = (
             None if async_client is None else _AsyncRunner(async_client, name, tier, core, registry)
         )
+
+    @property
+    def tier(self) -> TierCore:
+        """The operations' cache-tier state (``core.tier``)."""
+        tier: TierCore = self.core.tier
+        return tier
 
     def run(self, make: Callable[[], Operation[T]]) -> T:
         """Run the operation ``make()`` builds on the blocking client.
