@@ -19,22 +19,17 @@ from agent_memory.backends.context import (
     Clock,
     LiveConfig,
     StoreContext,
-    StoreSettings,
-    system_clock,
 )
-from agent_memory.backends.inprocess import is_in_process
 from agent_memory.core.clients import (
     AsyncExecutor,
     client_from_url,
     close_async_client,
     is_async_client,
-    is_cluster_client,
 )
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async
 from agent_memory.errors import (
     AgentMemoryError,
-    CapabilityError,
     InvalidInputError,
     StoreClosedError,
 )
@@ -52,14 +47,9 @@ from agent_memory.schema.types import (
 )
 from agent_memory.schema.utility import Forgetting
 from agent_memory.store.arguments import (
-    callable_or_none,
-    checked,
     consolidation_args,
-    count_or_zero,
     memory_inputs,
-    positive_int,
     positive_number,
-    validated_config,
 )
 from agent_memory.store.config import refresh_config
 from agent_memory.store.ops.adopt import (
@@ -89,6 +79,7 @@ from agent_memory.store.ops.read import MemoryStats, get, list_items, stats
 from agent_memory.store.ops.recall import make_request, recall_by_vector, recall_text
 from agent_memory.store.ops.transfer import export_ids, export_records, import_records
 from agent_memory.store.ops.write import MemoryInput, remember_many, update
+from agent_memory.store.settings import refresh_interval, store_settings
 from agent_memory.store.validation import (
     check_id,
     check_k,
@@ -96,7 +87,6 @@ from agent_memory.store.validation import (
     check_scope,
     check_tags,
     check_text,
-    check_threshold,
     require_scope,
 )
 from agent_memory.telemetry import Telemetry
@@ -106,9 +96,6 @@ _ASYNC = True
 logger = logging.getLogger("agent_memory.store")
 _EXPORT_PAGE = 500
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
-DEFAULT_THRESHOLD = 0.33
-_BACKENDS = ("auto", "ft", "portable")
-_FT_DIALECTS = ("auto", "baseline")
 
 
 class MemoryStore:
@@ -218,39 +205,29 @@ class MemoryStore:
                 f"{type(self).__name__} needs {wanted} client, got {type(client).__name__}",
                 field="client",
             )
-        if not callable(embed):
-            raise InvalidInputError("embed must be callable", field="embed")
-        if embed_many is not None and not callable(embed_many):
-            raise InvalidInputError("embed_many must be callable or None", field="embed_many")
-        if clock is not None and not callable(clock):
-            raise InvalidInputError("clock must be callable or None", field="clock")
-        if backend not in _BACKENDS:
-            raise InvalidInputError(f"backend must be one of {_BACKENDS}", field="backend")
-        if ft_dialect not in _FT_DIALECTS:
-            raise InvalidInputError(f"ft_dialect must be one of {_FT_DIALECTS}", field="ft_dialect")
-        if config_refresh is not None and not (
-            isinstance(config_refresh, (int, float)) and config_refresh > 0
-        ):
-            raise InvalidInputError(
-                "config_refresh must be > 0 seconds or None", field="config_refresh"
-            )
-        if (
-            isinstance(max_content_bytes, bool)
-            or not isinstance(max_content_bytes, int)
-            or max_content_bytes < 1
-        ):
-            raise InvalidInputError(
-                "max_content_bytes must be a positive int", field="max_content_bytes"
-            )
-        wait_replicas = count_or_zero(wait_replicas, "wait_replicas")
-        if wait_replicas and is_cluster_client(client):
-            # WAIT counts the replicas of one connection's node, and a cluster write
-            # spans several primaries through pooled connections: not supported yet.
-            raise CapabilityError("wait_replicas is not supported with a cluster client")
-        if default_threshold is None:
-            default_threshold = getattr(embed, "recommended_threshold", DEFAULT_THRESHOLD)
-        config = validated_config(
-            default_threshold, weights, half_life_seconds, max_items_per_scope
+        settings = store_settings(
+            client,
+            embed=embed,
+            embed_many=embed_many,
+            default_threshold=default_threshold,
+            weights=weights,
+            half_life_seconds=half_life_seconds,
+            max_items_per_scope=max_items_per_scope,
+            clock=clock,
+            backend=backend,
+            max_content_bytes=max_content_bytes,
+            dedupe=dedupe,
+            dedupe_distance=dedupe_distance,
+            keep_fact_history=keep_fact_history,
+            label_policy=label_policy,
+            labeler=labeler,
+            reinforcement=reinforcement,
+            forgetting=forgetting,
+            max_receipts=max_receipts,
+            receipt_ttl=receipt_ttl,
+            ft_dialect=ft_dialect,
+            wait_replicas=wait_replicas,
+            wait_timeout_ms=wait_timeout_ms,
         )
         self._client = client
         # Replies stay undecoded: each stored value is decoded on its own, so one corrupt
@@ -258,7 +235,7 @@ class MemoryStore:
         self._executor = AsyncExecutor(client, raw_replies=True)
         self._owns_client = False
         self._closed = False
-        self._config_refresh = config_refresh
+        self._config_refresh = refresh_interval(config_refresh)
         self._next_refresh = 0.0
         self._adopt_interval = (
             None if adopt_interval is None else positive_number(adopt_interval, "adopt_interval")
@@ -266,32 +243,10 @@ class MemoryStore:
         self._next_adoption = time.monotonic() + (self._adopt_interval or 0.0)
         self._adoption = AdoptionWatch()
         self._telemetry = Telemetry(check_name(name), kind="memory", registry=registry)
-        settings = StoreSettings(
-            embed=embed,
-            embed_many=embed_many,
-            clock=clock or system_clock,
-            initial_config=config,
-            backend_choice=backend,
-            max_content_bytes=max_content_bytes,
-            in_process=is_in_process(client),
-            cluster=is_cluster_client(client),
-            dedupe=bool(dedupe),
-            dedupe_distance=check_threshold(dedupe_distance),
-            keep_fact_history=bool(keep_fact_history),
-            label_policy=checked(label_policy, LabelPolicy, "label_policy"),
-            labeler=callable_or_none(labeler, "labeler"),
-            reinforcement=bool(reinforcement),
-            forgetting=checked(forgetting, Forgetting, "forgetting"),
-            max_receipts=positive_int(max_receipts, "max_receipts"),
-            receipt_ttl=positive_number(receipt_ttl, "receipt_ttl"),
-            ft_dialect=ft_dialect,
-            wait_replicas=wait_replicas,
-            wait_timeout_ms=positive_int(wait_timeout_ms, "wait_timeout_ms"),
-        )
         self._ctx = StoreContext(
             keys=Keys(check_name(name)),
             settings=settings,
-            config=config,
+            config=settings.initial_config,
             telemetry=self._telemetry,
         )
 
