@@ -14,6 +14,7 @@ before hybrid recall (no record). A store recorded with another analyzer raises
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.cache.keys import glob_escape
@@ -41,7 +42,7 @@ from agent_memory.schema.records import lexical_fields
 from agent_memory.schema.versions import bump
 
 _CHUNK = 500
-_READ = (L.F_CONTENT, L.F_SESSION, L.F_VECTOR)
+_READ = (L.F_CONTENT, L.F_SESSION)
 logger = logging.getLogger("agent_memory.store")
 
 
@@ -122,6 +123,21 @@ def ensure_lexical(ctx: StoreContext, *, force: bool = False) -> Operation[bool]
     return True
 
 
+def _session_vectors(
+    ctx: StoreContext, read: list[tuple[str, Any, Any]]
+) -> Operation[dict[str, bytes]]:
+    """The embeddings of the session-scoped memories among ``(id, content, session)``
+    (one round trip, none when there are none): their ``svec`` copies."""
+    ids = [m for m, _, session in read if lenient_text(session) not in (None, SHARED_SESSION_TOKEN)]
+    if not ids:
+        return {}
+    replies = yield from execute_batch(
+        [command("HGET", ctx.keys.memory(m), L.F_VECTOR, binary=True) for m in ids]
+    )
+    raise_first_error(replies)
+    return {m: raw_bytes(v) for m, v in zip(ids, replies, strict=True) if v is not None}
+
+
 def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
     """Write the lexical field (``ctx.lexical_form``) of every registered memory (and the
     FLAT copy of the embedding of each session-scoped one), drop the other form's field,
@@ -147,18 +163,21 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
                 [command("HMGET", ctx.keys.memory(m), *_READ, binary=True) for m in chunk]
             )
             raise_first_error(fetched)
+            read = [
+                (m, *(list(values or []) + [None] * 2)[:2])
+                for m, values in zip(chunk, fetched, strict=True)
+            ]
+            vectors = yield from _session_vectors(ctx, read)
             writes: list[Command] = []
-            for memory_id, values in zip(chunk, fetched, strict=True):
-                content_raw, session_raw, vector_raw = (list(values or []) + [None] * 3)[:3]
+            for memory_id, content_raw, _ in read:
                 content = lenient_text(content_raw)
                 if content is None:
                     continue  # gone, or unreadable: left as it is
                 contents.append(content)
                 key = ctx.keys.memory(memory_id)
                 fields = lexical_fields(content, ctx.lexical_form)
-                session = lenient_text(session_raw) or SHARED_SESSION_TOKEN
-                if session != SHARED_SESSION_TOKEN and vector_raw is not None:
-                    fields += [L.F_SESSION_VECTOR, raw_bytes(vector_raw)]
+                if memory_id in vectors:
+                    fields += [L.F_SESSION_VECTOR, vectors[memory_id]]
                 writes.append(Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *fields)))
                 writes.append(command("HDEL", key, *_other_fields(ctx.lexical_form)))
             written = yield from execute_batch(writes)
