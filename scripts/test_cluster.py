@@ -268,19 +268,30 @@ def start(
 
 
 def _wait_coordinator(cluster: Cluster, timeout: float) -> None:
-    """Create and drop a throw-away index, so that the search coordinator has its
-    channels to every shard before a test times its first command (the first FT.CREATE
-    of a cluster that has just formed can take seconds)."""
+    """Create and drop a throw-away index from each primary in turn, so that the search
+    coordinator has its channels between every pair of shards before a test times its
+    first command. The first FT.CREATE sent from a node of a cluster that has just formed
+    can take seconds: Valkey 9.1 drops a module's cluster-bus message that is the first
+    on a new link ("sent a lightweight message of type module as its first message"),
+    and valkey-search 1.2.1 then retries until the metadata reaches that shard."""
     probe = ("FT.CREATE", "agent-memory-probe", "ON", "HASH", "PREFIX", "1", "agent-memory-probe:",
              "SCHEMA", "v", "VECTOR", "FLAT", "6", "TYPE", "FLOAT32", "DIM", "2",
              "DISTANCE_METRIC", "COSINE")  # fmt: skip
-    try:
-        _ask(cluster.ports[0], *probe, timeout=timeout)
-        _ask(cluster.ports[0], "FT.DROPINDEX", "agent-memory-probe", timeout=timeout)
-    except valkey.ValkeyError as exc:
-        raise ClusterStartError(
-            f"the search coordinator did not answer: {exc}\n{cluster.logs()}"
-        ) from exc
+    deadline = time.monotonic() + timeout
+    for port in cluster.ports[:NODES]:
+        for step in (probe, ("FT.DROPINDEX", "agent-memory-probe")):
+            while True:  # "Unable to contact all cluster members" until the links work
+                try:
+                    _ask(port, *step, timeout=timeout)
+                    break
+                except valkey.ValkeyError as exc:
+                    if "already exists" in str(exc) or "not found" in str(exc):
+                        break  # an earlier try went through after all
+                    if time.monotonic() > deadline:
+                        raise ClusterStartError(
+                            f"the search coordinator did not answer: {exc}\n{cluster.logs()}"
+                        ) from exc
+                    time.sleep(0.2)
 
 
 def _wait_synced(cluster: Cluster, timeout: float) -> None:

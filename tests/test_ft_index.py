@@ -63,3 +63,53 @@ def test_a_command_naming_its_node_goes_to_that_primary_by_address_order() -> No
     assert _route(client, command("FT.SEARCH", "idx", "*"))["target_nodes"] in client.nodes
     assert _route(client, command("HGET", "k", "f")) == {}  # keyed: the client routes it
     assert _route(object(), command("FT.INFO", "idx", node=1)) == {}  # not a cluster
+
+
+def _ctx() -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        keys=SimpleNamespace(name="s", index="s:mem:idx"), settings=SimpleNamespace(cluster=True)
+    )
+
+
+def _info(backfilling: bool) -> list[Any]:
+    return [
+        "index_name", "s:mem:idx", "num_docs", 10, "backfill_in_progress",
+        1 if backfilling else 0, "backfill_complete_percent", 40.0 if backfilling else 100.0,
+    ]  # fmt: skip
+
+
+def _drive(op: Any, replies: list[Any]) -> list[Any]:
+    """Run an operation, answering each command or batch with the next canned reply
+    (and each pause with nothing); returns the effects it yielded."""
+    from agent_memory.core.effects import Sleep
+
+    sent, step = [], next(op)
+    try:
+        while True:
+            sent.append(step)
+            step = op.send(None if isinstance(step, Sleep) else replies.pop(0))
+    except StopIteration:
+        return sent
+
+
+def test_a_primary_out_of_reach_fails_the_shard_check_as_unavailable() -> None:
+    """A search fanned out now could leave that primary's memories out without an error
+    (valkey-search 1.0 does), so the check raises and the caller checks again next time."""
+    from agent_memory.backends.ft_index import repair_shards
+    from agent_memory.errors import ServerUnavailableError
+
+    down = ServerUnavailableError("connection refused")
+    with pytest.raises(ServerUnavailableError):
+        _drive(repair_shards(_ctx()), ["cluster_size:3\r\n", [_info(False), down, _info(False)]])
+
+
+def test_the_shard_check_waits_while_a_restarted_primary_re_indexes() -> None:
+    from agent_memory.backends.ft_index import repair_shards
+    from agent_memory.core.effects import Batch
+
+    size = "cluster_size:2\r\n"
+    busy, done = [_info(False), _info(True)], [_info(False), _info(False)]
+    sent = _drive(repair_shards(_ctx()), [size, busy, size, busy, size, done])
+    assert sum(isinstance(s, Batch) for s in sent) == 3  # polled until the backfill ended

@@ -263,9 +263,11 @@ class FtBackend:
     def _search_cluster(self, ctx: StoreContext, batch: list[Command]) -> Operation[list[Any]]:
         """The batch on a cluster, after checking (every ``SHARD_CHECK_SECONDS``, and
         right after a search met an unreachable node) that every primary still has the
-        index. valkey-search 1.2's coordinator answers a search from the primaries that
-        have it and leaves out, without an error, the memories of one that lost it (a
-        node restarted from an append-only file begun before the index existed)."""
+        index. valkey-search's coordinator can answer a search from the primaries that
+        have the index and leave out, without an error, the memories of one that lost it
+        (a node restarted from an append-only file begun before the index existed) or
+        that is down (1.0): a check that cannot reach every primary fails the search as
+        unavailable."""
         if time.monotonic() >= self._shards_due:
             self._shards_due = time.monotonic() + SHARD_CHECK_SECONDS
             try:

@@ -23,6 +23,7 @@ from agent_memory.errors import (
     OperationTimeoutError,
     ReplyParseError,
     ServerResponseError,
+    ServerUnavailableError,
 )
 from agent_memory.schema.layout import F_SESSION
 from agent_memory.schema.lexical import TEXT_FORM
@@ -213,25 +214,51 @@ def await_backfill(ctx: StoreContext) -> Operation[None]:
         stalled += BACKFILL_POLL_SECONDS
 
 
+def _unreachable(reply: Any) -> bool:
+    return isinstance(reply, (ServerUnavailableError, OperationTimeoutError))
+
+
+def _backfilling(reply: Any) -> bool:
+    try:
+        return parse_index_info(reply).indexing
+    except ReplyParseError:
+        return False
+
+
 def repair_shards(ctx: StoreContext) -> Operation[None]:
-    """Give the index back to every primary of a cluster that lost it.
+    """Give the index back to every primary of a cluster that lost it, and wait while
+    one is still re-indexing its memories.
 
     valkey-search's coordinator keeps one index definition for the whole cluster,
     but a node restarted from an append-only file begun before the index existed
-    comes back without it, and every search fanned out to it fails with "not
-    found". valkey-search 1.0 accepts ``FT.CREATE`` on that node; 1.2 refuses it as
+    comes back without it: a search that primary serves fails with "not found", one
+    another primary serves leaves its memories out without an error. valkey-search 1.0 accepts ``FT.CREATE`` on that node; 1.2 refuses it as
     existing (and refuses ``FT.DROPINDEX`` there as missing), so the index is
     dropped from a node that has it (never the records) and created again: every
     shard re-indexes its memories.
+
+    Raises:
+        ServerUnavailableError: a primary cannot be reached (a search fanned out now
+            could leave its memories out without an error: valkey-search 1.0 does);
+            the caller checks again at its next search.
+        OperationTimeoutError: a primary did not answer in time, or its backfill
+            stalled.
     """
     size = yield from cluster_size()
     waited = 0.0
     while True:
         infos = yield from _info_on_each_primary(ctx, size)
+        unreachable = next((r for r in infos if _unreachable(r)), None)
+        if unreachable is not None:
+            raise unreachable
         missing = [i for i, r in enumerate(infos) if is_missing(r)]
         holding = [i for i, r in enumerate(infos) if not isinstance(r, AgentMemoryError)]
-        if not missing or not holding:
-            return  # whole (or wholly lost: the caller creates it again)
+        if not holding:
+            return  # wholly lost: the caller creates it again
+        if not missing:
+            if any(_backfilling(infos[i]) for i in holding):
+                yield from await_backfill(ctx)  # a restarted primary re-indexing its keys
+            return
         if waited >= PROPAGATION_GRACE_SECONDS:
             break
         # An index another process has just created may still be on its way to

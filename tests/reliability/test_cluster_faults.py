@@ -65,6 +65,20 @@ def _outage(kind: str, failures: list[Exception]) -> bool:
     return all(isinstance(failure, allowed) for failure in failures)
 
 
+async def _create_index(url: str, name: str) -> None:
+    """Create the store's index through a patient client: on a cluster that has just
+    formed, valkey-search 1.2.1's ``FT.CREATE`` can take seconds (see
+    ``test_cluster._wait_coordinator``), more than the 2 s the fault tests give a call."""
+    from valkey.asyncio.cluster import ValkeyCluster
+
+    client = ValkeyCluster.from_url(url, socket_timeout=30.0)
+    try:
+        async with MemoryStore(client, name, TableEmbedder()) as setup:
+            await setup.ensure_index()
+    finally:
+        await client.aclose()
+
+
 async def _until_up(store: Any, deadline_s: float = 30.0) -> None:
     deadline = time.monotonic() + deadline_s
     while True:
@@ -102,6 +116,7 @@ async def test_cluster_node_sigkill_loses_nothing_acknowledged(
     name = f"cf{uuid.uuid4().hex[:10]}"
     store = MemoryStore(client, name, TableEmbedder())
     try:
+        await _create_index(cluster.url, name)
         assert (await store.ensure_index()).backend == _backend(kind)
         load = WriteRecallLoad(store)
         load.start()
@@ -156,6 +171,7 @@ async def test_cluster_primary_failover_keeps_the_store_going(tmp_path: Path, ki
     name = f"cf{uuid.uuid4().hex[:10]}"
     store = MemoryStore(client, name, TableEmbedder())
     try:
+        await _create_index(cluster.url, name)
         assert (await store.ensure_index()).backend == _backend(kind)
         owner = client.get_node_from_key(f"{name}:__mem_seq")
         primary = next(i for i, n in enumerate(cluster.nodes) if n.port == int(owner.port))
