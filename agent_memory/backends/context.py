@@ -12,7 +12,7 @@ from agent_memory.core.effects import InFlight
 from agent_memory.schema.labels import LabelPolicy
 from agent_memory.schema.layout import Keys
 from agent_memory.schema.lexical import VECTOR_FORM
-from agent_memory.schema.term_choice import DocumentFrequencies
+from agent_memory.schema.term_choice import CANDIDATE_BUDGET, DocumentFrequencies
 from agent_memory.schema.types import RecallWeights
 from agent_memory.schema.utility import Forgetting
 from agent_memory.search.dialect import Dialect
@@ -66,6 +66,7 @@ class StoreSettings:
     ft_dialect: str = "auto"  # "baseline": only the valkey-search 1.0.2 dialect
     wait_replicas: int = 0  # writes return once this many replicas have them (WAIT)
     wait_timeout_ms: int = 1000
+    lexical_budget: int = CANDIDATE_BUDGET  # memories one lexical search may visit
 
 
 @dataclass(slots=True)

@@ -5,7 +5,8 @@ zero) but makes the server visit every memory that holds it: with one such word 
 query ("user", the main person's name), a lexical search costs a scan of the whole
 namespace. So the lexical channel generates its candidates from the query's rarest
 terms only, while the summed document frequencies of the chosen terms stay within a
-budget (:data:`CANDIDATE_BUDGET` memories, at least twice the candidates asked for); every
+budget (the store's ``lexical_budget``, :data:`CANDIDATE_BUDGET` memories by default,
+at least twice the candidates asked for); every
 candidate, however it was found, is then rescored with exact BM25 over *all* the query's
 terms. The search's cost is bounded by the budget instead of growing with the namespace.
 
@@ -26,14 +27,16 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from agent_memory.schema.lexical import TermStats
 
-CANDIDATE_BUDGET = 1000
-"""Memories the lexical search of one pool may visit (sum of the chosen terms'
-document frequencies). Chosen by data: benchmarks/SPEED.md."""
+CANDIDATE_BUDGET = 200
+"""The default of the memories the lexical search of one pool may visit (sum of the
+chosen terms' document frequencies; the store's ``lexical_budget``). Chosen by data:
+benchmarks/SPEED.md."""
 
 
-def lexical_budget(candidates: int) -> int:
-    """The visit budget of a lexical search asking for ``candidates`` matches."""
-    return max(CANDIDATE_BUDGET, 2 * candidates)
+def lexical_budget(candidates: int, budget: int = CANDIDATE_BUDGET) -> int:
+    """The visit budget of a lexical search asking for ``candidates`` matches, from
+    the store's ``budget`` (at least twice the candidates)."""
+    return max(budget, 2 * candidates)
 
 
 def candidate_terms(

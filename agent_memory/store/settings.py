@@ -67,6 +67,7 @@ def store_settings(
     ft_dialect: str,
     wait_replicas: int,
     wait_timeout_ms: int,
+    lexical_budget: int,
 ) -> StoreSettings:
     """Every argument checked, as the store's settings (its live configuration starts
     from ``initial_config``).
@@ -124,4 +125,5 @@ def store_settings(
         ft_dialect=ft_dialect,
         wait_replicas=replicas,
         wait_timeout_ms=positive_int(wait_timeout_ms, "wait_timeout_ms"),
+        lexical_budget=positive_int(lexical_budget, "lexical_budget"),
     )

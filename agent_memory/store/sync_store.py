@@ -36,6 +36,7 @@ from agent_memory.schema.encoding import namespace_token
 from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.labels import LabelPolicy
 from agent_memory.schema.layout import Keys
+from agent_memory.schema.term_choice import CANDIDATE_BUDGET
 from agent_memory.schema.types import (
     Durability,
     ListResult,
@@ -156,6 +157,12 @@ class SyncMemoryStore:
             client raises ``CapabilityError``). Default 0: replication stays
             asynchronous.
         wait_timeout_ms: how long a write waits for its replicas (default 1000).
+        lexical_budget: how many memories the lexical search of a hybrid recall may
+            visit: its candidates come from the query's rarest terms whose document
+            frequencies sum to at most this (at least twice the semantic candidates),
+            every term in a namespace no larger; every candidate is still scored over
+            all the query's terms. Larger finds memories by commoner words, at about
+            2-5 us of server time per memory visited (README "Recall semantics").
         adopt_interval: seconds between checks for memories another library (BetterDB
             agent-memory) wrote into the store (FT backend): the first operation after
             each interval first adopts them (one round trip when there are none), so
@@ -196,6 +203,7 @@ class SyncMemoryStore:
         ft_dialect: str = "auto",
         wait_replicas: int = 0,
         wait_timeout_ms: int = 1000,
+        lexical_budget: int = CANDIDATE_BUDGET,
         adopt_interval: float | None = 5.0,
     ) -> None:
         if is_async_client(client) != _ASYNC:
@@ -227,6 +235,7 @@ class SyncMemoryStore:
             ft_dialect=ft_dialect,
             wait_replicas=wait_replicas,
             wait_timeout_ms=wait_timeout_ms,
+            lexical_budget=lexical_budget,
         )
         self._client = client
         # Replies stay undecoded: each stored value is decoded on its own, so one corrupt

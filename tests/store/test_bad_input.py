@@ -137,7 +137,8 @@ def test_scope_validates_itself() -> None:
 def test_constructor_arguments(env: StoreEnv) -> None:
     for kwargs in ({"default_threshold": 5}, {"half_life_seconds": 0}, {"max_items_per_scope": 0},
                    {"backend": "nope"}, {"config_refresh": -1}, {"max_content_bytes": 0},
-                   {"ft_dialect": "newest"}):  # fmt: skip
+                   {"ft_dialect": "newest"}, {"lexical_budget": 0}, {"lexical_budget": -5},
+                   {"lexical_budget": 2.5}, {"lexical_budget": "200"}):  # fmt: skip
         with pytest.raises(InvalidInputError):
             env.make(**kwargs)
     for bad_name in ("", "with space", "{tag}", "x" * 200):

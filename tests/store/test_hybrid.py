@@ -271,19 +271,24 @@ async def test_a_word_most_memories_hold_brings_no_lexical_candidates(env: Store
     embed.set(query, q)
     embed.set("the user saw a purple elephant", near(q, 1.0, "rare"))
     common = [f"the user note number {i}" for i in range(130)]
-    for i, text in enumerate(common):
-        embed.set(text, near(q, 0.9 + 0.0005 * i, f"u{i}"))
-    store = env.make(embed, default_threshold=0.33)
+    for i, text in enumerate(common):  # the later written, the nearer: the 50 nearest
+        embed.set(text, near(q, 0.97 - 0.0005 * i, f"u{i}"))  # are not the first written
+    # budget = max(lexical_budget, 2 x 50 candidates) = 100 < 131 memories with "user"
+    store = env.make(embed, default_threshold=0.33, lexical_budget=5)
     await store.remember("the user saw a purple elephant")
     await store.remember_many([MemoryInput(text) for text in common])
-    # budget = max(CANDIDATE_BUDGET, 2 x 50 candidates) = 100 < 131 memories with "user"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("agent_memory.schema.term_choice.CANDIDATE_BUDGET", 5)
-        hits = await store.recall(query, k=3, reinforce=False)
+    hits = await store.recall(query, k=3, reinforce=False)
     assert [h.item.content for h in hits] == ["the user saw a purple elephant"]
     assert hits[0].matched == frozenset({"lexical"})
     # The 50 semantic candidates and the one lexical match: no memory found by "user".
     assert hits.candidates == 51
+    # With a budget above the namespace's size every term searches: "user" brings 20
+    # lexical candidates (equal scores: the servers break ties by the first written),
+    # some of them beyond the 50 nearest.
+    wide = env.make(embed, name=store.name, default_threshold=0.33, lexical_budget=1000)
+    hits = await wide.recall(query, k=3, reinforce=False)
+    assert hits[0].item.content == "the user saw a purple elephant"
+    assert hits.candidates > 51
 
 
 async def test_store_of_schema_3_gets_its_term_tokens(env: StoreEnv) -> None:

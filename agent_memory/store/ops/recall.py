@@ -135,7 +135,9 @@ def _stats_of_new_terms(
     not known yet: in a namespace larger than the search's budget (or of unknown size).
     None otherwise (the search's own read of the statistics refreshes them)."""
     docs = ctx.frequencies.docs(namespace)
-    if docs is not None and docs <= term_choice.lexical_budget(candidates):
+    if docs is not None and docs <= term_choice.lexical_budget(
+        candidates, ctx.settings.lexical_budget
+    ):
         return None
     if docs is not None and not ctx.frequencies.unknown(namespace, terms):
         return None
@@ -209,7 +211,7 @@ def recall_vector(
             namespace = filters[0].namespace
             stats = yield from _stats_of_new_terms(ctx, namespace, terms, candidates_k)
             df = ctx.frequencies.get(namespace, terms)
-            budget = term_choice.lexical_budget(candidates_k)
+            budget = term_choice.lexical_budget(candidates_k, ctx.settings.lexical_budget)
             docs = ctx.frequencies.docs(namespace)
             chosen = term_choice.candidate_terms(terms, df, budget, docs)
         if ctx.lexical_form == lexical.TEXT_FORM:
