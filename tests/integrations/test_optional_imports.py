@@ -24,7 +24,8 @@ def test_core_imports_no_integration_dependency() -> None:
         import sys
         import agent_memory, agent_memory.integrations
         from agent_memory.integrations import mcp  # the tool logic needs no mcp package
-        framework = ("mcp", "langgraph", "langchain_core", "agents", "google.adk", "pydantic_ai", "llama_index")
+        framework = ("mcp", "langgraph", "langchain_core", "agents", "google.adk", "pydantic_ai", "llama_index",
+                     "crewai")
         loaded = sorted(m for m in framework if m in sys.modules)
         print(loaded)
         """
@@ -67,6 +68,7 @@ def test_every_adapter_package_names_its_extra_when_its_framework_is_missing() -
             ("agent_memory.integrations.adk", "google.adk", "adk"),
             ("agent_memory.integrations.pydantic_ai", "pydantic_ai", "pydantic-ai"),
             ("agent_memory.integrations.llama_index", "llama_index", "llama-index"),
+            ("agent_memory.integrations.crewai", "crewai", "crewai"),
         ]
         for module, framework, extra in cases:
             saved = {k: v for k, v in sys.modules.items() if k == framework or k.startswith(framework + ".")}
@@ -90,4 +92,5 @@ def test_every_adapter_package_names_its_extra_when_its_framework_is_missing() -
         "agent_memory.integrations.adk True",
         "agent_memory.integrations.pydantic_ai True",
         "agent_memory.integrations.llama_index True",
+        "agent_memory.integrations.crewai True",
     ]

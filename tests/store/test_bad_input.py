@@ -42,6 +42,8 @@ BAD_REMEMBER: list[tuple[str, dict[str, Any], str]] = [
     ("non-str tag", {"content": "x", "tags": [1]}, "tags"),
     ("huge tag list", {"content": "x", "tags": [f"t{i}" for i in range(1000)]}, "tags"),
     ("bad metadata", {"content": "x", "metadata": {"a": object()}}, "metadata"),
+    ("metadata lone surrogate", {"content": "x", "metadata": {"a": "b\udc80"}}, "metadata"),
+    ("metadata key surrogate", {"content": "x", "metadata": {"\ud800": 1}}, "metadata"),
     ("session without id", {"content": "x", "durability": "session"}, "durability"),
     ("bad durability", {"content": "x", "durability": "forever"}, "durability"),
     ("scope not a Scope", {"content": "x", "scope": {"agent_id": "a"}}, "scope"),
