@@ -33,6 +33,7 @@ from agent_memory.errors import (
     ServerResponseError,
     ServerUnavailableError,
     StoreClosedError,
+    WrongTypeError,
 )
 from agent_memory.facade.agent import AgentMemory, AgentStats
 from agent_memory.facade.sync_agent import SyncAgentMemory
@@ -109,6 +110,7 @@ __all__ = [
     "ToolEffectiveness",
     "ToolPolicy",
     "ToolStats",
+    "WrongTypeError",
     "__version__",
     "memory_tool",
 ]

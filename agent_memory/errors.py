@@ -23,6 +23,8 @@ Families:
   :class:`InvalidInputError` (the text was not stored) and a :class:`CapabilityError`
   (the store cannot embed), so either family catches it.
 * :class:`ServerResponseError`: the server answered with an error we do not expect.
+  :class:`WrongTypeError`, one of them, is a key holding another type than the
+  library's layout gives it (another writer replaced it).
 * :class:`ReplyParseError`: a reply had a shape the parser cannot read.
 * :class:`StoreClosedError`: the store was used after ``close()``.
 * :class:`ReplicationTimeoutError`: a write was applied, but fewer replicas than asked
@@ -104,6 +106,11 @@ class ServerResponseError(AgentMemoryError):
         self.command = command
 
 
+class WrongTypeError(ServerResponseError):
+    """A key holds another type than the library's layout gives it (the server's
+    ``WRONGTYPE`` error: another writer replaced the key)."""
+
+
 class ReplyParseError(AgentMemoryError):
     """A server reply had a shape the library cannot interpret."""
 
@@ -125,4 +132,5 @@ __all__ = [
     "ServerResponseError",
     "ServerUnavailableError",
     "StoreClosedError",
+    "WrongTypeError",
 ]

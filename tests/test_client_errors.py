@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.core.clients import map_client_error
-from agent_memory.errors import ServerResponseError, ServerUnavailableError
+from agent_memory.errors import ServerResponseError, ServerUnavailableError, WrongTypeError
 
 
 def _raised_in(module: str, exc_type: type[Exception]) -> Exception:
@@ -33,3 +33,15 @@ def test_a_cluster_client_tripping_over_a_lost_node_is_unavailability(
 def test_the_same_error_elsewhere_is_not_hidden(module: str) -> None:
     mapped = map_client_error(_raised_in(module, AttributeError), command="GET")
     assert type(mapped) is ServerResponseError and "unexpected client error" in str(mapped)
+
+
+@pytest.mark.parametrize("package", ["valkey", "redis"])
+def test_a_wrong_type_reply_is_a_wrong_type_error(package: str) -> None:
+    exceptions = pytest.importorskip(f"{package}.exceptions")
+    wrong = exceptions.ResponseError(
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    )
+    mapped = map_client_error(wrong, command="HMGET")
+    assert isinstance(mapped, WrongTypeError) and mapped.command == "HMGET"
+    other = map_client_error(exceptions.ResponseError("ERR syntax error"), command="HMGET")
+    assert type(other) is ServerResponseError

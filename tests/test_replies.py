@@ -81,3 +81,16 @@ def test_index_info_reads_the_memory_vector_whatever_the_attribute_order(resp3_m
     assert (info.dim, info.metric, info.num_docs) == (16, "COSINE", 3)
     assert parse_index_info(reply, vector_field="lex").dim == 256
     assert parse_index_info(reply, vector_field="absent").dim == 256  # first one listed
+
+
+def test_usage_counts_reads_damage_as_zeros_and_says_why() -> None:
+    from agent_memory.errors import ServerResponseError
+    from agent_memory.store.ops.read import usage_counts
+
+    assert usage_counts([b"3", b"1", None, b"-2"], 2) == ([(3, 1), (0, 0)], None)
+    assert usage_counts([b"4"], 2) == ([(4, 0), (0, 0)], None)  # a short reply: zeros
+    counts, problem = usage_counts([b"NaN", b"1"], 1)
+    assert counts == [(0, 1)] and problem is not None and "NaN" in problem
+    wrong = ServerResponseError("WRONGTYPE Operation against a key holding the wrong kind")
+    counts, problem = usage_counts(wrong, 2)
+    assert counts == [(0, 0), (0, 0)] and problem is not None and "WRONGTYPE" in problem

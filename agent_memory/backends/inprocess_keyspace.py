@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agent_memory.errors import ServerResponseError
+from agent_memory.errors import ServerResponseError, WrongTypeError
 
 Value = Any
 
@@ -67,7 +67,7 @@ class Keyspace:
             return None
         value = self.data[key]
         if not isinstance(value, kind):
-            raise ServerResponseError(
+            raise WrongTypeError(
                 "WRONGTYPE Operation against a key holding the wrong kind of value"
             )
         return value

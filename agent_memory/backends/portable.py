@@ -52,14 +52,13 @@ from agent_memory.core.effects import (
     pause,
 )
 from agent_memory.core.replies import (
-    error_text,
     lenient_text,
     optional_text,
     raise_first_error,
     raw_bytes,
     text,
 )
-from agent_memory.errors import AgentMemoryError, ReplyParseError
+from agent_memory.errors import AgentMemoryError, ReplyParseError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema.lexical import LEX_DIM, VECTOR_FORM
 from agent_memory.schema.records import blob_vector
@@ -209,7 +208,7 @@ class PortableBackend:
                 if n and n % _PARSE_TURN == 0:
                     yield from pause()  # thousands of vectors: parsed in short turns
                 if isinstance(values, AgentMemoryError):
-                    if "wrongtype" not in error_text(values):
+                    if not isinstance(values, WrongTypeError):
                         raise values
                     unreadable(ctx, memory_id, "its key holds no hash")
                     continue

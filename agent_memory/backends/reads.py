@@ -11,8 +11,7 @@ from typing import Any
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command
-from agent_memory.core.replies import error_text
-from agent_memory.errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 
@@ -58,7 +57,7 @@ def read_many_replies(
         raise entries
     out: list[list[Any] | Unreadable] = []
     for entry in list(entries or []):
-        if isinstance(entry, AgentMemoryError) and "wrongtype" not in error_text(entry):
+        if isinstance(entry, AgentMemoryError) and not isinstance(entry, WrongTypeError):
             raise entry
         out.append(list(entry) if isinstance(entry, (list, tuple)) else UNREADABLE)
     return out

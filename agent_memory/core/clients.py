@@ -25,6 +25,7 @@ from agent_memory.errors import (
     OperationTimeoutError,
     ServerResponseError,
     ServerUnavailableError,
+    WrongTypeError,
 )
 
 # Reply decoding is switched off per command with this option of redis-py/valkey-py
@@ -66,6 +67,8 @@ def map_client_error(exc: BaseException, *, command: str | None = None) -> Agent
         )
     if "NoScriptError" in names:
         return ServerResponseError(f"NOSCRIPT{where}: {exc}", command=command)
+    if "ResponseError" in names and str(exc).startswith("WRONGTYPE"):
+        return WrongTypeError(f"server error{where}: {exc}", command=command)
     if "ResponseError" in names or "DataError" in names:
         return ServerResponseError(f"server error{where}: {exc}", command=command)
     if isinstance(exc, UnicodeDecodeError):

@@ -219,7 +219,10 @@ async def test_keys_of_the_wrong_type_never_abort_a_read(env: StoreEnv) -> None:
         await _run(raw.client, "DEL", key)
         await _run(raw.client, "SET", key, "not what it was")
         try:
+            before = raw._ctx.counters.get("corrupt_records", 0)
             await _reads_survive(env, store, pruner, good, victim, f"{key} is a string")
+            if key == keys.usage:  # read as zeros, but logged and counted, not silently
+                assert raw._ctx.counters.get("corrupt_records", 0) > before
             await store.stats()
             await pruner.prune(Scope(namespace="other"))
             if key == keys.memory(victim):  # the damaged memory can be forgotten

@@ -17,7 +17,11 @@ from agent_memory.backends.reads import (
 )
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
 from agent_memory.core.replies import integer, lenient_text, pairs, text
-from agent_memory.errors import AgentMemoryError, ReplyParseError, ServerResponseError
+from agent_memory.errors import (
+    AgentMemoryError,
+    ReplyParseError,
+    WrongTypeError,
+)
 from agent_memory.schema import layout as L
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.records import parse_item, retention_from_fields
@@ -63,20 +67,28 @@ def usage_command(ctx: StoreContext, ids: Sequence[str]) -> Command:
     return command("HMGET", ctx.keys.usage, *(f for i in ids for f in ctx.keys.usage_fields(i)))
 
 
-def usage_counts(reply: Any, count: int) -> list[tuple[int, int]]:
-    """``(exposures, accesses)`` per id from a :func:`usage_command` reply; an unreadable
-    or failed reply counts as zeros (the counters are observability, never a reason to
-    fail a read)."""
-    values = list(reply or []) if not isinstance(reply, AgentMemoryError) else []
+def usage_counts(reply: Any, count: int) -> tuple[list[tuple[int, int]], str | None]:
+    """``(exposures, accesses)`` per id from a :func:`usage_command` reply, and why the
+    reply was (partly) unreadable, if it was: a failed reply or a value that is not a
+    count reads as zeros (the counters are observability, never a reason to fail a
+    read; the caller logs and counts the problem)."""
+    problem: str | None = None
+    if isinstance(reply, AgentMemoryError):
+        values: list[Any] = []
+        problem = str(reply)
+    else:
+        values = list(reply or [])
     values += [None] * (2 * count - len(values))
 
     def value(raw: Any) -> int:
+        nonlocal problem
         try:
             return max(integer(raw), 0) if raw is not None else 0
-        except ReplyParseError:
+        except ReplyParseError as exc:
+            problem = str(exc)
             return 0
 
-    return [(value(values[2 * i]), value(values[2 * i + 1])) for i in range(count)]
+    return [(value(values[2 * i]), value(values[2 * i + 1])) for i in range(count)], problem
 
 
 def item_commands(ctx: StoreContext, ids: Sequence[str]) -> list[Command]:
@@ -93,7 +105,12 @@ def parse_items(
     """Each id's stored fields and item (``None``: missing, expired or unreadable) with
     its usage counters, from the replies of :func:`item_commands` (exactly those)."""
     records = read_many_replies(ctx, replies[:-1], len(ids))
-    counts = usage_counts(replies[-1], len(ids))
+    counts, problem = usage_counts(replies[-1], len(ids))
+    if problem is not None:
+        logger.warning(
+            "usage counters of store %s are unreadable (%s); read as zeros", ctx.keys.name, problem
+        )
+        ctx.count("corrupt_records")
     out: list[tuple[str, dict[str, Any], MemoryItem | None]] = []
     for memory_id, values, used in zip(ids, records, counts, strict=True):
         if isinstance(values, Unreadable):
@@ -279,7 +296,7 @@ def count_in(
 def is_wrong_type(reply: Any) -> bool:
     """Whether a reply is the server's refusal of a key holding another type (a key
     another writer replaced)."""
-    return isinstance(reply, ServerResponseError) and "WRONGTYPE" in str(reply)
+    return isinstance(reply, WrongTypeError)
 
 
 def count_items(ctx: StoreContext, *extra: Command) -> Operation[tuple[int, list[Any]]]:

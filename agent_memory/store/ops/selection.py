@@ -19,8 +19,8 @@ from typing import Any
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.reads import fields_of, unreadable
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import error_text, integer, optional_text
-from agent_memory.errors import AgentMemoryError, ReplyParseError
+from agent_memory.core.replies import integer, optional_text
+from agent_memory.errors import AgentMemoryError, ReplyParseError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.scoring import Ranked
@@ -123,7 +123,7 @@ def side_effects(
         fields = []
         for r, reply in zip(hits, values, strict=True):
             if isinstance(reply, AgentMemoryError):
-                if "wrongtype" not in error_text(reply):
+                if not isinstance(reply, WrongTypeError):
                     raise reply
                 unreadable(ctx, r.candidate.id, "its key holds no hash")
                 fields.append(None)
