@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +30,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
+import test_cluster
 import test_servers
 
 from agent_memory.core import clients as _clients
@@ -208,3 +209,39 @@ def _valkey_search_1_0_dialect() -> Iterator[None]:
     DialectAudit.baseline_only = False
     new = _violations[start:]
     assert not new, "FT commands outside the valkey-search 1.0 dialect:\n" + "\n".join(new)
+
+
+# -- clusters: one of each per session, shared by every test module ------------------------
+
+
+@pytest.fixture(scope="session")
+def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real 3-primary Valkey cluster (started once per session)."""
+    url = os.environ.get("AGENT_MEMORY_TEST_CLUSTER_URL")
+    if url:
+        yield url
+        return
+    cluster = test_cluster.start(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def search_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], str]]:
+    """A 3-primary valkey-search cluster with the search coordinator, per valkey-search
+    kind, started the first time a test asks for that kind (``search_cluster_url(kind)``)."""
+    started: dict[str, test_cluster.Cluster] = {}
+
+    def url(kind: str) -> str:
+        if kind not in started:
+            root = tmp_path_factory.mktemp(f"cluster-{kind}")
+            started[kind] = test_cluster.start(root, kind=kind)
+        return started[kind].url
+
+    try:
+        yield url
+    finally:
+        for cluster in started.values():
+            cluster.stop()

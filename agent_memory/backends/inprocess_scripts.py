@@ -244,6 +244,11 @@ def _adjust_stats(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _replace_stats(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    ks.delete(keys[0])
+    return _adjust_stats(ks, keys, argv)
+
+
 def _hmget_or_mark(ks: Keyspace, key: str, fields: list[Any]) -> Any:
     try:
         return _hmget(ks, [key, *fields])
@@ -266,6 +271,7 @@ def _delete_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
 
 _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     lexical.ADJUST_STATS: _adjust_stats,
+    lexical.REPLACE_STATS: _replace_stats,
     scripts.DELETE_MEMORY: _delete_memory,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.WRITE_MEMORY: _write_memory,

@@ -35,7 +35,7 @@ from agent_memory.schema.lexical import (
     LEGACY_VECTOR_FORM,
     TEXT_FORM,
     VECTOR_FORM,
-    adjust_args,
+    replace_args,
     stats_delta,
 )
 from agent_memory.schema.records import lexical_fields
@@ -184,11 +184,9 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
             raise_first_error(written)
         seen += len(contents)
         stats_key = ctx.keys.term_stats(ns)
-        recount = [command("DEL", stats_key)]
-        adjust = adjust_args(stats_key, stats_delta(contents, 1))
-        if adjust is not None:
-            recount.append(Command(adjust))
-        done = yield from execute_batch(recount, atomic=True)
+        done = yield from execute_batch(
+            [Command(replace_args(stats_key, stats_delta(contents, 1)))]
+        )
         raise_first_error(done)
         bumped = yield from execute_batch([bump(ctx.keys.epoch(ns))])
         raise_first_error(bumped)  # portable mirrors reload

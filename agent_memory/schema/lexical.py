@@ -296,6 +296,17 @@ return 1
 drift after unseen expiries) removes its field, so the hash holds only live terms."""
 
 
+REPLACE_STATS = "redis.call('DEL', KEYS[1])\n" + ADJUST_STATS
+""":data:`ADJUST_STATS` on an emptied hash: the statistics recounted from scratch, in
+one script (atomic on any deployment; valkey-py's cluster client has no MULTI/EXEC)."""
+
+
+def replace_args(key: str, counts: Mapping[str, int]) -> tuple[str, ...]:
+    """``EVAL`` arguments replacing the statistics hash ``key`` by ``counts``."""
+    flat = [x for name in sorted(counts) for x in (name, str(counts[name]))]
+    return ("EVAL", REPLACE_STATS, "1", key, *flat)
+
+
 def adjust_args(key: str, delta: Mapping[str, int]) -> tuple[str, ...] | None:
     """``EVAL`` arguments applying ``delta`` to the statistics hash ``key`` (``None``: no-op)."""
     if not delta:

@@ -6,18 +6,17 @@ sync facade directly and awaits an async one, so each test runs for both.
 Client flavours (a pairwise subset of package x protocol x decoding), each sync and
 async: valkey+RESP2+bytes, valkey+RESP3+str, redis+RESP2+str, redis+RESP3+bytes.
 
-The 3-primary cluster is started once per session by ``scripts/test_cluster.py`` unless
-``AGENT_MEMORY_TEST_CLUSTER_URL`` points at a running one. A cluster that fails to start
-fails the tests with its logs.
+The 3-primary cluster (``cluster_url``, in ``tests/conftest.py``) is started once per
+session by ``scripts/test_cluster.py`` unless ``AGENT_MEMORY_TEST_CLUSTER_URL`` points at
+a running one. A cluster that fails to start fails the tests with its logs.
 """
 
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +24,6 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-
-import test_cluster
 
 
 @dataclass(frozen=True)
@@ -156,39 +153,6 @@ async def env(flavour: Flavour, any_server: Any) -> AsyncIterator[Env]:
     """Every flavour on every standalone server kind."""
     async for item in open_env(flavour, any_server.url, False):
         yield item
-
-
-@pytest.fixture(scope="session")
-def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real 3-primary Valkey cluster (started once per session)."""
-    url = os.environ.get("AGENT_MEMORY_TEST_CLUSTER_URL")
-    if url:
-        yield url
-        return
-    cluster = test_cluster.start(tmp_path_factory.mktemp("cluster"))
-    try:
-        yield cluster.url
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture(scope="session")
-def search_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], str]]:
-    """A 3-primary valkey-search cluster with the search coordinator, per valkey-search
-    kind, started the first time a test asks for that kind (``search_cluster_url(kind)``)."""
-    started: dict[str, test_cluster.Cluster] = {}
-
-    def url(kind: str) -> str:
-        if kind not in started:
-            root = tmp_path_factory.mktemp(f"cluster-{kind}")
-            started[kind] = test_cluster.start(root, kind=kind)
-        return started[kind].url
-
-    try:
-        yield url
-    finally:
-        for cluster in started.values():
-            cluster.stop()
 
 
 @pytest.fixture

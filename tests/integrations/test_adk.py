@@ -580,6 +580,35 @@ async def test_add_events_add_memory_and_delete(memory: AgentMemoryMemoryService
     assert (await memory.search_memory(app_name="app", user_id="u1", query="  ")).memories == []
 
 
+async def test_a_deleted_event_memory_is_not_added_back(
+    memory: AgentMemoryMemoryService, ours: AgentMemorySessionService
+) -> None:
+    session = await ours.create_session(app_name="app", user_id="alice")
+    for text in ("my locker code is 4821", "I walk to work", "lunch is at noon"):
+        await ours.append_event(session, _text_event(text))
+    await memory.add_session_to_memory(session)
+    code = await memory.search_memory(app_name="app", user_id="alice", query="locker code")
+    victim = next(m for m in code.memories if "locker" in m.content.parts[0].text)
+    await memory.delete_memory(app_name="bob", user_id="alice", memory_id=victim.id)  # not its app
+    await memory.delete_memory(app_name="app", user_id="alice", memory_id=victim.id)
+    await ours.append_event(session, _text_event("the bus leaves at nine"))
+    await memory.add_session_to_memory(session)  # the whole session again, one event more
+    await memory.add_events_to_memory(
+        app_name="app", user_id="alice", events=session.events, session_id=session.id
+    )
+    listed = await memory.store.list(memory_mapping_scope("app", "alice"))
+    assert sorted(i.content for i in listed.items) == [
+        "I walk to work", "lunch is at noon", "the bus leaves at nine",
+    ]  # fmt: skip
+    assert await memory.store.get(victim.id or "") is None
+    # Another user's session with the same events keeps all of its memories.
+    other = await ours.create_session(app_name="app", user_id="carol", session_id=session.id)
+    for event in session.events:
+        await ours.append_event(other, _text_event(event.content.parts[0].text))
+    await memory.add_session_to_memory(other)
+    assert (await memory.store.list(memory_mapping_scope("app", "carol"))).total == 4
+
+
 # -- a real ADK Runner --------------------------------------------------------------------------
 
 
@@ -622,3 +651,75 @@ async def test_runner_with_both_services(
     await memory.add_session_to_memory(stored)
     found = await memory.search_memory(app_name="demo", user_id="ada", query="Ada")
     assert len(found.memories) >= 2
+
+
+# -- a cluster ---------------------------------------------------------------------------------
+
+
+def _cluster_client(package: str, url: str) -> Any:
+    if package == "valkey":
+        from valkey.asyncio.cluster import ValkeyCluster
+
+        return ValkeyCluster.from_url(url)
+    from redis.asyncio.cluster import RedisCluster
+
+    return RedisCluster.from_url(url, decode_responses=True)
+
+
+@pytest.mark.parametrize("package", ["valkey", "redis"])
+async def test_session_service_on_a_cluster(package: str, cluster_url: str) -> None:
+    """Users spread over the three primaries: every call stays within one slot (no
+    CROSSSLOT), and listing every user's sessions of an app reaches them all."""
+    client = _cluster_client(package, cluster_url)
+    service = AgentMemorySessionService(client, name=_name())
+    users = [f"user-{i}" for i in range(12)]
+    try:
+        for user in users:
+            session = await service.create_session(
+                app_name="app", user_id=user, session_id="s", state={"user:name": user}
+            )
+            delta = EventActions(state_delta={"app:motd": "hi", "turn": 1})
+            await service.append_event(session, _text_event(f"hello from {user}", actions=delta))
+        listed = (await service.list_sessions(app_name="app", user_id=None)).sessions
+        assert sorted(s.user_id for s in listed) == sorted(users)
+        for user in users:
+            got = await service.get_session(app_name="app", user_id=user, session_id="s")
+            assert got is not None and len(got.events) == 1
+            assert got.state == {"user:name": user, "app:motd": "hi", "turn": 1}
+            await service.delete_session(app_name="app", user_id=user, session_id="s")
+        assert (await service.list_sessions(app_name="app", user_id=None)).sessions == []
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.skipif("valkey-search-1.2" in MISSING_KINDS, reason="valkey-search 1.2 not here")
+async def test_memory_service_on_a_search_cluster(search_cluster_url: Any) -> None:
+    """The memory service on valkey-search 1.2 with the coordinator: memories of many
+    users (many slots) found by their owner only, deletions kept across re-adds."""
+    client = _cluster_client("valkey", search_cluster_url("valkey-search-1.2"))
+    store = MemoryStore(client, _name(), HashingEmbedder(), adopt_interval=None)
+    memory = AgentMemoryMemoryService(store)
+    try:
+        events = {
+            i: [_text_event(f"user {i} keeps a red bicycle"), _text_event("rainy day")]
+            for i in range(6)
+        }
+        for i in range(6):
+            await memory.add_events_to_memory(
+                app_name="app", user_id=f"u{i}", events=events[i], session_id="s"
+            )
+        for i in range(6):
+            found = await memory.search_memory(app_name="app", user_id=f"u{i}", query="bicycle")
+            texts = [m.content.parts[0].text for m in found.memories]
+            assert f"user {i} keeps a red bicycle" in texts
+            assert not any(f"user {j} " in t for t in texts for j in range(6) if j != i)
+            victim = next(m for m in found.memories if "bicycle" in m.content.parts[0].text)
+            await memory.delete_memory(app_name="app", user_id=f"u{i}", memory_id=victim.id)
+            await memory.add_events_to_memory(
+                app_name="app", user_id=f"u{i}", events=events[i], session_id="s"
+            )  # the same events again: the deleted one stays deleted
+            assert await store.get(victim.id or "") is None
+            listed = await store.list(memory_mapping_scope("app", f"u{i}"))
+            assert [m.content for m in listed.items] == ["rainy day"]
+    finally:
+        await client.aclose()

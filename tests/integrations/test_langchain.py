@@ -12,13 +12,10 @@ LangChain models (``FakeListChatModel``) using the cache and the history.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -631,23 +628,6 @@ async def test_store_from_url(target: Target) -> None:
 
 
 # -- cluster ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real 3-primary Valkey cluster (``AGENT_MEMORY_TEST_CLUSTER_URL`` reuses one)."""
-    url = os.environ.get("AGENT_MEMORY_TEST_CLUSTER_URL")
-    if url:
-        yield url
-        return
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-    import test_cluster
-
-    cluster = test_cluster.start(tmp_path_factory.mktemp("lc-cluster"))
-    try:
-        yield cluster.url
-    finally:
-        cluster.stop()
 
 
 def _cluster_clients(package: str, url: str) -> tuple[Any, Any]:

@@ -35,12 +35,10 @@ from langgraph.graph import END, START, StateGraph
 
 from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
 from agent_memory.integrations.checkpoint import AgentMemorySaver, Layout
-from tests.cache.conftest import FLAVOURS, Flavour, cluster_url
+from tests.cache.conftest import FLAVOURS, Flavour
 from tests.conftest import VALKEY_SEARCH_KINDS, _Servers
 
 pytestmark = pytest.mark.integration
-
-__all__ = ["cluster_url"]  # the cluster fixture, imported to be found here
 
 KINDS = ["valkey", "valkey-redisearch", "redis-search"] + [
     k for k in ("valkey-search-1.2",) if k in VALKEY_SEARCH_KINDS

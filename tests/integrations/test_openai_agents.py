@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -682,23 +679,6 @@ async def test_runner_calls_the_memory_tools(store: MemoryStore, aclient: Any, n
 
 
 # -- cluster --------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real 3-primary Valkey cluster (``AGENT_MEMORY_TEST_CLUSTER_URL`` reuses one)."""
-    url = os.environ.get("AGENT_MEMORY_TEST_CLUSTER_URL")
-    if url:
-        yield url
-        return
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-    import test_cluster
-
-    cluster = test_cluster.start(tmp_path_factory.mktemp("oa-cluster"))
-    try:
-        yield cluster.url
-    finally:
-        cluster.stop()
 
 
 @pytest.mark.parametrize("package", ["valkey", "redis"])

@@ -22,9 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import test_servers
 
 from agent_memory.backends.inprocess import Keyspace
-from tests.cache.conftest import cluster_url
-
-__all__ = ["cluster_url"]  # the 3-primary cluster fixture, shared with the cache tests
 
 SOAK = os.environ.get("AGENT_MEMORY_SOAK") == "1"
 

@@ -18,11 +18,9 @@ from typing import Any
 import pytest
 
 from agent_memory import MemoryStore, Scope, SyncMemoryStore
-from tests.cache.conftest import FLAVOURS, Flavour, search_cluster_url
+from tests.cache.conftest import FLAVOURS, Flavour
 from tests.conftest import VALKEY_SEARCH_KINDS
 from tests.support import AsyncView, TableEmbedder, near, random_unit
-
-__all__ = ["search_cluster_url"]
 
 # one of each package x mode, RESP2/RESP3 and decoding mixed
 CLUSTER_FLAVOURS = [f for f in FLAVOURS if (f.package, f.protocol) in {("valkey", 2), ("redis", 3)}]

@@ -237,7 +237,8 @@ def many(draw: Any) -> Scenario:
             )
         )
         start = {"terms": {"t:a": "1", "n": "2"}} if draw(st.booleans()) else {}
-        return Scenario(lexical.ADJUST_STATS, ["terms"], [x for kv in delta for x in kv], start)
+        source = draw(st.sampled_from([lexical.ADJUST_STATS, lexical.REPLACE_STATS]))
+        return Scenario(source, ["terms"], [x for kv in delta for x in kv], start)
     if kind == "counted":
         entry = draw(st.sampled_from([{}, {"entry": "plain"}, {"entry": "[1]"}] + [
             {"entry": json.dumps({"costMicros": cost})} for cost in (12, 12.7, -1.5, True)
@@ -260,7 +261,8 @@ def test_every_script_has_a_scenario() -> None:
         scripts.RECALL_EFFECTS, scripts.WRITE_MEMORY, scripts.TOUCH, scripts.UPDATE_IF_EXISTS,
         scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
-        lexical.ADJUST_STATS, cache_scripts.COUNTED_GET, scripts.PUBLISH,
+        lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
+        scripts.PUBLISH,
     }  # fmt: skip
     assert set(_SCRIPT_TWINS) == covered
     assert L.F_SEQ == "seq"  # the write script's field, checked by write_memory scenarios

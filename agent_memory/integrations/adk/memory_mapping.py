@@ -50,6 +50,12 @@ def derived_id(*parts: str) -> str:
     return digest_of_parts(parts)
 
 
+def forgotten_key(store_name: str, app_name: str, user_id: str) -> str:
+    """The set of the event memories of ``(app, user)`` that were deleted (one hash slot
+    per pair, a digest of it in the hash tag)."""
+    return f"{store_name}:adk_forgotten:{{{derived_id('user', app_name, user_id)}}}"
+
+
 def content_text(content: types.Content | None) -> str:
     """The text parts of a content joined by spaces (``""`` when it has none)."""
     if content is None or not content.parts:

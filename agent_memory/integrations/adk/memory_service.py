@@ -11,6 +11,10 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
+from agent_memory.core.clients import AsyncExecutor
+from agent_memory.core.effects import Operation, T, command, execute_batch
+from agent_memory.core.replies import integer, raise_first_error
+from agent_memory.core.runner import run_async
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations.adk import memory_mapping as mapping
 from agent_memory.store.memory_store import MemoryStore
@@ -29,6 +33,14 @@ class AgentMemoryMemoryService(BaseMemoryService):
     recall restricted to ``(namespace=app_name, agent_id=user_id)``, so one
     ``(app, user)`` never sees another's memories (see
     :mod:`agent_memory.integrations.adk.memory_mapping`).
+
+    A memory of an event that ``delete_memory`` removed stays deleted: its id joins
+    the ``(app, user)``'s set of forgotten event memories
+    (``{store}:adk_forgotten:{<digest of app, user>}``), and adding the session (or
+    its events) again skips it, at the cost of one ``SMISMEMBER`` per add. An
+    explicit ``add_memory`` is a deliberate write and is never skipped. An add that
+    has already read the set when a concurrent delete lands may still write the
+    memory back once.
 
     Args:
         store: an asyncio :class:`MemoryStore` (its ``ensure_index`` is called on first
@@ -58,6 +70,7 @@ class AgentMemoryMemoryService(BaseMemoryService):
         self._threshold = threshold
         self._importance = importance
         self._ensured = False
+        self._executor = AsyncExecutor(store.client)
 
     @property
     def store(self) -> MemoryStore:
@@ -74,6 +87,12 @@ class AgentMemoryMemoryService(BaseMemoryService):
         if items:
             store = await self._ready()
             await store.remember_many(items)
+
+    async def _run(self, op: Operation[T]) -> T:
+        return await run_async(op, self._executor)
+
+    def _forgotten_key(self, app_name: str, user_id: str) -> str:
+        return mapping.forgotten_key(self._store.name, app_name, user_id)
 
     def _options(self, custom_metadata: Mapping[str, object] | None) -> dict[str, Any]:
         return {"importance": self._importance, **mapping.options(custom_metadata)}
@@ -127,6 +146,10 @@ class AgentMemoryMemoryService(BaseMemoryService):
             item = mapping.event_input(app_name, user_id, session_id or "", event, opts)
             if item is not None:
                 items.append(item)
+        if items:
+            key = self._forgotten_key(app_name, user_id)
+            forgotten = await self._run(_members(key, [i.id or "" for i in items]))
+            items = [i for i, gone in zip(items, forgotten, strict=True) if not gone]
         await self._write(items)
 
     @override
@@ -194,7 +217,21 @@ class AgentMemoryMemoryService(BaseMemoryService):
             return
         if item.scope.agent_id != scope.agent_id:
             return
+        if "event_id" in item.metadata:  # an event's memory: never re-added from its session
+            await self._run(_remember_forgotten(self._forgotten_key(app_name, user_id), memory_id))
         await store.forget(memory_id)
+
+
+def _members(key: str, ids: list[str]) -> Operation[list[bool]]:
+    """Whether each of ``ids`` is in the set ``key`` (one ``SMISMEMBER``)."""
+    replies = yield from execute_batch([command("SMISMEMBER", key, *ids)])
+    raise_first_error(replies)
+    return [integer(flag) == 1 for flag in replies[0]]
+
+
+def _remember_forgotten(key: str, memory_id: str) -> Operation[None]:
+    replies = yield from execute_batch([command("SADD", key, memory_id)])
+    raise_first_error(replies)
 
 
 __all__ = ["AgentMemoryMemoryService"]

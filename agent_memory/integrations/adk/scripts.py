@@ -97,4 +97,13 @@ return {1}
 """
 )
 
-__all__ = ["APPEND", "CREATE", "GET"]
+# KEYS = [meta, state, events, timestamps, digests, sessions]
+# ARGV = [session id]
+# A script rather than MULTI/EXEC: valkey-py's cluster client has no transactions.
+DELETE = """
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('ZREM', KEYS[6], ARGV[1])
+return 1
+"""
+
+__all__ = ["APPEND", "CREATE", "DELETE", "GET"]

@@ -159,10 +159,8 @@ def append(
 
 def delete(layout: Layout, app: str, user: str, sid: str) -> Operation[None]:
     """Delete a session and its events (no-op when absent). One atomic round trip."""
-    keys = layout.session(app, user, sid).all
-    got = yield from execute_batch(
-        [command("DEL", *keys), command("ZREM", layout.sessions(app, user), sid)], atomic=True
-    )
+    keys = (*layout.session(app, user, sid).all, layout.sessions(app, user))
+    got = yield from execute_batch([_script(scripts.DELETE, keys, sid)])
     raise_first_error(got)
 
 
