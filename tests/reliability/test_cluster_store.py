@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory import MemoryStore, Scope, SyncMemoryStore
+from agent_memory import MemoryInput, MemoryStore, Scope, SyncMemoryStore
 from tests.cache.conftest import FLAVOURS, Flavour
 from tests.conftest import VALKEY_SEARCH_KINDS
 from tests.support import AsyncView, TableEmbedder, near, random_unit
@@ -117,3 +117,31 @@ async def test_store_fully_works_on_a_cluster(
 
     assert await store.forget_by_scope(Scope(namespace="ns")) == 26 + 5
     assert (await store.stats()).items == 0
+
+
+async def test_a_write_survives_broken_bookkeeping_keys_on_a_cluster(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """The usage counters and the statistics replaced by strings (another writer): a
+    write, a replacing write by id and a batch are stored, registered and recalled; the
+    failed bookkeeping is logged and counted, as the standalone write scripts do."""
+    store, raw, embed = cluster_store
+    await store.ensure_index()
+    q = random_unit("broken")
+    embed.set("broken", q)
+    first = (await store.remember_many([MemoryInput(content="first note", id="note-1")]))[0]
+    for key in (f"{store.name}:__mem_use", f"{store.name}:__mem_stats"):
+        raw.delete(key)
+        raw.set(key, "not what it was")
+    ctx = getattr(store, "_store", store)._ctx
+    before = ctx.counters.get("bookkeeping_failures", 0)
+    embed.set("replaced note", near(q, 0.05, "a"))
+    replaced = await store.remember_many([MemoryInput(content="replaced note", id="note-1")])
+    assert replaced == [first]
+    embed.set("another note", near(q, 0.06, "b"))
+    second = await store.remember("another note")
+    assert ctx.counters.get("bookkeeping_failures", 0) > before
+    assert (await store.get(first)).content == "replaced note"
+    assert {i.id for i in (await store.list()).items} == {first, second}
+    hits = await store.recall("broken", k=5, reinforce=False)
+    assert {h.item.id for h in hits} == {first, second}

@@ -13,7 +13,7 @@ from typing import Any
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
 from agent_memory.core.replies import integer, optional_text, raise_first_error, text
-from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError
+from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.encoding import SHARED_SESSION_TOKEN, encode_value
@@ -198,6 +198,30 @@ def _report_bookkeeping(ctx: StoreContext, replies: Sequence[Any]) -> None:
         ctx.count("bookkeeping_failures", failed)
 
 
+def _tolerate_bookkeeping(
+    ctx: StoreContext, commands: Sequence[Command], replies: Sequence[Any]
+) -> list[Any]:
+    """A cluster write's replies with the refusals of its bookkeeping (usage reset,
+    counters, term statistics: keys another writer replaced by another type) logged,
+    counted and cleared, as the standalone write scripts do: the memories are stored.
+    A refused write of a memory's own hash stays an error."""
+    out = list(replies)
+    failed = 0
+    for i, (cmd, reply) in enumerate(zip(commands, replies, strict=False)):
+        key = str(cmd.args[3] if cmd.name.upper() == "EVAL" else cmd.args[1])
+        if isinstance(reply, WrongTypeError) and not key.startswith(ctx.keys.prefix):
+            out[i] = None
+            failed += 1
+    if failed:
+        logger.warning(
+            "store %s: %d bookkeeping step(s) of a write failed (a key of another type); "
+            "the memories are stored and registered",
+            ctx.keys.name, failed,
+        )  # fmt: skip
+        ctx.count("bookkeeping_failures", failed)
+    return out
+
+
 def _batch_commands(
     ctx: StoreContext, memories: Sequence[NewMemory], *, with_terms: bool
 ) -> list[Command]:
@@ -336,6 +360,8 @@ def write_memories(
         commands += _batch_commands(ctx, [memory for memory, _ in chunk], with_terms=terms_apart)
         waits = wait_commands(ctx)
         replies = yield from execute_batch([*commands, *waits])
+        if ctx.settings.cluster:
+            replies = _tolerate_bookkeeping(ctx, commands, replies)
         raise_first_error(replies)
         if not ctx.settings.cluster:
             _report_bookkeeping(ctx, replies[: len(chunk)])
