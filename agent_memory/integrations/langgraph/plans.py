@@ -1,89 +1,34 @@
-"""A LangGraph ``BaseStore`` backed by agent-memory (the ``langgraph`` extra).
-
->>> store = AgentMemoryStore.from_url("redis://localhost:6379", name="graph", embed=embedder)
->>> store.put(("users", "u1", "prefs"), "theme", {"text": "prefers dark mode"})
->>> store.search(("users", "u1"), query="which theme?", limit=3)
-
-Each LangGraph item is one memory in the ``memory_namespace`` (a plain agent-memory
-namespace, the tenant boundary; ``None`` is the default namespace):
-
-* its id is derived from ``(memory_namespace, namespace, key)`` (a SHA-256 digest), so
-  ``get`` and ``delete`` are one lookup;
-* the LangGraph namespace tuple is stored as JSON in the memory's metadata, and as one
-  digest tag per prefix length (``("a", "b")`` carries the tags of ``("a",)`` and
-  ``("a", "b")``) plus a marker tag: any characters work in labels, and a search or a
-  namespace listing under a prefix is a tag filter of the index;
-* the value is stored as JSON in the metadata (at most 64 KiB of JSON); the memory's
-  content, the text that is embedded (cut at 16 KiB), is taken from the value's index fields
-  (``index_fields``, default ``["$"]``: the whole value as JSON; or the ``index=``
-  argument of ``put``), several texts joined by newlines. ``index=False`` (or fields
-  that are absent from the value) stores the item unindexed: it is found by key, by
-  filters and listings, and comes after every scored item in a semantic search,
-  without a score;
-* ``created_at`` is kept across overwrites; ``updated_at`` is the time of the last put
-  (both from ``clock``, microsecond resolution; an overwrite is always later).
-
-Operations:
-
-* ``search(prefix, query=...)`` is a vector search of our index restricted to the
-  prefix, ordered by cosine similarity (``SearchItem.score`` is the similarity, no
-  threshold). Without ``query`` items come newest ``updated_at`` first (at the
-  store's millisecond resolution).
-* ``filter=`` matches value fields client-side, as LangGraph's ``InMemoryStore`` does:
-  equality (nested objects and lists compare as JSON) and ``$eq``, ``$ne``, ``$gt``,
-  ``$gte``, ``$lt``, ``$lte``. A semantic search with a filter considers the 1000
-  nearest items of the prefix; a listing with a filter reads the whole prefix.
-* TTL (``supports_ttl = True``): ``put(..., ttl=minutes)`` sets a server-side expiry,
-  applied atomically with the write; reads with ``refresh_ttl`` (the default, see
-  ``TTLConfig.refresh_on_read``) restart it. ``TTLConfig.default_ttl`` applies to puts
-  without ``ttl`` (one extra round trip per refreshed item). No sweeper is needed: the
-  server expires keys itself.
-* ``list_namespaces(prefix=, suffix=, max_depth=, limit=, offset=)`` reads the
-  namespaces of the items under the longest wildcard-free part of ``prefix``
-  (every item when there is none): cost grows with that number of items.
-* A batch runs its operations in order; consecutive puts are grouped into one
-  ``remember_many`` round trip (the last put of a key wins). An overwrite deletes the
-  previous memory before writing the new one: a concurrent reader can miss the item
-  for that instant.
-
-``batch`` drives a :class:`~agent_memory.SyncMemoryStore`, ``abatch`` a
-:class:`~agent_memory.MemoryStore` (or the sync store in a worker thread when only that
-one is given). Both run the same operation plans.
-"""
+"""The operation plans of the LangGraph store (see the package docstring): each
+LangGraph operation as a generator of store calls, so one body serves the sync and the
+async runner."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from agent_memory.errors import CapabilityError, InvalidInputError
+from agent_memory.errors import InvalidInputError
+from agent_memory.integrations._optional import require
 
-try:
-    from langgraph.store.base import (
-        BaseStore,
-        GetOp,
-        Item,
-        ListNamespacesOp,
-        MatchCondition,
-        Op,
-        PutOp,
-        Result,
-        SearchItem,
-        SearchOp,
-        TTLConfig,
-        get_text_at_path,
-        tokenize_path,
-    )
-except ImportError as _exc:  # pragma: no cover - exercised without the extra
-    raise CapabilityError(
-        "langgraph is not installed: install the 'langgraph' extra "
-        "(pip install 'agent-memory[langgraph]')"
-    ) from _exc
+require("langgraph.store.base", extra="langgraph", package="langgraph")
 
-from agent_memory.integrations.langgraph_values import (
+from langgraph.store.base import (  # noqa: E402 - after the check naming the extra
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    get_text_at_path,
+    tokenize_path,
+)
+
+from agent_memory.integrations.langgraph.values import (  # noqa: E402
     check_namespace,
     clean_text,
     digest,
@@ -91,10 +36,8 @@ from agent_memory.integrations.langgraph_values import (
     prefix_tag,
     to_datetime,
 )
-from agent_memory.schema.types import MemoryItem, Scope
-from agent_memory.store.memory_store import MemoryStore
-from agent_memory.store.ops.write import MemoryInput
-from agent_memory.store.sync_store import SyncMemoryStore
+from agent_memory.schema.types import MemoryItem, Scope  # noqa: E402
+from agent_memory.store.ops.write import MemoryInput  # noqa: E402
 
 T = TypeVar("T")
 
@@ -143,163 +86,15 @@ def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
     return all(p in ("*", n) for n, p in pairs)
 
 
-class AgentMemoryStore(BaseStore):
-    """LangGraph ``BaseStore`` over agent-memory stores (see the module docstring).
+class OperationPlans:
+    """The plans of :class:`~agent_memory.integrations.langgraph.AgentMemoryStore`
+    (a mixin: the store sets these attributes in its constructor)."""
 
-    Args:
-        store: a :class:`SyncMemoryStore`, serving ``batch`` (and ``abatch`` in a worker
-            thread when ``async_store`` is not given).
-        async_store: a :class:`MemoryStore`, serving ``abatch``.
-        memory_namespace: the agent-memory namespace holding every item of this store
-            (the tenant boundary; ``None``: the default namespace).
-        index_fields: JSON paths of the value to embed (LangGraph path syntax), ``"$"``
-            for the whole value; ``put(..., index=[...])`` overrides them per item.
-        ttl: LangGraph ``TTLConfig`` (``default_ttl`` and ``refresh_on_read`` are used;
-            the server expires items itself, so ``sweep_interval_minutes`` is ignored).
-        importance: importance of the memories written (agent-memory ranking).
-        clock: ``() -> seconds since the epoch`` for ``created_at`` / ``updated_at``
-            (microsecond resolution; injected for tests).
-
-    Raises:
-        InvalidInputError: neither store given, or a store of the wrong kind.
-    """
-
-    supports_ttl: bool = True
-
-    def __init__(
-        self,
-        store: SyncMemoryStore | None = None,
-        *,
-        async_store: MemoryStore | None = None,
-        memory_namespace: str | None = None,
-        index_fields: Sequence[str] = ("$",),
-        ttl: TTLConfig | None = None,
-        importance: float = 0.5,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        if store is None and async_store is None:
-            raise InvalidInputError("give a SyncMemoryStore, a MemoryStore or both", field="store")
-        if store is not None and not isinstance(store, SyncMemoryStore):
-            raise InvalidInputError("store must be a SyncMemoryStore", field="store")
-        if async_store is not None and not isinstance(async_store, MemoryStore):
-            raise InvalidInputError("async_store must be a MemoryStore", field="async_store")
-        if isinstance(index_fields, str) or not all(isinstance(f, str) and f for f in index_fields):
-            raise InvalidInputError(
-                "index_fields must be a list of JSON paths", field="index_fields"
-            )
-        self._scope = Scope(namespace=memory_namespace)
-        self._store = store
-        self._async_store = async_store
-        self._fields = tuple(index_fields)
-        self._importance = importance
-        self._owned = False
-        self._clock = clock
-        self.ttl_config = ttl
-
-    @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        name: str,
-        embed: Any,
-        memory_namespace: str | None = None,
-        index_fields: Sequence[str] = ("$",),
-        ttl: TTLConfig | None = None,
-        **store_options: Any,
-    ) -> AgentMemoryStore:
-        """A store with its own sync and async clients for ``url`` (closed by
-        :meth:`close` / :meth:`aclose`). ``store_options`` go to both stores.
-
-        Raises:
-            InvalidInputError: a bad URL or option.
-        """
-        sync_store = SyncMemoryStore.from_url(url, name=name, embed=embed, **store_options)
-        async_store = MemoryStore.from_url(url, name=name, embed=embed, **store_options)
-        result = cls(
-            sync_store,
-            async_store=async_store,
-            memory_namespace=memory_namespace,
-            index_fields=index_fields,
-            ttl=ttl,
-        )
-        result._owned = True
-        return result
-
-    @property
-    def memory_namespace(self) -> str | None:
-        """The agent-memory namespace holding the items."""
-        return self._scope.namespace
-
-    @property
-    def sync_store(self) -> SyncMemoryStore | None:
-        """The store serving ``batch``."""
-        return self._store
-
-    @property
-    def async_store(self) -> MemoryStore | None:
-        """The store serving ``abatch``."""
-        return self._async_store
-
-    def close(self) -> None:
-        """Close the sync store if :meth:`from_url` created it (idempotent)."""
-        if self._owned and self._store is not None:
-            self._store.close()
-
-    async def aclose(self) -> None:
-        """Close both stores if :meth:`from_url` created them (idempotent)."""
-        if self._owned and self._async_store is not None:
-            await self._async_store.close()
-        self.close()
-
-    # -- runners ---------------------------------------------------------------------
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run LangGraph operations in order on the sync store.
-
-        Raises:
-            CapabilityError: only an async store was given.
-            InvalidInputError: a bad namespace, filter or value.
-            AgentMemoryError: a failure of the store.
-        """
-        store = self._store
-        if store is None:
-            raise CapabilityError(
-                "this AgentMemoryStore has only an async MemoryStore: use the async methods "
-                "(aget, aput, asearch, ...) or pass a SyncMemoryStore"
-            )
-        plan = self._plan(list(ops))
-        try:
-            call = next(plan)
-            while True:
-                method, args, kwargs = call
-                call = plan.send(getattr(store, method)(*args, **kwargs))
-        except StopIteration as stop:
-            results: list[Result] = stop.value
-            return results
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run LangGraph operations in order on the async store (or the sync store in a
-        worker thread when no async store was given).
-
-        Raises:
-            InvalidInputError: a bad namespace, filter or value.
-            AgentMemoryError: a failure of the store.
-        """
-        store = self._async_store
-        if store is None:
-            return await asyncio.to_thread(self.batch, list(ops))
-        plan = self._plan(list(ops))
-        try:
-            call = next(plan)
-            while True:
-                method, args, kwargs = call
-                call = plan.send(await getattr(store, method)(*args, **kwargs))
-        except StopIteration as stop:
-            results: list[Result] = stop.value
-            return results
-
-    # -- plans -----------------------------------------------------------------------
+    _scope: Scope
+    _fields: tuple[str, ...]
+    _importance: float
+    _clock: Callable[[], float]
+    ttl_config: TTLConfig | None
 
     def _plan(self, ops: list[Op]) -> Plan[list[Result]]:
         results: list[Result] = [None] * len(ops)
@@ -521,12 +316,3 @@ class AgentMemoryStore(BaseStore):
             namespaces.add(ns[: op.max_depth] if op.max_depth is not None else ns)
         ordered = sorted(namespaces)
         return ordered[op.offset : op.offset + op.limit]
-
-
-__all__ = [
-    "MARKER_TAG",
-    "NOINDEX_TAG",
-    "AgentMemoryStore",
-    "matches_filter",
-    "prefix_tag",
-]
