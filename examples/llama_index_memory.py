@@ -12,7 +12,8 @@ To use a server of your own instead (any Valkey or Redis, no module needed):
 2. ``AgentMemoryBlock`` is the long-term block of LlamaIndex's ``Memory``: with a token
    limit this small, older turns are flushed out of the short-term queue into the
    ``MemoryStore`` (scope bound by the application), and recalled into the system
-   message when a later question needs them.
+   message when a later question needs them. The short-term queue itself lives in
+   Valkey too: ``AgentMemoryDBChatStore`` (flushed turns are archived there).
 
 No LLM is called: the messages are written by hand. The tokenizer is a whitespace split
 (LlamaIndex's default, tiktoken, downloads its vocabulary).
@@ -31,7 +32,11 @@ from llama_index.core.storage.chat_store.sql import MessageStatus
 from agent_memory import MemoryStore, Scope
 from agent_memory.embedded.server import open_embedded
 from agent_memory.embedders import HashingEmbedder
-from agent_memory.integrations.llama_index import AgentMemoryBlock, AgentMemoryChatStore
+from agent_memory.integrations.llama_index import (
+    AgentMemoryBlock,
+    AgentMemoryChatStore,
+    AgentMemoryDBChatStore,
+)
 
 NAME = "llama_index_example"
 SCOPE = Scope(namespace="acme", agent_id="assistant")
@@ -56,6 +61,7 @@ def chat_store_demo(url: str) -> None:
 async def memory_block_demo(url: str) -> None:
     """A ``Memory`` that flushes old turns into long-term memory and recalls them."""
     store = MemoryStore.from_url(url, name=NAME, embed=HashingEmbedder())
+    queue = AgentMemoryDBChatStore.from_url(url, name=NAME, ttl=3600)
     try:
         await store.ensure_index()
         block = AgentMemoryBlock(store=store, scope=SCOPE, k=3)
@@ -66,6 +72,7 @@ async def memory_block_demo(url: str) -> None:
             chat_history_token_ratio=0.5,
             tokenizer_fn=str.split,
             memory_blocks=[block],
+            chat_store=queue,
         )
         turns = [
             ("user", "I prefer dark mode in every editor I use."),
@@ -78,12 +85,14 @@ async def memory_block_demo(url: str) -> None:
         for role, text in turns:
             await memory.aput(ChatMessage(role=role, content=text))
         active = await memory.aget_all(status=MessageStatus.ACTIVE)
-        print(f"[memory] short-term queue keeps {len(active)} message(s)")
+        archived = await memory.aget_all(status=MessageStatus.ARCHIVED)
+        print(f"[memory] short-term queue keeps {len(active)}, archived {len(archived)}")
         messages = await memory.aget(input="Which mode do I prefer for my editor?")
         system = next((m for m in messages if m.role == "system"), None)
         print("[memory] system message:")
         print(system.content if system else "(none)")
     finally:
+        await queue.aclose()
         await store.close()
 
 

@@ -6,7 +6,8 @@ oldest first (:mod:`.codec`). Reads, appends and the last-message pop are run by
 (:mod:`.scripts`). Each operation is one round trip of single-key commands (plus the
 cache's stats counters), so it is atomic and cluster-safe; with a TTL a ``PEXPIRE``
 rides along (a sliding lifetime). :func:`list_keys` walks the keyspace with ``SCAN`` on
-every primary.
+every primary. :func:`on_key`, :func:`script_on_key` and :func:`keys_under` serve the DB
+chat store (:mod:`.db_chat_store`) too.
 """
 
 from __future__ import annotations
@@ -39,15 +40,28 @@ def chat_key(name: str, key: str) -> str:
     return _list_log.log_key(name, SEGMENT, key)
 
 
-def _script(
-    tier: TierCore, key: str, source: str, args: Sequence[Any], ttl_ms: int | None, counter: str
+def on_key(
+    tier: TierCore, key: str, command: Command, ttl_ms: int | None, counter: str
 ) -> Operation[Any]:
-    commands = [Command(("EVAL", source, "1", key, *args))]
+    """Run ``command`` on ``key`` and return its reply, in one round trip with a
+    ``PEXPIRE`` of ``key`` (when ``ttl_ms`` is set) and the ``counter`` increment.
+
+    Raises:
+        AgentMemoryError: the command failed (mapped by the client layer).
+    """
+    commands = [command]
     if ttl_ms is not None:
         commands.append(Command(("PEXPIRE", key, ttl_ms)))
     got = yield from batch_with_stats(tier.layout, tier.buffer, commands, {counter: 1})
     raise_first_error(got)
     return got[0]
+
+
+def script_on_key(
+    tier: TierCore, key: str, source: str, args: Sequence[Any], ttl_ms: int | None, counter: str
+) -> Operation[Any]:
+    """Run the single-key script ``source`` on ``key`` as :func:`on_key` runs a command."""
+    return on_key(tier, key, Command(("EVAL", source, "1", key, *args)), ttl_ms, counter)
 
 
 def get(tier: TierCore, key: str, ttl_ms: int | None) -> Operation[Read]:
@@ -66,7 +80,7 @@ def replace(
     tier: TierCore, key: str, encoded: Sequence[bytes], ttl_ms: int | None
 ) -> Operation[None]:
     """Replace the whole list with ``encoded`` (deleting it when empty), atomically."""
-    yield from _script(
+    yield from script_on_key(
         tier, key, scripts.SET, encoded, ttl_ms if encoded else None, _list_log.WRITES
     )
     tier.note_stored(sum(map(len, encoded)))
@@ -76,7 +90,7 @@ def insert(
     tier: TierCore, key: str, index: int, encoded: bytes, ttl_ms: int | None
 ) -> Operation[None]:
     """Insert one encoded message before position ``index`` (``list.insert`` rules)."""
-    yield from _script(tier, key, scripts.INSERT, (index, encoded), ttl_ms, _list_log.WRITES)
+    yield from script_on_key(tier, key, scripts.INSERT, (index, encoded), ttl_ms, _list_log.WRITES)
     tier.note_stored(len(encoded))
 
 
@@ -87,7 +101,7 @@ def take_all(tier: TierCore, key: str) -> Operation[tuple[list[ChatMessage] | No
     Raises:
         ReplyParseError: the script's reply is neither nil nor a list.
     """
-    raw = yield from _script(tier, key, scripts.TAKE_ALL, (), None, _list_log.WRITES)
+    raw = yield from script_on_key(tier, key, scripts.TAKE_ALL, (), None, _list_log.WRITES)
     if raw is None:
         return None, 0
     return _list_log.decode_entries(raw, decode_message)
@@ -100,7 +114,7 @@ def take_at(
     (``None`` when out of range or corrupt) and ``1`` when it was corrupt."""
     tombstone = f"\x00li_chat:deleted:{uuid.uuid4().hex}"
     args = (index, tombstone)
-    raw = yield from _script(tier, key, scripts.TAKE_AT, args, ttl_ms, _list_log.WRITES)
+    raw = yield from script_on_key(tier, key, scripts.TAKE_AT, args, ttl_ms, _list_log.WRITES)
     if raw is None:
         return None, 0
     message = decode_message(raw)
@@ -119,7 +133,16 @@ def list_keys(name: str) -> Operation[list[str]]:
     Raises:
         ReplyParseError: a key that is not UTF-8 text.
     """
-    prefix = chat_key(name, "")
+    return keys_under(chat_key(name, ""))
+
+
+def keys_under(prefix: str) -> Operation[list[str]]:
+    """The rest of every key that starts with ``prefix``, sorted (``SCAN`` on every
+    primary; the prefix is glob-escaped).
+
+    Raises:
+        ReplyParseError: a key that is not UTF-8 text.
+    """
     found = yield from scan_keys(glob_escape(prefix) + "*")
     keys: set[str] = set()
     for raw in found:
@@ -138,9 +161,12 @@ __all__ = [
     "chat_key",
     "get",
     "insert",
+    "keys_under",
     "list_keys",
+    "on_key",
     "pop_last",
     "replace",
+    "script_on_key",
     "take_all",
     "take_at",
 ]

@@ -1,8 +1,9 @@
-"""The Lua scripts of the chat store: each rewrites one list (one key, one hash slot).
+"""The Lua scripts of the chat stores: each changes one key (one hash slot).
 
-Every script takes ``KEYS[1]`` = the list; arguments are listed above each script.
-``RPUSH`` / ``LPUSH`` are sent in slices of at most 1,000 elements (Lua's ``unpack``
-has a stack limit).
+The chat store's scripts take ``KEYS[1]`` = the list, the DB chat store's ``KEYS[1]`` =
+the sorted set; arguments are listed above each script. ``RPUSH`` / ``LPUSH`` / ``ZADD``
+/ ``ZREM`` are sent in slices of at most 1,000 arguments (Lua's ``unpack`` has a stack
+limit).
 """
 
 from __future__ import annotations
@@ -68,4 +69,136 @@ redis.call('LREM', KEYS[1], 1, ARGV[2])
 return item
 """
 
-__all__ = ["INSERT", "SET", "TAKE_ALL", "TAKE_AT"]
+# -- the DB chat store's scripts (:mod:`.db_chat_store`) ------------------------------------
+#
+# KEYS[1] = the chat's sorted set: member ``<id>:<message JSON>``, score ``+id`` while the
+# message is ACTIVE and ``-id`` once ARCHIVED. Ids are whole numbers below 2^53, written
+# with ``%d`` so a score and the id in its member read the same.
+
+_SLICED = """
+local function sliced(cmd, key, items)
+  local i = 1
+  while i <= #items do
+    local j = math.min(i + 999, #items)
+    redis.call(cmd, key, unpack(items, i, j))
+    i = j + 1
+  end
+end
+"""
+
+_APPEND = (
+    _SLICED
+    + """
+local function last_id(key)
+  local last = 0
+  local top = redis.call('ZRANGE', key, '+inf', '(0', 'BYSCORE', 'REV', 'LIMIT', 0, 1, 'WITHSCORES')
+  if #top > 0 then last = tonumber(top[2]) end
+  local bottom = redis.call('ZRANGE', key, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+  if #bottom > 0 then last = math.max(last, -tonumber(bottom[2])) end
+  return math.floor(last)
+end
+
+local function append(key, sign, after, items, first)
+  local args = {}
+  for i = first, #items do
+    local id = after + i - first + 1
+    args[#args + 1] = string.format('%d', sign * id)
+    args[#args + 1] = string.format('%d', id) .. ':' .. items[i]
+  end
+  sliced('ZADD', key, args)
+end
+"""
+)
+
+# ARGV = [sign (1: ACTIVE, -1: ARCHIVED), encoded messages...] -> how many were added.
+# Each message takes the next id: one more than the largest id the chat holds (SQLite's
+# rowid rule), so ids follow the order of addition.
+DB_ADD = (
+    _APPEND
+    + """
+local after = last_id(KEYS[1])
+if after ~= after or after + #ARGV >= 9007199254740992 then
+  return redis.error_reply('ERR chat ' .. KEYS[1] .. ' holds an id out of range')
+end
+append(KEYS[1], tonumber(ARGV[1]), after, ARGV, 2)
+return #ARGV - 1
+"""
+)
+
+# ARGV = [sign, encoded messages...] -> how many were written. Replaces every message of
+# the chat, whatever its status (no message: the chat is deleted); ids restart at 1.
+DB_SET = (
+    _APPEND
+    + """
+redis.call('DEL', KEYS[1])
+append(KEYS[1], tonumber(ARGV[1]), 0, ARGV, 2)
+return #ARGV - 1
+"""
+)
+
+# ARGV = [offset, count (-1: all)] -> members of every status, oldest (smallest id) first,
+# from the offset-th on. The two statuses are merged by id: the first offset + count of
+# each suffice.
+DB_GET_ALL = """
+local offset, count = tonumber(ARGV[1]), tonumber(ARGV[2])
+local want = -1
+if count >= 0 then want = offset + count end
+local active = redis.call('ZRANGE', KEYS[1], '(0', '+inf', 'BYSCORE', 'LIMIT', 0, want, 'WITHSCORES')
+local archived = redis.call('ZRANGE', KEYS[1], '(0', '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, want,
+  'WITHSCORES')
+local out, seen, i, j = {}, 0, 1, 1
+while (i <= #active or j <= #archived) and (count < 0 or #out < count) do
+  local member
+  if j > #archived or (i <= #active and tonumber(active[i + 1]) < -tonumber(archived[j + 1])) then
+    member, i = active[i], i + 2
+  else
+    member, j = archived[j], j + 2
+  end
+  seen = seen + 1
+  if seen > offset then out[#out + 1] = member end
+end
+return out
+"""
+
+# ARGV = [n, archive (1: archive, 0: delete)] -> the n oldest ACTIVE members, oldest
+# first, now archived (score negated, member unchanged) or deleted.
+DB_TAKE_OLDEST = (
+    _SLICED
+    + """
+local got = redis.call('ZRANGE', KEYS[1], '(0', '+inf', 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]),
+  'WITHSCORES')
+local members, archived = {}, {}
+for i = 1, #got, 2 do
+  members[#members + 1] = got[i]
+  archived[#archived + 1] = '-' .. got[i + 1]
+  archived[#archived + 1] = got[i]
+end
+if ARGV[2] == '1' then sliced('ZADD', KEYS[1], archived) else sliced('ZREM', KEYS[1], members) end
+return members
+"""
+)
+
+# ARGV = [id] -> the member of message ``id`` (either status), now deleted; nil when the
+# chat has no such message.
+DB_TAKE_ID = """
+for _, score in ipairs({ARGV[1], '-' .. ARGV[1]}) do
+  local got = redis.call('ZRANGE', KEYS[1], score, score, 'BYSCORE', 'LIMIT', 0, 1)
+  if #got > 0 then
+    redis.call('ZREM', KEYS[1], got[1])
+    return got[1]
+  end
+end
+return false
+"""
+
+__all__ = [
+    "DB_ADD",
+    "DB_GET_ALL",
+    "DB_SET",
+    "DB_TAKE_ID",
+    "DB_TAKE_OLDEST",
+    "INSERT",
+    "SET",
+    "TAKE_ALL",
+    "TAKE_AT",
+]
