@@ -45,3 +45,15 @@ def test_a_wrong_type_reply_is_a_wrong_type_error(package: str) -> None:
     assert isinstance(mapped, WrongTypeError) and mapped.command == "HMGET"
     other = map_client_error(exceptions.ResponseError("ERR syntax error"), command="HMGET")
     assert type(other) is ServerResponseError
+
+
+@pytest.mark.parametrize(
+    ("package", "name"), [("valkey", "ValkeyClusterException"), ("redis", "RedisClusterException")]
+)
+def test_a_cluster_with_no_reachable_node_is_unavailability(package: str, name: str) -> None:
+    exceptions = pytest.importorskip(f"{package}.exceptions")
+    kind = getattr(exceptions, name)
+    lost = kind("Valkey Cluster cannot be connected. Please provide at least one reachable node")
+    assert isinstance(map_client_error(lost, command="HINCRBY"), ServerUnavailableError)
+    misuse = kind("No way to dispatch this command to Valkey Cluster. Missing key.")
+    assert type(map_client_error(misuse, command="FT.SEARCH")) is ServerResponseError

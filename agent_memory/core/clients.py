@@ -48,6 +48,10 @@ _UNAVAILABLE_NAMES = frozenset(
 )
 
 
+_CLUSTER_CLIENT_NAMES = frozenset({"ValkeyClusterException", "RedisClusterException"})
+_NO_REACHABLE_NODE = "cannot be connected"
+
+
 def map_client_error(exc: BaseException, *, command: str | None = None) -> AgentMemoryError:
     """Translate an exception of a client package (or the OS) into the library's hierarchy."""
     if isinstance(exc, AgentMemoryError):
@@ -57,6 +61,10 @@ def map_client_error(exc: BaseException, *, command: str | None = None) -> Agent
     if "TimeoutError" in names:
         return OperationTimeoutError(f"server did not answer in time{where}: {exc}")
     if names & _UNAVAILABLE_NAMES or isinstance(exc, OSError):
+        return ServerUnavailableError(f"server unavailable{where}: {exc}")
+    if names & _CLUSTER_CLIENT_NAMES and _NO_REACHABLE_NODE in str(exc):
+        # The cluster client's generic exception, raised when refreshing its view of
+        # the cluster finds no node to ask (during an outage): unavailability.
         return ServerUnavailableError(f"server unavailable{where}: {exc}")
     if isinstance(exc, (AttributeError, KeyError, TypeError)) and _in_cluster_client(exc):
         # The cluster clients of valkey-py and redis-py can trip over a node they just
