@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import google.adk.platform.time as platform_time
@@ -40,30 +39,10 @@ from agent_memory.errors import InvalidInputError
 from agent_memory.integrations.adk import AgentMemoryMemoryService, AgentMemorySessionService
 from agent_memory.integrations.adk.layout import Layout
 from tests.conftest import MISSING_KINDS, _Servers
+from tests.integrations.targets import KINDS, PACKAGES
 
 pytestmark = pytest.mark.integration
 
-KINDS = tuple(k for k in ("valkey", "valkey-search-1.2") if k not in MISSING_KINDS)
-
-
-@dataclass(frozen=True)
-class Package:
-    name: str
-    protocol: int
-    decode: bool
-
-    def client(self, url: str) -> Any:
-        options: dict[str, Any] = {"protocol": self.protocol, "decode_responses": self.decode}
-        if self.name == "valkey":
-            import valkey.asyncio
-
-            return valkey.asyncio.Valkey.from_url(url, **options)
-        import redis.asyncio
-
-        return redis.asyncio.Redis.from_url(url, **options)
-
-
-PACKAGES = (Package("valkey", 2, False), Package("redis", 3, True))
 TARGETS = [(k, p) for k in KINDS for p in PACKAGES]
 TARGET_IDS = [f"{k}-{p.name}" for k, p in TARGETS]
 

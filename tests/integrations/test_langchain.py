@@ -52,49 +52,10 @@ from agent_memory.integrations.langchain import (
     InvalidStoreKeyError,
 )
 from agent_memory.integrations.langchain.llm_cache import model_of_llm_string, request_of
-from tests.conftest import MISSING_KINDS, _Servers
+from tests.conftest import _Servers
+from tests.integrations.targets import KINDS, PACKAGES, Target
 
 pytestmark = pytest.mark.integration
-
-KINDS = tuple(k for k in ("valkey", "valkey-search-1.2") if k not in MISSING_KINDS)
-
-
-@dataclass(frozen=True)
-class Package:
-    """A client package with the protocol and decoding it is tested with."""
-
-    name: str
-    protocol: int
-    decode: bool
-
-    def client(self, url: str, *, is_async: bool) -> Any:
-        options: dict[str, Any] = {"protocol": self.protocol, "decode_responses": self.decode}
-        if self.name == "valkey":
-            import valkey
-            import valkey.asyncio
-
-            return (valkey.asyncio.Valkey if is_async else valkey.Valkey).from_url(url, **options)
-        import redis
-        import redis.asyncio
-
-        return (redis.asyncio.Redis if is_async else redis.Redis).from_url(url, **options)
-
-
-PACKAGES = (Package("valkey", 2, False), Package("redis", 3, True))
-
-
-@dataclass(frozen=True)
-class Target:
-    """One server kind and one client package."""
-
-    url: str
-    package: Package
-
-    def sync_client(self) -> Any:
-        return self.package.client(self.url, is_async=False)
-
-    def async_client(self) -> Any:
-        return self.package.client(self.url, is_async=True)
 
 
 def _name() -> str:
@@ -107,7 +68,7 @@ def _name() -> str:
 )
 def target(request: pytest.FixtureRequest, servers: _Servers) -> Target:
     kind, package = request.param
-    return Target(servers.get(kind).url, package)
+    return Target(kind, servers.get(kind).url, package)
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
 from agent_memory.integrations.llama_index import AgentMemoryDBChatStore
 from tests.conftest import _Servers
-from tests.integrations.test_llama_index import KINDS, PACKAGES, Package, Target
+from tests.integrations.targets import KINDS, PACKAGES, Package, Target
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,6 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -50,40 +49,10 @@ from agent_memory.errors import (
     StoreClosedError,
 )
 from agent_memory.integrations.openai_agents import AgentMemorySession, memory_tools
-from tests.conftest import MISSING_KINDS, _Servers
+from tests.conftest import _Servers
+from tests.integrations.targets import KINDS, PACKAGES, Target
 
 pytestmark = pytest.mark.integration
-
-KINDS = tuple(k for k in ("valkey", "valkey-search-1.2") if k not in MISSING_KINDS)
-
-
-@dataclass(frozen=True)
-class Package:
-    """A client package with the protocol and decoding it is tested with."""
-
-    name: str
-    protocol: int
-    decode: bool
-
-    def client(self, url: str) -> Any:
-        options: dict[str, Any] = {"protocol": self.protocol, "decode_responses": self.decode}
-        if self.name == "valkey":
-            import valkey.asyncio
-
-            return valkey.asyncio.Valkey.from_url(url, **options)
-        import redis.asyncio
-
-        return redis.asyncio.Redis.from_url(url, **options)
-
-
-PACKAGES = (Package("valkey", 2, False), Package("redis", 3, True))
-
-
-@dataclass(frozen=True)
-class Target:
-    kind: str
-    url: str
-    package: Package
 
 
 def _name() -> str:

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,43 +44,12 @@ from agent_memory.errors import (
     StoreClosedError,
 )
 from agent_memory.integrations.pydantic_ai import AgentMemoryMessageHistory, memory_toolset
-from tests.conftest import MISSING_KINDS, _Servers
+from tests.conftest import _Servers
+from tests.integrations.targets import KINDS, PACKAGES, Target
 
 pytestmark = pytest.mark.integration
 
-KINDS = tuple(k for k in ("valkey", "valkey-search-1.2") if k not in MISSING_KINDS)
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pydantic_ai_memory.py"
-
-
-@dataclass(frozen=True)
-class Package:
-    """A client package with the protocol and decoding it is tested with."""
-
-    name: str
-    protocol: int
-    decode: bool
-
-    def client(self, url: str, *, blocking: bool = False) -> Any:
-        options: dict[str, Any] = {"protocol": self.protocol, "decode_responses": self.decode}
-        if self.name == "valkey":
-            import valkey
-            import valkey.asyncio
-
-            return (valkey.Valkey if blocking else valkey.asyncio.Valkey).from_url(url, **options)
-        import redis
-        import redis.asyncio
-
-        return (redis.Redis if blocking else redis.asyncio.Redis).from_url(url, **options)
-
-
-PACKAGES = (Package("valkey", 2, False), Package("redis", 3, True))
-
-
-@dataclass(frozen=True)
-class Target:
-    kind: str
-    url: str
-    package: Package
 
 
 def _name() -> str:

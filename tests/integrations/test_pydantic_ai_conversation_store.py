@@ -62,7 +62,8 @@ from agent_memory.errors import (
 )
 from agent_memory.integrations.pydantic_ai import AgentMemoryConversationStore
 from tests.conftest import _Servers
-from tests.integrations.test_pydantic_ai import KINDS, PACKAGES, Package, Target, _tool_agent
+from tests.integrations.targets import KINDS, PACKAGES, Package, Target
+from tests.integrations.test_pydantic_ai import _tool_agent
 
 pytestmark = pytest.mark.integration
 
