@@ -50,6 +50,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 from valkey.crc import key_slot
 
+from agent_memory.cache.keys import KeyLayout
 from agent_memory.core import clients
 from agent_memory.errors import (
     AgentMemoryError,
@@ -61,6 +62,7 @@ from agent_memory.errors import (
     WrongTypeError,
 )
 from agent_memory.integrations.pydantic_ai import AgentMemoryConversationStore
+from agent_memory.integrations.pydantic_ai.conversation_store import CLEANUP_FAILURES
 from tests.conftest import _Servers
 from tests.integrations.targets import KINDS, PACKAGES, Package, Target
 from tests.integrations.test_pydantic_ai import _tool_agent
@@ -636,6 +638,10 @@ async def test_a_failed_cleanup_never_fails_a_committed_delete(
     assert "could not delete 3 released message(s)" in caplog.text
     assert all(raw.exists(ours.layout.entry(i)) for i in ids)  # left behind, unreferenced
     assert raw.hlen(ours.layout.links) == 0
+    monkeypatch.undo()
+    await ours.list_conversations()  # the buffered counter rides on the next round trip
+    failures = raw.hget(KeyLayout(ours.name).stats, CLEANUP_FAILURES)
+    assert failures is not None and int(failures) == 1
 
 
 async def test_corrupt_entries_are_skipped_logged_and_counted(

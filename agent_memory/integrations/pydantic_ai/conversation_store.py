@@ -371,11 +371,15 @@ def _status(raw: object, what: str) -> tuple[bool, list[str]]:
     return replies.integer(reply[0]) == 1, [replies.text(item) for item in reply[1:]]
 
 
+#: The ``{name}:__stats`` counter of released messages whose deletion failed.
+CLEANUP_FAILURES = "session:cleanup_failures"
+
+
 def _unlink(tier: TierCore, layout: Layout, entry_ids: Sequence[str]) -> Operation[None]:
     """Delete released entries' message keys (one command each: they live in different
     slots). Best effort: the script that released them has committed, so a failure here
     must not report that write as failed (a retry would then conflict); the messages
-    stay, unreferenced, and a warning says so."""
+    stay, unreferenced, a warning says so and :data:`CLEANUP_FAILURES` counts it."""
     if not entry_ids:
         return
     try:
@@ -387,6 +391,7 @@ def _unlink(tier: TierCore, layout: Layout, entry_ids: Sequence[str]) -> Operati
             layout.catalog,
             exc,
         )
+        tier.buffer.add({CLEANUP_FAILURES: 1})  # rides on the store's next round trip
 
 
 def load_record(
