@@ -4,7 +4,7 @@ decoding x sync/async combination that matters (pairwise), plus the in-process c
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +101,17 @@ ENV_PARAMS = [
     ("inprocess", ClientConfig("inprocess", 0, True, "async")),
     ("inprocess", ClientConfig("inprocess", 0, True, "sync")),
 ]
+
+
+@pytest.fixture(scope="package")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Servers]:
+    """The behavioural suite's own servers, holding only its own data: ``stats``,
+    ``prune`` and the keyspace checks walk the whole keyspace with ``SCAN`` (README
+    "Limits"), so on the servers the rest of the suite has filled its damage matrix took
+    several times as long."""
+    registry = _Servers(tmp_path_factory.mktemp("store-servers"))
+    yield registry
+    registry.stop_all()
 
 
 @pytest.fixture(params=ENV_PARAMS, ids=lambda p: f"{p[0]}-{p[1].id}")
