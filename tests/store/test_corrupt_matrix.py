@@ -19,11 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from agent_memory import Forgetting, Scope
 from agent_memory.errors import AgentMemoryError
 from agent_memory.schema import layout as L
 from agent_memory.schema.encoding import namespace_token
-from tests.store.conftest import StoreEnv
+from tests.conftest import ALL_KINDS
+from tests.store.conftest import CLIENT_CONFIGS, ENV_PARAMS, StoreEnv
 from tests.support import TableEmbedder, near, random_unit
 
 BAD_UTF8 = b"\xff\xfe bad"
@@ -134,6 +137,16 @@ async def _healthy_store(env: StoreEnv) -> _Healthy:
     return _Healthy(embed, store, raw, pruner, good)
 
 
+# Every server kind once and every client configuration at least once (pairwise, as the
+# client configurations themselves are): the ~80 damages x 10 read paths of one
+# environment take 10-25 s, every combination of kind and client would take minutes.
+PAIRWISE = [
+    *((kind, CLIENT_CONFIGS[i % len(CLIENT_CONFIGS)]) for i, kind in enumerate(ALL_KINDS)),
+    *((kind, cfg) for kind, cfg in ENV_PARAMS if kind == "inprocess"),
+]
+
+
+@pytest.mark.parametrize("env", PAIRWISE, ids=[f"{k}-{c.id}" for k, c in PAIRWISE], indirect=True)
 async def test_one_damaged_field_never_aborts_a_read(env: StoreEnv) -> None:
     h = await _healthy_store(env)
     embed, store, raw, pruner, good = h.embed, h.store, h.raw, h.pruner, h.good
