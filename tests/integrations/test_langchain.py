@@ -52,33 +52,13 @@ from agent_memory.integrations.langchain import (
     InvalidStoreKeyError,
 )
 from agent_memory.integrations.langchain.llm_cache import model_of_llm_string, request_of
-from tests.conftest import _Servers
-from tests.integrations.targets import KINDS, PACKAGES, Target
+from tests.integrations.targets import Target
 
 pytestmark = pytest.mark.integration
 
 
 def _name() -> str:
     return f"lc{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture(
-    params=[(k, p) for k in KINDS for p in PACKAGES],
-    ids=[f"{k}-{p.name}" for k in KINDS for p in PACKAGES],
-)
-def target(request: pytest.FixtureRequest, servers: _Servers) -> Target:
-    kind, package = request.param
-    return Target(kind, servers.get(kind).url, package)
-
-
-@pytest.fixture
-def raw(target: Target) -> Iterator[Any]:
-    """A blocking, decoding valkey client for assertions."""
-    import valkey
-
-    client = valkey.Valkey.from_url(target.url, decode_responses=True)
-    yield client
-    client.close()
 
 
 # -- the official suites ------------------------------------------------------------------

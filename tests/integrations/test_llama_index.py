@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from agent_memory.embedders import HashingEmbedder
 from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
 from agent_memory.integrations.llama_index import AgentMemoryBlock, AgentMemoryChatStore
 from tests.conftest import _Servers
-from tests.integrations.targets import KINDS, PACKAGES, Target
+from tests.integrations.targets import Target
 
 pytestmark = pytest.mark.integration
 
@@ -41,39 +41,6 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llama_index_memory
 
 def _name() -> str:
     return f"li{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture(
-    params=[(k, p) for k in KINDS for p in PACKAGES],
-    ids=[f"{k}-{p.name}" for k in KINDS for p in PACKAGES],
-)
-def target(request: pytest.FixtureRequest, servers: _Servers) -> Target:
-    kind, package = request.param
-    return Target(kind, servers.get(kind).url, package)
-
-
-@pytest.fixture
-def client(target: Target) -> Iterator[Any]:
-    made = target.package.client(target.url, blocking=True)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-async def aclient(target: Target) -> AsyncIterator[Any]:
-    made = target.package.client(target.url)
-    yield made
-    await made.aclose()
-
-
-@pytest.fixture
-def raw(target: Target) -> Iterator[Any]:
-    """A blocking, decoding valkey client for assertions and corrupt writes."""
-    import valkey
-
-    made = valkey.Valkey.from_url(target.url, decode_responses=True)
-    yield made
-    made.close()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -80,36 +80,6 @@ async def db_store(request: pytest.FixtureRequest, servers: _Servers) -> AsyncIt
     yield AgentMemoryDBChatStore(client=client, async_client=aclient, name=_name())
     client.close()
     await aclient.aclose()
-
-
-@pytest.fixture(params=TARGETS, ids=TARGET_IDS)
-def target(request: pytest.FixtureRequest, servers: _Servers) -> Target:
-    kind, package = request.param
-    return Target(kind, servers.get(kind).url, package)
-
-
-@pytest.fixture
-def client(target: Target) -> Iterator[Any]:
-    made = target.package.client(target.url, blocking=True)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-async def aclient(target: Target) -> AsyncIterator[Any]:
-    made = target.package.client(target.url)
-    yield made
-    await made.aclose()
-
-
-@pytest.fixture
-def raw(target: Target) -> Iterator[Any]:
-    """A blocking, decoding valkey client for assertions and foreign writes."""
-    import valkey
-
-    made = valkey.Valkey.from_url(target.url, decode_responses=True)
-    yield made
-    made.close()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -49,40 +49,13 @@ from agent_memory.errors import (
     StoreClosedError,
 )
 from agent_memory.integrations.openai_agents import AgentMemorySession, memory_tools
-from tests.conftest import _Servers
-from tests.integrations.targets import KINDS, PACKAGES, Target
+from tests.integrations.targets import Target
 
 pytestmark = pytest.mark.integration
 
 
 def _name() -> str:
     return f"oa{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture(
-    params=[(k, p) for k in KINDS for p in PACKAGES],
-    ids=[f"{k}-{p.name}" for k in KINDS for p in PACKAGES],
-)
-def target(request: pytest.FixtureRequest, servers: _Servers) -> Target:
-    kind, package = request.param
-    return Target(kind, servers.get(kind).url, package)
-
-
-@pytest.fixture
-async def aclient(target: Target) -> AsyncIterator[Any]:
-    client = target.package.client(target.url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-def raw(target: Target) -> Iterator[Any]:
-    """A blocking, decoding valkey client for assertions and corrupt writes."""
-    import valkey
-
-    client = valkey.Valkey.from_url(target.url, decode_responses=True)
-    yield client
-    client.close()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ from agent_memory.errors import (
 )
 from agent_memory.integrations.pydantic_ai import AgentMemoryMessageHistory, memory_toolset
 from tests.conftest import _Servers
-from tests.integrations.targets import KINDS, PACKAGES, Target
+from tests.integrations.targets import Target
 
 pytestmark = pytest.mark.integration
 
@@ -54,32 +54,6 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pydantic_ai_memory
 
 def _name() -> str:
     return f"pa{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture(
-    params=[(k, p) for k in KINDS for p in PACKAGES],
-    ids=[f"{k}-{p.name}" for k in KINDS for p in PACKAGES],
-)
-def target(request: pytest.FixtureRequest, servers: _Servers) -> Target:
-    kind, package = request.param
-    return Target(kind, servers.get(kind).url, package)
-
-
-@pytest.fixture
-async def aclient(target: Target) -> AsyncIterator[Any]:
-    client = target.package.client(target.url)
-    yield client
-    await client.aclose()
-
-
-@pytest.fixture
-def raw(target: Target) -> Iterator[Any]:
-    """A blocking, decoding valkey client for assertions and corrupt writes."""
-    import valkey
-
-    client = valkey.Valkey.from_url(target.url, decode_responses=True)
-    yield client
-    client.close()
 
 
 @pytest.fixture

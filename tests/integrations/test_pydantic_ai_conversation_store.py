@@ -19,7 +19,7 @@ import dataclasses
 import hashlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -100,16 +100,6 @@ async def ours(target: Target) -> AsyncIterator[AgentMemoryConversationStore]:
     client = target.package.client(target.url)
     yield AgentMemoryConversationStore(client=client, name=_name())
     await client.aclose()
-
-
-@pytest.fixture
-def raw(target: Target) -> Iterator[Any]:
-    """A blocking, decoding valkey client for assertions and corrupt writes."""
-    import valkey
-
-    client = valkey.Valkey.from_url(target.url, decode_responses=True)
-    yield client
-    client.close()
 
 
 AT = datetime(2026, 1, 2, 3, 4, 5, 6789, tzinfo=timezone.utc)
