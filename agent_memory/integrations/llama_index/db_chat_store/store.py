@@ -1,36 +1,6 @@
-"""LlamaIndex's ``AsyncDBChatStore`` on Valkey / Redis: the short-term queue of ``Memory``.
-
->>> chat_store = AgentMemoryDBChatStore(client=client, async_client=aclient, name="my_agent")
->>> memory = Memory.from_defaults(session_id="user-42", chat_store=chat_store)
-
-The messages of chat ``key`` (``Memory``'s ``session_id``) are one sorted set,
-``{name}:li_db:{key}``. Each message is the member ``<id>:<ChatMessage JSON>`` (JSON by
-:mod:`.codec`), scored ``+id`` while it is ACTIVE and ``-id`` once ARCHIVED. ``id`` is
-the message's id in its chat: one more than the largest id the chat holds when the
-message is added (SQLite's rowid rule), so ids follow the order of addition. Hence:
-
-* the ACTIVE queue, oldest first, is the scores above 0 ascending, the archive the
-  scores below 0 descending: reading one status is one ``ZRANGE ... BYSCORE LIMIT``,
-  counting it one ``ZCOUNT``, whatever the size of the archive;
-* every status at once (``status=None``) is the two ranges merged by id, in a script;
-* archiving negates scores and keeps members: ``archive_oldest_messages`` is one script.
-
-Every method is one round trip on one key (plus the cache's stats counters, and a
-``PEXPIRE`` when ``ttl`` is set: a sliding lifetime refreshed by each read and write), so
-each is atomic and cluster-safe: multi-step changes are single-key scripts
-(:mod:`.scripts`). ``get_keys`` walks the keyspace with ``SCAN`` on every primary: a
-maintenance call.
-
-Semantics are ``SQLAlchemyChatStore``'s: a status filter, then ``offset`` and ``limit``,
-oldest first; ``status=None`` is every status; ``delete_oldest_messages`` and
-``archive_oldest_messages`` take the oldest ACTIVE messages and return them; ``idx`` of
-``delete_message`` is a message id (``None`` when the chat has none such). Differences:
-bad input raises :class:`~agent_memory.errors.InvalidInputError` where SQLite accepts it
-(an empty key; a negative ``limit``, ``offset`` or ``n``, which SQLite reads as "no
-limit"; a status that is not a ``MessageStatus``); ``add_messages(key, [])`` does nothing
-(SQL fails); ids count per chat, not per table; ``count_messages`` counts stored entries,
-corrupt ones included, while reads skip them (logged and counted in :attr:`skipped`).
-"""
+"""``AgentMemoryDBChatStore``: LlamaIndex's ``AsyncDBChatStore`` surface (construction,
+clients, the event loop each call runs in, argument checks, counting what reads skip);
+the operations are :mod:`.ops` (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -38,7 +8,7 @@ import asyncio
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -48,211 +18,38 @@ from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, Messag
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import TierCore
-from agent_memory.cache.keys import check_name, check_text, ttl_ms
-from agent_memory.core.effects import Command, Operation
-from agent_memory.errors import CapabilityError, InvalidInputError, ReplyParseError
-from agent_memory.integrations._list_log import READS, WRITES, decode_entries, log_key
+from agent_memory.cache.keys import check_text, ttl_ms
+from agent_memory.core.effects import Operation
+from agent_memory.errors import CapabilityError
 from agent_memory.integrations._runners import Runners, clients_from_url
-from agent_memory.integrations.llama_index import ops, scripts
-from agent_memory.integrations.llama_index.codec import (
-    decode_message,
-    encode_message,
-    encode_messages,
+from agent_memory.integrations.llama_index import ops
+from agent_memory.integrations.llama_index.codec import encode_message, encode_messages
+from agent_memory.integrations.llama_index.db_chat_store.checks import (
+    check_id,
+    check_non_negative,
+    check_status,
+    check_status_filter,
+)
+from agent_memory.integrations.llama_index.db_chat_store.layout import (
+    MAX_ID,
+    chat_key,
+    check_store_name,
+)
+from agent_memory.integrations.llama_index.db_chat_store.ops import (
+    add,
+    count,
+    delete,
+    read,
+    take_id,
+    take_oldest,
 )
 
-logger = logging.getLogger(__name__)
+# The logger of the module this package was, so logging configurations keep working.
+logger = logging.getLogger("agent_memory.integrations.llama_index.db_chat_store")
 
 _OWNER = "AgentMemoryDBChatStore"
 
-#: The key segment of the DB chat stores: ``{name}:li_db:{key}``.
-SEGMENT = "li_db"
-
-#: Ids are exact scores only below 2**53; a count or id past it means the same as it (no
-#: chat holds that many messages).
-_MAX = 2**53
-
-#: The sign of a status's scores.
-_SIGN = {MessageStatus.ACTIVE: 1, MessageStatus.ARCHIVED: -1}
-
-#: Messages read back and how many stored entries were corrupt (skipped).
-Read = tuple[list[ChatMessage], int]
-
 T = TypeVar("T")
-
-
-# -- layout (pure) -------------------------------------------------------------------------
-
-
-def chat_key(name: str, key: str) -> str:
-    """The sorted set holding chat ``key`` of cache name ``name`` (pure)."""
-    return log_key(name, SEGMENT, key)
-
-
-def decode_entry(raw: object) -> ChatMessage | None:
-    """The message a member ``<id>:<JSON>`` holds, or ``None`` when it is corrupt (pure)."""
-    if isinstance(raw, (bytearray, memoryview)):
-        raw = bytes(raw)
-    if isinstance(raw, bytes):
-        head, sep, body = raw.partition(b":")
-        well_formed = bool(sep) and head.isdigit()
-        return decode_message(body) if well_formed else None
-    if isinstance(raw, str):
-        text_head, text_sep, text_body = raw.partition(":")
-        well_formed = bool(text_sep) and text_head.isascii() and text_head.isdigit()
-        return decode_message(text_body) if well_formed else None
-    return None
-
-
-def _range(key: str, status: MessageStatus, offset: int, count: int) -> Command:
-    """One status's members, oldest first, from ``offset`` on (``count`` -1: all)."""
-    if status is MessageStatus.ACTIVE:
-        return Command(("ZRANGE", key, "(0", "+inf", "BYSCORE", "LIMIT", offset, count))
-    # archived scores are -id: the oldest is the one nearest to 0
-    return Command(("ZRANGE", key, "(0", "-inf", "BYSCORE", "REV", "LIMIT", offset, count))
-
-
-def _count(key: str, status: MessageStatus | None) -> Command:
-    if status is None:
-        return Command(("ZCARD", key))
-    if status is MessageStatus.ACTIVE:
-        return Command(("ZCOUNT", key, "(0", "+inf"))
-    return Command(("ZCOUNT", key, "-inf", "(0"))
-
-
-# -- operations (generators, no I/O) -------------------------------------------------------
-
-
-def read(
-    tier: TierCore,
-    key: str,
-    status: MessageStatus | None,
-    offset: int,
-    count: int,
-    ttl_ms: int | None,
-) -> Operation[Read]:
-    """The valid messages of ``status`` (``None``: all), oldest first, from ``offset``
-    on, at most ``count`` (-1: all), and how many corrupt entries were skipped.
-
-    Raises:
-        ReplyParseError: the reply is not a list.
-    """
-    if status is None:
-        args = (offset, count)
-        raw = yield from ops.script_on_key(tier, key, scripts.DB_GET_ALL, args, ttl_ms, READS)
-    else:
-        raw = yield from ops.on_key(tier, key, _range(key, status, offset, count), ttl_ms, READS)
-    return decode_entries(raw, decode_entry)
-
-
-def count(
-    tier: TierCore, key: str, status: MessageStatus | None, ttl_ms: int | None
-) -> Operation[int]:
-    """How many entries of ``status`` (``None``: all) the chat stores.
-
-    Raises:
-        ReplyParseError: the reply is not an integer.
-    """
-    raw = yield from ops.on_key(tier, key, _count(key, status), ttl_ms, READS)
-    if not isinstance(raw, int) or isinstance(raw, bool):
-        raise ReplyParseError(f"a count of chat {key} replied with {raw!r}")
-    return raw
-
-
-def add(
-    tier: TierCore,
-    key: str,
-    encoded: Sequence[bytes],
-    status: MessageStatus,
-    ttl_ms: int | None,
-    *,
-    replace: bool,
-) -> Operation[None]:
-    """Append encoded messages with ``status`` (after deleting every message of the
-    chat when ``replace``), atomically, each with the next id."""
-    source = scripts.DB_SET if replace else scripts.DB_ADD
-    args = (_SIGN[status], *encoded)
-    yield from ops.script_on_key(tier, key, source, args, ttl_ms, WRITES)
-    tier.note_stored(sum(map(len, encoded)))
-
-
-def take_oldest(
-    tier: TierCore, key: str, n: int, ttl_ms: int | None, *, archive: bool
-) -> Operation[Read]:
-    """Archive (or delete) the ``n`` oldest ACTIVE entries; their valid messages, oldest
-    first, and how many of them were corrupt.
-
-    Raises:
-        ReplyParseError: the reply is not a list.
-    """
-    args = (n, int(archive))
-    raw = yield from ops.script_on_key(tier, key, scripts.DB_TAKE_OLDEST, args, ttl_ms, WRITES)
-    return decode_entries(raw, decode_entry)
-
-
-def take_id(
-    tier: TierCore, key: str, idx: int, ttl_ms: int | None
-) -> Operation[tuple[ChatMessage | None, int]]:
-    """Delete message ``idx`` (either status); it (``None`` when there was none or it was
-    corrupt) and ``1`` when it was corrupt."""
-    raw = yield from ops.script_on_key(tier, key, scripts.DB_TAKE_ID, (idx,), ttl_ms, WRITES)
-    if raw is None:
-        return None, 0
-    message = decode_entry(raw)
-    return message, int(message is None)
-
-
-def delete(
-    tier: TierCore, key: str, status: MessageStatus | None, ttl_ms: int | None
-) -> Operation[None]:
-    """Delete the chat's messages of ``status`` (``None``: the whole chat)."""
-    if status is None:
-        yield from ops.on_key(tier, key, Command(("UNLINK", key)), None, WRITES)
-        return
-    low, high = ("(0", "+inf") if status is MessageStatus.ACTIVE else ("-inf", "(0")
-    yield from ops.on_key(tier, key, Command(("ZREMRANGEBYSCORE", key, low, high)), ttl_ms, WRITES)
-
-
-# -- arguments (pure) ----------------------------------------------------------------------
-
-
-def _status(value: object) -> MessageStatus:
-    if isinstance(value, MessageStatus):
-        return value
-    raise InvalidInputError(f"status must be a MessageStatus, got {value!r}", field="status")
-
-
-def _status_filter(value: object) -> MessageStatus | None:
-    return None if value is None else _status(value)
-
-
-def _non_negative(value: object, field: str) -> int:
-    """A count argument (``limit``, ``offset``, ``n``): an int >= 0, capped at 2**53."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return min(value, _MAX)
-    raise InvalidInputError(f"{field} must be an int >= 0, got {value!r}", field=field)
-
-
-def _id(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise InvalidInputError(f"idx must be an int (a message id), got {value!r}", field="idx")
-
-
-def _check_store_name(name: object) -> str:
-    """A cache name in which ``:li_db`` cannot occur, so that no two (name, key) pairs
-    share a sorted set and a name's ``SCAN`` prefix matches only its own chats.
-
-    Raises:
-        InvalidInputError: a bad cache name, or one containing ``:li_db``.
-    """
-    checked = check_name(name)
-    if f":{SEGMENT}" in checked:
-        raise InvalidInputError(
-            f"name must not contain ':{SEGMENT}' (its chats' keys would be another "
-            f"name's), got {checked!r}",
-            field="name",
-        )
-    return checked
 
 
 # -- the store -----------------------------------------------------------------------------
@@ -304,7 +101,7 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
         ttl: float | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
-        checked = _check_store_name(name)
+        checked = check_store_name(name)
         expiry = ttl_ms(ttl)
         runners = Runners(
             client,
@@ -335,7 +132,7 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
         Raises:
             InvalidInputError: a bad URL, client option, name or TTL.
         """
-        _check_store_name(name)
+        check_store_name(name)
         ttl_ms(ttl)
         client, async_client = clients_from_url(url, **client_options)
         store = cls(name=name, client=client, async_client=async_client, ttl=ttl, registry=registry)
@@ -419,9 +216,9 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
                 an int >= 0.
             AgentMemoryError: a failure of the server.
         """
-        k, wanted = self.chat_key(key), _status_filter(status)
-        start = 0 if offset is None else _non_negative(offset, "offset")
-        most = -1 if limit is None else _non_negative(limit, "limit")
+        k, wanted = self.chat_key(key), check_status_filter(status)
+        start = 0 if offset is None else check_non_negative(offset, "offset")
+        most = -1 if limit is None else check_non_negative(limit, "limit")
         got = await self._arun(
             lambda: read(self._runners.tier, k, wanted, start, most, self._ttl_ms)
         )
@@ -437,7 +234,7 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
             InvalidInputError: a bad key or status.
             AgentMemoryError: a failure of the server.
         """
-        k, wanted = self.chat_key(key), _status_filter(status)
+        k, wanted = self.chat_key(key), check_status_filter(status)
         return await self._arun(lambda: count(self._runners.tier, k, wanted, self._ttl_ms))
 
     async def get_keys(self) -> list[str]:
@@ -494,7 +291,7 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
         await self._add(key, encode_messages(messages), status, replace=True)
 
     async def _add(self, key: str, encoded: list[bytes], status: object, *, replace: bool) -> None:
-        k, wanted = self.chat_key(key), _status(status)
+        k, wanted = self.chat_key(key), check_status(status)
         if not encoded and not replace:
             return  # nothing to add (bad input was still refused above)
         await self._arun(
@@ -511,8 +308,8 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
             InvalidInputError: a bad key, an ``idx`` that is not an int.
             AgentMemoryError: a failure of the server.
         """
-        k, wanted = self.chat_key(key), _id(idx)
-        if not 0 < wanted < _MAX:
+        k, wanted = self.chat_key(key), check_id(idx)
+        if not 0 < wanted < MAX_ID:
             return None  # no message has such an id
         taken = await self._arun(lambda: take_id(self._runners.tier, k, wanted, self._ttl_ms))
         return self._note(taken, k)
@@ -524,7 +321,7 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
             InvalidInputError: a bad key or status.
             AgentMemoryError: a failure of the server.
         """
-        k, wanted = self.chat_key(key), _status_filter(status)
+        k, wanted = self.chat_key(key), check_status_filter(status)
         await self._arun(lambda: delete(self._runners.tier, k, wanted, self._ttl_ms))
 
     async def delete_oldest_messages(self, key: str, n: int) -> list[ChatMessage]:
@@ -548,7 +345,7 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
         return await self._take_oldest(key, n, archive=True)
 
     async def _take_oldest(self, key: str, n: object, *, archive: bool) -> list[ChatMessage]:
-        k, most = self.chat_key(key), _non_negative(n, "n")
+        k, most = self.chat_key(key), check_non_negative(n, "n")
         taken = await self._arun(
             lambda: take_oldest(self._runners.tier, k, most, self._ttl_ms, archive=archive)
         )
@@ -572,4 +369,4 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
         await self._runners.aclose()
 
 
-__all__ = ["SEGMENT", "AgentMemoryDBChatStore", "chat_key", "decode_entry"]
+__all__ = ["AgentMemoryDBChatStore"]
