@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory.core.clients import map_client_error
-from agent_memory.errors import ServerResponseError, ServerUnavailableError, WrongTypeError
+from agent_memory.core.clients import AsyncExecutor, SyncExecutor, map_client_error
+from agent_memory.core.effects import Batch, Command
+from agent_memory.errors import (
+    CapabilityError,
+    ServerResponseError,
+    ServerUnavailableError,
+    WrongTypeError,
+)
 
 
 def _raised_in(module: str, exc_type: type[Exception]) -> Exception:
@@ -57,3 +63,36 @@ def test_a_cluster_with_no_reachable_node_is_unavailability(package: str, name: 
     assert isinstance(map_client_error(lost, command="HINCRBY"), ServerUnavailableError)
     misuse = kind("No way to dispatch this command to Valkey Cluster. Missing key.")
     assert type(map_client_error(misuse, command="FT.SEARCH")) is ServerResponseError
+
+
+@pytest.mark.parametrize("package", ["valkey", "redis"])
+async def test_an_atomic_batch_is_refused_only_where_the_cluster_client_has_no_transactions(
+    package: str, cluster_url: str
+) -> None:
+    """valkey-py's cluster clients have no MULTI/EXEC and redis-py's asyncio one runs it in
+    threads on event loops of their own: an atomic batch is a clear CapabilityError
+    before anything is sent; redis-py's blocking cluster client runs it on the slot's
+    node."""
+    module = pytest.importorskip(package)
+    amodule = pytest.importorskip(f"{package}.asyncio")
+    sync_cls = module.ValkeyCluster if package == "valkey" else module.RedisCluster
+    async_cls = amodule.ValkeyCluster if package == "valkey" else amodule.RedisCluster
+    key = f"{{atomic{package}}}:k"
+    steps = Batch((Command(("SET", key, "1")), Command(("INCR", key))), atomic=True)
+    sync_client = sync_cls.from_url(cluster_url, decode_responses=True)
+    async_client = async_cls.from_url(cluster_url, decode_responses=True)
+    try:
+        sync_client.delete(key)
+        with pytest.raises(CapabilityError, match="MULTI/EXEC"):
+            await AsyncExecutor(async_client).batch(steps)
+        if package == "valkey":
+            with pytest.raises(CapabilityError, match="MULTI/EXEC"):
+                SyncExecutor(sync_client).batch(steps)
+            assert sync_client.get(key) is None  # nothing was sent
+        else:
+            assert SyncExecutor(sync_client).batch(steps)[1] == 2
+            assert sync_client.get(key) == "2"
+    finally:
+        sync_client.delete(key)
+        sync_client.close()
+        await async_client.aclose()

@@ -21,7 +21,9 @@ from agent_memory.backends.inprocess_keyspace import (
     _hsetnx,
     _incrby,
     _s,
+    _sadd,
     _set,
+    _srem,
     _type,
     _zadd,
 )
@@ -50,7 +52,7 @@ def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     memory, registry, bucket, usage, stats, terms, version, epoch = keys[:8]
     memory_id, expiry, token = _s(argv[1]), argv[2], argv[5]
     nterms = int(_s(argv[6]))
-    pairs, fields = argv[7 : 7 + 2 * nterms], argv[7 + 2 * nterms :]
+    pairs, fields = argv[8 : 8 + 2 * nterms], argv[8 + 2 * nterms :]
     _hash_set(ks, [memory, *fields, "seq", str(_incrby(ks, [keys[8]]))])
     if _s(argv[0]) != "0":
         _expire(0.001)(ks, [memory, argv[0]])
@@ -63,8 +65,12 @@ def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
         _set(ks, [epoch, token])
     _zadd(ks, [registry, expiry, memory_id])
     _zadd(ks, [bucket, argv[3], memory_id])
-    for index in keys[9:]:
+    for index in keys[10:]:
         _zadd(ks, [index, expiry, memory_id])
+    try:
+        _sadd(ks, [keys[9], argv[7]])
+    except ServerResponseError:
+        result = 2
     try:
         _hincrby(ks, [stats, "remembers", "1"])
     except (ServerResponseError, ValueError, OverflowError):
@@ -269,6 +275,15 @@ def _delete_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     return found
 
 
+def _forget_empty_namespace(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if ks._alive(keys[0]):
+        return 0
+    try:
+        return _srem(ks, [keys[1], argv[0]])
+    except ServerResponseError:
+        return -1
+
+
 _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     lexical.ADJUST_STATS: _adjust_stats,
     lexical.REPLACE_STATS: _replace_stats,
@@ -285,6 +300,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.COMPLETE: _complete,
     scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
     scripts.FEEDBACK: _feedback,
+    scripts.FORGET_EMPTY_NAMESPACE: _forget_empty_namespace,
 }
 
 

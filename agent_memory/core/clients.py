@@ -21,6 +21,7 @@ from agent_memory.core.effects import Batch, Command, ScanKeys
 from agent_memory.core.wire import AsyncLane, SyncLane
 from agent_memory.errors import (
     AgentMemoryError,
+    CapabilityError,
     InvalidInputError,
     OperationTimeoutError,
     ServerResponseError,
@@ -158,6 +159,27 @@ def _route(client: Any, cmd: Command) -> dict[str, Any]:
     return {"target_nodes": client.get_random_node()}
 
 
+def check_atomic_batch(client: Any, b: Batch) -> None:
+    """Refuse an atomic batch on a cluster client that cannot send one properly.
+
+    Raises:
+        CapabilityError: valkey-py's cluster clients have no transactions, and redis-py's
+            asyncio cluster client runs each command of one in a thread on an event loop
+            of its own (blocking ours, and leaving a connection bound to a loop that is
+            closed); only redis-py's blocking cluster client sends ``MULTI``/``EXEC`` to
+            the slot's node. An operation needing one step on a cluster is a script.
+    """
+    if not b.atomic or not is_cluster_client(client):
+        return
+    module = type(client).__module__
+    if module.startswith("valkey") or module.startswith("redis.asyncio"):
+        first = b.commands[0].name if b.commands else "empty"
+        raise CapabilityError(
+            f"an atomic batch ({first} ...) needs MULTI/EXEC, which {module}."
+            f"{type(client).__name__} does not support properly; send it as one script"
+        )
+
+
 def _split_cluster_batch(client: Any, b: Batch) -> tuple[list[int], list[int]]:
     """Indexes of the keyless commands of a batch on a cluster client, and the others."""
     if b.atomic or not is_cluster_client(client):
@@ -253,6 +275,7 @@ class SyncExecutor:
         return _map_batch_errors(b, replies)
 
     def _batch(self, b: Batch) -> list[Any]:
+        check_atomic_batch(self.client, b)
         with map_client_errors(b.commands[0].name if b.commands else None):
             fast = self._on_lane(b)
         if fast is not None:
@@ -339,6 +362,7 @@ class AsyncExecutor:
         return _map_batch_errors(b, replies)
 
     async def _batch(self, b: Batch) -> list[Any]:
+        check_atomic_batch(self.client, b)
         with map_client_errors(b.commands[0].name if b.commands else None):
             fast = await self._on_lane(b)
         if fast is not None:

@@ -9,6 +9,8 @@ value for plain ASCII alphanumerics. Our extra fields keep the exact raw values.
 
 Bookkeeping keys live outside the index prefix so the index never sees them:
 ``{name}:__mem_reg:{ns}`` (ids of a namespace, scored by expiry),
+``{name}:__mem_namespaces`` (every namespace token written, so that ``stats`` and
+``prune`` never walk the keyspace for the registries),
 ``{name}:__mem_scope:{digest}`` (ids of one exact scope, for capacity),
 ``{name}:__mem_epoch:{ns}`` (bumped when stored vectors or filters change),
 ``{name}:__mem_df:{ns}`` (term statistics of the lexical channel: ``n``, ``len``,
@@ -64,6 +66,10 @@ F_SEQ = "seq"  # write order within the store (ties of created_at)
 
 USAGE_EXPOSURES = "x:"  # ``{name}:__mem_use`` field prefix: exposures of a memory
 USAGE_ACCESSES = "a:"  # ``{name}:__mem_use`` field prefix: accesses (reinforced recalls)
+# ``{name}:__mem_meta`` field set once ``{name}:__mem_namespaces`` lists every namespace
+# (a store written before that set existed is scanned once to fill it).
+NAMESPACES_META_FIELD = "namespaces"
+NAMESPACES_VERSION = "v1"
 
 TAG_SEPARATOR = ","
 # 2: the ``lex`` field, its FLAT IP index field and the ``__mem_df`` term statistics.
@@ -182,6 +188,13 @@ class Keys:
     def ghost_suspects(self, namespace_token: str) -> str:
         """Registered ids seen naming no memory, with when (``prune``'s ghost sweep)."""
         return f"{self.name}:__mem_ghost:{namespace_token}"
+
+    @property
+    def namespaces(self) -> str:
+        """The tokens of every namespace a write registered a memory in (a set; written
+        by every write with its registry, filled once from a SCAN for stores written
+        before it existed: :data:`NAMESPACES_META_FIELD` of :attr:`meta` says so)."""
+        return f"{self.name}:__mem_namespaces"
 
     def registry_version(self, namespace_token: str) -> str:
         """Bumped whenever the namespace's membership changes (portable mirror)."""

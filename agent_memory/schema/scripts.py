@@ -109,7 +109,7 @@ WRITE_MEMORY = (
     ADD_STAT_LUA
     + """
 local nterms = tonumber(ARGV[7])
-local fields = {unpack(ARGV, 8 + 2 * nterms)}
+local fields = {unpack(ARGV, 9 + 2 * nterms)}
 fields[#fields + 1] = 'seq'
 fields[#fields + 1] = redis.call('INCR', KEYS[9])
 redis.call('HSET', KEYS[1], unpack(fields))
@@ -122,23 +122,26 @@ if ARGV[5] == '1' then
 end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[2])
-for i = 10, #KEYS do redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2]) end
+for i = 11, #KEYS do redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2]) end
+local listed = redis.pcall('SADD', KEYS[10], ARGV[8])
+if type(listed) == 'table' and listed.err then result = 2 end
 local counted = redis.pcall('HINCRBY', KEYS[5], 'remembers', 1)
 if type(counted) == 'table' and counted.err then result = 2 end
-for i = 8, 7 + 2 * nterms, 2 do add_stat(KEYS[6], ARGV[i], ARGV[i + 1]) end
+for i = 9, 8 + 2 * nterms, 2 do add_stat(KEYS[6], ARGV[i], ARGV[i + 1]) end
 redis.call('SET', KEYS[7], ARGV[6])
 return result
 """
 )
 """A memory, its registrations and its bookkeeping in one step (standalone servers: the
 keys span hash slots). KEYS = [memory, registry, scope bucket, usage, stats, term
-statistics, registry version, epoch, write counter, agent/thread index...]; the memory
-gets the next ``seq`` of the store in the same HSET. ARGV = [ttl_ms or "0", id,
-expiry score, created_at, caller-chosen id "1"/"0" (it may replace a memory: its usage
-is reset and the epoch changes), a fresh change token, term count, (term field, delta)
-..., field, value, ...]. Returns 1, or 2 when a usage reset or the ``remembers`` counter
-failed (another writer replaced that key by another type): the memory and its
-registrations are written either way, never half of them."""
+statistics, registry version, epoch, write counter, namespace set, agent/thread
+index...]; the memory gets the next ``seq`` of the store in the same HSET. ARGV =
+[ttl_ms or "0", id, expiry score, created_at, caller-chosen id "1"/"0" (it may replace
+a memory: its usage is reset and the epoch changes), a fresh change token, term count,
+namespace token, (term field, delta) ..., field, value, ...]. Returns 1, or 2 when a
+usage reset, the namespace set or the ``remembers`` counter failed (another writer
+replaced that key by another type): the memory and its registrations are written either
+way, never half of them."""
 
 REFRESH_DUPLICATE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -231,3 +234,14 @@ return changed and 1 or 0
 """KEYS = [config hash]; ARGV = [published field, (field, value)...]: set the fields that
 are not set and remember what was published (one key: cluster-safe). A published record
 that is not a JSON object is replaced, as the in-process twin does."""
+
+FORGET_EMPTY_NAMESPACE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local removed = redis.pcall('SREM', KEYS[2], ARGV[1])
+if type(removed) == 'table' and removed.err then return -1 end
+return removed
+"""
+"""KEYS = [registry, namespace set], ARGV = [namespace token]: the token leaves the set
+only while its registry does not exist (a write creates both in one script). Returns 1
+when removed, 0 when not (registry present, or token absent), -1 when the set is not a
+set."""

@@ -98,6 +98,7 @@ async def test_store_fully_works_on_a_cluster(
     assert await store.forget_by_scope(Scope(namespace="ns", agent_id="agent1")) == 3
     stats = await store.stats()
     assert stats.items == 26 and stats.counters["remembers"] == 30
+    assert set(raw.smembers(f"{store.name}:__mem_namespaces")) == {"ns"}  # no SCAN needed
 
     # capacity: the cap of 5 per exact scope holds on a cluster
     capped = Scope(namespace="ns", agent_id="capped")
@@ -130,7 +131,11 @@ async def test_a_write_survives_broken_bookkeeping_keys_on_a_cluster(
     q = random_unit("broken")
     embed.set("broken", q)
     first = (await store.remember_many([MemoryInput(content="first note", id="note-1")]))[0]
-    for key in (f"{store.name}:__mem_use", f"{store.name}:__mem_stats"):
+    for key in (
+        f"{store.name}:__mem_use",
+        f"{store.name}:__mem_stats",
+        f"{store.name}:__mem_namespaces",
+    ):
         raw.delete(key)
         raw.set(key, "not what it was")
     ctx = getattr(store, "_store", store)._ctx

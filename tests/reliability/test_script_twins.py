@@ -38,6 +38,7 @@ class Scenario:
     hashes: dict[str, dict[str, str]] = field(default_factory=dict)
     zsets: dict[str, dict[str, float]] = field(default_factory=dict)
     strings: dict[str, str] = field(default_factory=dict)
+    sets: dict[str, list[str]] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +59,9 @@ def _setup(run: Callable[..., Any], sc: Scenario, p: Callable[[str], str]) -> No
             run("ZADD", p(key), *[x for m, s in members.items() for x in (repr(s), m)])
     for key, value in sc.strings.items():
         run("SET", p(key), value)
+    for key, members in sc.sets.items():
+        if members:
+            run("SADD", p(key), *members)
 
 
 def _norm(value: Any) -> Any:
@@ -108,6 +112,8 @@ def _state(run: Callable[..., Any], names: list[str], p: Callable[[str], str]) -
                 else [x for pr in raw for x in pr]
             )
             value = {_norm(flat[i]): _norm(flat[i + 1]) for i in range(0, len(flat), 2)}
+        elif kind == "set":
+            value = sorted(_norm(m) for m in run("SMEMBERS", key))
         else:
             value = _norm(run("GET", key))
         out[name] = (kind, value, int(run("PTTL", key)) > 0)
@@ -127,7 +133,7 @@ def _run_both(server: ServerInfo, sc: Scenario) -> None:
     twin = InProcessClient(keyspace)
     prefix = f"twin{uuid.uuid4().hex[:10]}:"
     p = _prefixed(sc, prefix)
-    names = sorted({*sc.keys, *sc.hashes, *sc.zsets, *sc.strings})
+    names = sorted({*sc.keys, *sc.hashes, *sc.zsets, *sc.strings, *sc.sets})
     try:
         _setup(client.execute_command, sc, p)
         _setup(twin.execute_command, sc, p)
@@ -185,13 +191,32 @@ def write_memory(draw: Any) -> Scenario:
     fields = draw(st.dictionaries(WORDS, st.sampled_from(["v", "1", "ü"]), min_size=1, max_size=3))
     argv = [draw(st.sampled_from(["0", "5000"])), "m1", draw(st.sampled_from(["+inf", "900"])),
             "100", draw(st.sampled_from(["0", "1"])), "tok",
-            str(len(terms)), *[x for kv in terms.items() for x in kv],
+            str(len(terms)), draw(st.sampled_from(["ns", "other"])),
+            *[x for kv in terms.items() for x in kv],
             *[x for kv in fields.items() for x in kv]]  # fmt: skip
     keys = ["mem:m1", "registry", "bucket", "usage", "stats", "terms", "version", "epoch",
-            "seq", *indexes]  # fmt: skip
+            "seq", "namespaces", *indexes]  # fmt: skip
     usage = {"x:m1": "3", "a:m1": "1"} if draw(st.booleans()) else {}
+    strings = {"seq": "41"} if draw(st.booleans()) else {}
+    listed = draw(st.sampled_from(["absent", "other", "same", "string"]))
+    if listed == "string":  # another writer replaced the namespace set by a string
+        strings["namespaces"] = "not a set"
+    sets = {"namespaces": {"absent": [], "other": ["x"], "same": ["ns", "x"]}.get(listed, [])}
     return Scenario(scripts.WRITE_MEMORY, keys, argv, {**hashes, "usage": usage},
-                    strings={"seq": "41"} if draw(st.booleans()) else {})  # fmt: skip
+                    strings=strings, sets=sets)  # fmt: skip
+
+
+@st.composite
+def forget_empty_namespace(draw: Any) -> Scenario:
+    registry = draw(st.sampled_from(["absent", "zset", "string"]))
+    zsets = {"registry": {"m1": 5.0}} if registry == "zset" else {}
+    strings = {"registry": "x"} if registry == "string" else {}
+    listed = draw(st.sampled_from(["absent", "with", "without", "string"]))
+    if listed == "string":
+        strings["namespaces"] = "not a set"
+    sets = {"namespaces": {"with": ["ns", "b"], "without": ["b"]}.get(listed, [])}
+    return Scenario(scripts.FORGET_EMPTY_NAMESPACE, ["registry", "namespaces"], ["ns"],
+                    zsets=zsets, strings=strings, sets=sets)  # fmt: skip
 
 
 @st.composite
@@ -262,7 +287,7 @@ def test_every_script_has_a_scenario() -> None:
         scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
-        scripts.PUBLISH,
+        scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE,
     }  # fmt: skip
     assert set(_SCRIPT_TWINS) == covered
     assert L.F_SEQ == "seq"  # the write script's field, checked by write_memory scenarios
@@ -282,6 +307,12 @@ def test_recall_effects_twin(server: ServerInfo, sc: Scenario) -> None:
 @SETTINGS
 @given(write_memory())
 def test_write_memory_twin(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+@SETTINGS
+@given(forget_empty_namespace())
+def test_forget_empty_namespace_twin(server: ServerInfo, sc: Scenario) -> None:
     _run_both(server, sc)
 
 

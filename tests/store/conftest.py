@@ -105,10 +105,10 @@ ENV_PARAMS = [
 
 @pytest.fixture(scope="package")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Servers]:
-    """The behavioural suite's own servers, holding only its own data: ``stats``,
-    ``prune`` and the keyspace checks walk the whole keyspace with ``SCAN`` (README
-    "Limits"), so on the servers the rest of the suite has filled its damage matrix took
-    several times as long."""
+    """The behavioural suite's own servers, holding only its own data: the damage
+    matrix's checks and its adoption and ghost paths walk the whole keyspace with
+    ``SCAN`` (README "Limits"), which on the servers the rest of the suite has filled
+    took several times as long."""
     registry = _Servers(tmp_path_factory.mktemp("store-servers"))
     yield registry
     registry.stop_all()

@@ -56,7 +56,8 @@ from agent_memory.schema.encoding import encode_value
 from agent_memory.schema.records import blob_vector
 from agent_memory.search.parse import parse_index_info
 from agent_memory.store.ops.ensure import ensure_index
-from agent_memory.store.ops.read import count_in, foreign_estimate, registry_keys
+from agent_memory.store.ops.namespaces import registry_keys
+from agent_memory.store.ops.read import count_in, foreign_estimate
 from agent_memory.store.ops.transfer import FORMAT, import_records, parse_record
 from agent_memory.store.validation import check_id
 
@@ -214,10 +215,16 @@ def _index_holds_more(ctx: StoreContext, registries: list[str]) -> Operation[boo
 
 def adopt_if_present(ctx: StoreContext, registries: list[str] | None = None) -> Operation[int]:
     """Adopt foreign records when the index holds more documents than the store has
-    memories (one round trip when it does not, after a scan for the registries unless
-    they are given); the number adopted."""
+    memories (one round trip when it does not, after reading the namespace set unless
+    the registries are given; a scan of the keyspace when it does); the number
+    adopted."""
     if registries is None:
         registries = yield from registry_keys(ctx)
+    if not (yield from _index_holds_more(ctx, registries)):
+        return 0
+    # Short: foreign records, or a namespace a process of an older version created (its
+    # writes do not list their namespace): a scan finds the latter and lists it.
+    registries = yield from registry_keys(ctx, rescan=True)
     if not (yield from _index_holds_more(ctx, registries)):
         return 0
     report = yield from adopt_foreign(ctx)
@@ -232,7 +239,7 @@ def adopt_if_present(ctx: StoreContext, registries: list[str] | None = None) -> 
 @dataclass
 class AdoptionWatch:
     """What the periodic foreign check remembers between runs: the store's namespace
-    registries, so that a check walks them without scanning the keyspace again."""
+    registries, so that a check counts them without reading the namespace set again."""
 
     registries: list[str] | None = None
 
@@ -240,8 +247,9 @@ class AdoptionWatch:
 def adopt_if_changed(ctx: StoreContext, watch: AdoptionWatch) -> Operation[int]:
     """The periodic check (``adopt_interval``): ``FT.INFO`` and the sizes of the known
     registries in one round trip; only when the index holds more documents than they
-    list (a foreign write, or a namespace created since the last scan) are the
-    registries scanned again and, if still short, the foreign records adopted."""
+    list (a foreign write, or a namespace created since the last check) is the
+    namespace set read again and, if still short, the keyspace scanned and the foreign
+    records adopted."""
     if watch.registries is not None and not (yield from _index_holds_more(ctx, watch.registries)):
         return 0
     watch.registries = yield from registry_keys(ctx)

@@ -19,6 +19,7 @@ from agent_memory.search.dialect import Dialect, detect_dialect
 from agent_memory.store.config import publish_config
 from agent_memory.store.ops.embedding import call_embedder
 from agent_memory.store.ops.membership import ensure_member_indexes
+from agent_memory.store.ops.namespaces import mark_listed
 from agent_memory.store.validation import unit_vector
 
 _PROBE_TEXT = "agent-memory dimension probe"
@@ -122,6 +123,8 @@ def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
     created, version = yield from _check_identity(ctx, dim)
     yield from publish_config(ctx)
     yield from ensure_member_indexes(ctx, fresh=created)
+    if created:
+        yield from mark_listed(ctx)
     if ctx.settings.in_process:
         choice = "inprocess"
     if ctx.settings.ft_dialect == "baseline" and dialect.has_search:

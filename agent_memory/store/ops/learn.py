@@ -27,8 +27,8 @@ from agent_memory.backends.reads import (
     read_many_replies,
     unreadable,
 )
-from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
-from agent_memory.core.replies import integer, optional_text, raise_first_error, text
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
+from agent_memory.core.replies import integer, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
@@ -36,6 +36,7 @@ from agent_memory.schema.records import retention_from_fields
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.forget import delete_ids
 from agent_memory.store.ops.ghosts import sweep
+from agent_memory.store.ops.namespaces import check_forgotten, forget_if_empty, registry_keys
 from agent_memory.store.ops.read import is_wrong_type, registered_ids
 from agent_memory.store.validation import check_id
 
@@ -168,8 +169,7 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
     """Delete suppressed memories (one namespace, or all), expired registry entries, and
     entries that have named no memory for longer than the ghost grace."""
     if namespace_token is None:
-        keys = yield from scan_keys(f"{ctx.keys.name}:__mem_reg:*")
-        registries = sorted(optional_text(k) or "" for k in keys)
+        registries = yield from registry_keys(ctx)
     else:
         registries = [ctx.keys.registry(namespace_token)]
     now = ctx.now_ms()
@@ -199,5 +199,10 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
             ordered = sorted(victims)
             yield from delete_ids(ctx, ordered)
             deleted.extend(ordered)
+    if registries and not ctx.settings.cluster:
+        tokens = [_namespace_of(ctx, registry) for registry in registries]
+        replies = yield from execute_batch([forget_if_empty(ctx, t) for t in tokens])
+        for reply in replies:
+            check_forgotten(ctx, reply)
     ctx.count("pruned", len(deleted))
     return PruneResult(tuple(deleted), cleaned, ghosts)

@@ -15,7 +15,7 @@ from agent_memory.backends.reads import (
     read_many_replies,
     unreadable,
 )
-from agent_memory.core.effects import Command, Operation, command, execute, execute_batch, scan_keys
+from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
 from agent_memory.core.replies import integer, lenient_text, pairs, text
 from agent_memory.errors import (
     AgentMemoryError,
@@ -27,6 +27,7 @@ from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.records import parse_item, retention_from_fields
 from agent_memory.schema.types import ListResult, MemoryItem
 from agent_memory.search.parse import parse_index_info
+from agent_memory.store.ops.namespaces import registry_keys
 from agent_memory.store.validation import check_id
 
 logger = logging.getLogger("agent_memory.store")
@@ -262,12 +263,6 @@ class MemoryStats:
     counters: dict[str, int]
     backend: str
     foreign: int = 0
-
-
-def registry_keys(ctx: StoreContext) -> Operation[list[str]]:
-    """Every namespace registry of the store (a SCAN of the keyspace)."""
-    found = yield from scan_keys(f"{ctx.keys.name}:__mem_reg:*")
-    return sorted(set(map(text, found)))
 
 
 def count_in(

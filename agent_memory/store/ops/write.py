@@ -127,13 +127,13 @@ def _write_script(
     delta = stats_delta([memory.content], 1) if with_terms else {}
     return Command(
         (
-            "EVAL", scripts.WRITE_MEMORY, str(9 + len(indexes)),
+            "EVAL", scripts.WRITE_MEMORY, str(10 + len(indexes)),
             ctx.keys.memory(memory.id), ctx.keys.registry(ns),
             ctx.keys.scope_bucket(memory.bucket), ctx.keys.usage, ctx.keys.stats,
             ctx.keys.term_stats(ns), ctx.keys.registry_version(ns), ctx.keys.epoch(ns),
-            ctx.keys.sequence, *indexes,
+            ctx.keys.sequence, ctx.keys.namespaces, *indexes,
             str(ttl_ms), memory.id, expiry, str(memory.created_at),
-            "1" if memory.explicit_id else "0", fresh_token(), str(len(delta)),
+            "1" if memory.explicit_id else "0", fresh_token(), str(len(delta)), ns,
             *(x for name, amount in delta.items() for x in (name, str(amount))),
             *record_fields(memory, ctx.lexical_form),
         )
@@ -173,12 +173,20 @@ def _registered_and_numbered(
     """A cluster write's first round trip: reserve the chunk's write numbers (the write
     counter and the memories live in different slots) and register the memories."""
     registrations = [c for memory, _ in chunk for c in _cluster_registrations(ctx, memory)]
-    registrations += [
-        bump(ctx.keys.registry_version(ns)) for ns in sorted({m.namespace_token for m, _ in chunk})
-    ]
+    namespaces = sorted({m.namespace_token for m, _ in chunk})
+    registrations += [bump(ctx.keys.registry_version(ns)) for ns in namespaces]
+    listed = command("SADD", ctx.keys.namespaces, *namespaces)
     replies = yield from execute_batch(
-        [command("INCRBY", ctx.keys.sequence, str(len(chunk))), *registrations]
+        [command("INCRBY", ctx.keys.sequence, str(len(chunk))), *registrations, listed]
     )
+    if isinstance(replies[-1], WrongTypeError):
+        logger.warning(
+            "store %s: %s is not a set (%s); the memories are stored and registered, "
+            "stats and prune find their namespaces by a scan",
+            ctx.keys.name, ctx.keys.namespaces, replies[-1],
+        )  # fmt: skip
+        ctx.count("bookkeeping_failures")
+        replies = replies[:-1]
     raise_first_error(replies)
     first = integer(replies[0]) - len(chunk) + 1
     return [(replace(m, sequence=first + i), ttl) for i, (m, ttl) in enumerate(chunk)]
