@@ -16,24 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import tempfile
-import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 from agent_memory import MemoryStore, Scope
 from benchmarks.data import Dataset, LookupEmbedder, memory_text
 from benchmarks.servers import _test_servers
-from benchmarks.stats import percentile
-
-
-async def _timed(call: Any, calls: int) -> float:
-    samples = []
-    for _ in range(calls):
-        began = time.perf_counter()
-        await call()
-        samples.append((time.perf_counter() - began) * 1000)
-    return percentile(samples, 50)
+from benchmarks.stats import p50_of_calls
 
 
 async def measure(
@@ -54,8 +43,8 @@ async def measure(
             await store.remember_many(items)
         out: dict[str, dict[str, float]] = {}
         out["store only"] = {
-            "stats": await _timed(store.stats, calls),
-            "prune": await _timed(store.prune, max(3, calls // 4)),
+            "stats": await p50_of_calls(store.stats, calls),
+            "prune": await p50_of_calls(store.prune, max(3, calls // 4)),
         }
         client = store.client
         for start in range(0, unrelated, 10_000):
@@ -65,8 +54,8 @@ async def measure(
             await pipe.execute()
         label = f"beside {unrelated:,} unrelated keys"
         out[label] = {
-            "stats": await _timed(store.stats, calls),
-            "prune": await _timed(store.prune, max(3, calls // 4)),
+            "stats": await p50_of_calls(store.stats, calls),
+            "prune": await p50_of_calls(store.prune, max(3, calls // 4)),
         }
         assert (await store.stats()).items == size
         await store.close()

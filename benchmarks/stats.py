@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import statistics
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +14,16 @@ def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     rank = max(0, min(len(ordered) - 1, round(q / 100 * len(ordered) + 0.5) - 1))
     return ordered[rank]
+
+
+async def p50_of_calls(call: Callable[[], Awaitable[Any]], calls: int) -> float:
+    """The median wall time in ms of ``calls`` awaited calls of ``call``, one at a time."""
+    samples = []
+    for _ in range(calls):
+        began = time.perf_counter()
+        await call()
+        samples.append((time.perf_counter() - began) * 1000)
+    return percentile(samples, 50)
 
 
 @dataclass

@@ -55,6 +55,19 @@ class MemoryFilter:
             object.__setattr__(self, "sources", tuple(self.sources))
         object.__setattr__(self, "label_groups", tuple(tuple(g) for g in self.label_groups))
 
+    def token_fields(self) -> tuple[str, ...]:
+        """The stored token fields :meth:`matches` reads for this filter (the namespace is
+        the set a read walks, never a field it tests)."""
+        wanted = (
+            (F_SESSION, self.session is not None),
+            (F_AGENT, self.agent is not None),
+            (F_THREAD, self.thread is not None),
+            (F_TAGS, bool(self.tags)),
+            (F_LABELS, bool(self.label_groups)),
+            (F_SOURCE, self.sources is not None or bool(self.exclude_sources)),
+        )
+        return tuple(name for name, needed in wanted if needed)
+
     def matches(self, fields: Mapping[str, str | None]) -> bool:
         """Evaluate the filter on a memory's token fields (portable backends)."""
         if self.session is not None and fields.get(F_SESSION) != self.session:

@@ -33,7 +33,6 @@ from agent_memory.store.validation import check_id
 logger = logging.getLogger("agent_memory.store")
 
 _CHUNK = 2000
-_SCAN_FIELDS = (L.F_CREATED, L.F_SEQ, *L.FILTER_FIELDS)
 
 
 def is_expired(fields: Mapping[str, Any], now_ms: int) -> bool:
@@ -181,12 +180,16 @@ def matching_ids(
     matches it: sort by the pair for write order.
 
     Walks the smallest exact id set that covers the filter — the agent's or the thread's
-    index when the filter names one, else the namespace registry — and reads only the
-    filter tokens of each memory (and its retention fields when forgetting may suppress
-    it), in pipelined chunks. The cost grows with that set, not with the namespace.
+    index when the filter names one, else the namespace registry — and reads of each
+    memory its order, the tokens the filter tests beyond that set (none for a namespace,
+    an agent or a thread alone) and its retention fields when forgetting may suppress it,
+    in pipelined chunks. The cost grows with that set, not with the namespace.
     """
     forgetting = None if include_suppressed else ctx.settings.forgetting
-    names = _SCAN_FIELDS + (L.RETENTION_FIELDS if forgetting is not None else ())
+    tested = flt.token_fields()
+    names = (L.F_CREATED, L.F_SEQ, *tested)
+    if forgetting is not None:
+        names += tuple(f for f in L.RETENTION_FIELDS if f not in names)
     now = ctx.now_ms()
     if flt.agent is not None:
         registry = ctx.keys.agent_index(flt.namespace, flt.agent)
@@ -208,21 +211,23 @@ def matching_ids(
             if isinstance(values, Unreadable):
                 unreadable(ctx, memory_id, "its key holds no hash")
                 continue
-            fields = fields_of(values, names)
-            if L.F_CREATED not in fields:
+            created, seq = values[0], values[1]
+            if created is None:
                 continue
             try:
-                # A corrupt token matches no filter value (it is None), nothing more.
-                tokens = {k: lenient_text(v) for k, v in fields.items() if k in L.FILTER_FIELDS}
                 if forgetting is not None and (
-                    retention_from_fields(fields, forgetting, now) < forgetting.retention_threshold
+                    retention_from_fields(fields_of(values, names), forgetting, now)
+                    < forgetting.retention_threshold
                 ):
                     continue
-                order = (integer(fields[L.F_CREATED]), integer(fields.get(L.F_SEQ, 0)))
+                order = (integer(created), integer(seq) if seq is not None else 0)
             except ReplyParseError as exc:
                 unreadable(ctx, memory_id, exc)
                 continue
-            if flt.matches(tokens):
+            # A corrupt token matches no filter value (it is None), nothing more.
+            if not tested or flt.matches(
+                {k: lenient_text(v) for k, v in zip(tested, values[2:], strict=False)}
+            ):
                 out.append((memory_id, order))
     return out
 
