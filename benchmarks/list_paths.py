@@ -49,16 +49,21 @@ async def measure(url: str, size: int, calls: int) -> dict[str, float]:
             "LIMIT", "0", "20", "RETURN", "1", "created_at", "DIALECT", "2",
         )  # fmt: skip
 
+    namespace, agent = Scope(namespace="ns"), Scope(namespace="ns", agent_id="a3")
     out = {
-        "list(limit=20), namespace": await p50_of_calls(lambda: store.list(limit=20, scope=Scope(namespace="ns")), calls),
-        "list(limit=20), one agent": await p50_of_calls(
-            lambda: store.list(limit=20, scope=Scope(namespace="ns", agent_id="a3")), calls
+        "list(limit=20), namespace": await p50_of_calls(
+            lambda: store.list(limit=20, scope=namespace), calls
         ),
-    }  # fmt: skip
+        "list(limit=20), one agent": await p50_of_calls(
+            lambda: store.list(limit=20, scope=agent), calls
+        ),
+    }
     try:
         reply = await page("@namespace:{ns}")
         assert int(reply[0]) == size, reply[0]
-        out["filter-only page, namespace"] = await p50_of_calls(lambda: page("@namespace:{ns}"), calls)
+        out["filter-only page, namespace"] = await p50_of_calls(
+            lambda: page("@namespace:{ns}"), calls
+        )
         out["filter-only page, one agent"] = await p50_of_calls(
             lambda: page("@namespace:{ns} @agentId:{a3}"), calls
         )
