@@ -10,7 +10,9 @@ Stores ``size`` memories in one namespace (8 agents), then times (p50 of ``--cal
   client: exact, and it reads every member);
 * the same pages as one filter-only ``FT.SEARCH ... SORTBY created_at DESC LIMIT 0 20``
   (valkey-search 1.2 and RediSearch; 1.0.2 has no filter-only query), which returns the
-  page and the total without reading every member.
+  page and the total without the client reading every member;
+* a count alone: the filter-only query with ``LIMIT 0 0`` against the registry's
+  ``ZCOUNT`` (what ``stats`` sends).
 """
 
 from __future__ import annotations
@@ -66,6 +68,16 @@ async def measure(url: str, size: int, calls: int) -> dict[str, float]:
         )
         out["filter-only page, one agent"] = await p50_of_calls(
             lambda: page("@namespace:{ns} @agentId:{a3}"), calls
+        )
+        out["filter-only count (LIMIT 0 0), namespace"] = await p50_of_calls(
+            lambda: client.execute_command(
+                "FT.SEARCH", index, "@namespace:{ns}", "LIMIT", "0", "0", "DIALECT", "2"
+            ),
+            calls,
+        )
+        out["registry count (ZCOUNT), namespace"] = await p50_of_calls(
+            lambda: client.execute_command("ZCOUNT", f"{name}:__mem_reg:ns", "-inf", "+inf"),
+            calls,
         )
     except Exception as exc:  # noqa: BLE001 - a server without filter-only queries
         print(f"  filter-only query refused: {exc}")
