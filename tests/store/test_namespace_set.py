@@ -93,6 +93,17 @@ async def test_a_damaged_set_is_reported_and_the_registries_found_by_a_scan(
     assert (await _raw(store, "GET", keys.namespaces)) in (b"not a set", "not a set")
 
 
+async def test_a_member_that_is_not_a_token_is_skipped_and_counted(env: StoreEnv) -> None:
+    store = env.make()
+    await _fill(store)
+    inner = _inner(store)
+    await _raw(store, "SADD", inner._ctx.keys.namespaces, b"\xff\xfe")
+    before = inner._ctx.counters.get("corrupt_records", 0)
+    assert (await store.stats()).items == 5
+    if env.keyspace is None:  # the in-process keyspace keeps members as text
+        assert inner._ctx.counters.get("corrupt_records", 0) > before
+
+
 async def test_prune_drops_the_tokens_of_emptied_namespaces(env: StoreEnv) -> None:
     store = env.make()
     await _fill(store)

@@ -24,7 +24,7 @@ from typing import Any
 from agent_memory.backends.context import StoreContext
 from agent_memory.cache.keys import glob_escape
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
-from agent_memory.core.replies import optional_text, raise_first_error, text
+from agent_memory.core.replies import lenient_text, optional_text, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
@@ -63,10 +63,27 @@ def registry_keys(ctx: StoreContext, *, rescan: bool = False) -> Operation[list[
         if isinstance(members, AgentMemoryError):
             raise members
         if optional_text(marked) == L.NAMESPACES_VERSION:
-            return sorted({ctx.keys.registry(text(m)) for m in members or ()})
+            return sorted({ctx.keys.registry(token) for token in _tokens(ctx, members)})
     found = yield from _scanned(ctx)
     yield from _fill(ctx, found)
     return found
+
+
+def _tokens(ctx: StoreContext, members: Any) -> list[str]:
+    """The namespace tokens of an ``SMEMBERS`` reply; a member that is not UTF-8 names
+    no namespace a write of this library listed: skipped, logged and counted."""
+    tokens = []
+    for member in members or ():
+        token = lenient_text(member)
+        if token is None:
+            logger.warning(
+                "store %s: %s lists %r, which is not a namespace token; skipped",
+                ctx.keys.name, ctx.keys.namespaces, member,
+            )  # fmt: skip
+            ctx.count("corrupt_records")
+            continue
+        tokens.append(token)
+    return tokens
 
 
 def _scanned(ctx: StoreContext) -> Operation[list[str]]:
