@@ -32,6 +32,10 @@ import test_cluster
 
 pytestmark = pytest.mark.integration
 
+# A restarted primary may be left out of fanned-out searches until the next shard check
+# and the coordinators' links are back (README "Cluster": up to 10 s).
+SHARD_WINDOW = 12.0
+
 AOF_ALWAYS = ("--appendfsync", "always")
 # Plain Valkey (the portable backend) loses each node in turn; valkey-search with its
 # coordinator (the FT backend) loses the node that holds no store counter and one that may.
@@ -131,7 +135,7 @@ async def test_cluster_node_sigkill_loses_nothing_acknowledged(
         cluster.restart(node)
         await _until_up(store)
         await assert_read_back(store, load.acked)
-        await assert_recalled(store, load.acked)
+        await assert_recalled(store, load.acked, within=SHARD_WINDOW)
         stored = await _stored_ids(client, f"{name}:mem:")
         registered = await _registered_ids(client, name)
         assert stored <= registered, "a stored memory that nothing lists"
@@ -191,7 +195,7 @@ async def test_cluster_primary_failover_keeps_the_store_going(tmp_path: Path, ki
         missing = [m for m in load.acked if (await store.get(m)) is None]
         assert not missing, f"{len(missing)} of {len(load.acked)} acknowledged writes lost"
         await assert_read_back(store, load.acked)
-        await assert_recalled(store, load.acked)
+        await assert_recalled(store, load.acked, within=SHARD_WINDOW)
         stored = await _stored_ids(client, f"{name}:mem:")
         registered = await _registered_ids(client, name)
         assert stored <= registered, "a stored memory that nothing lists"
