@@ -230,13 +230,16 @@ class QueryScorer:
     def score(self, doc_terms: Sequence[str]) -> tuple[float, float]:
         """``(bm25, coverage)`` of one document: Okapi BM25 over the distinct query terms,
         and the share of the query's idf mass the document contains."""
-        if self.vocabulary.isdisjoint(doc_terms):
-            return 0.0, 0.0  # most semantic candidates share no term with the query
+        shared = self.vocabulary.intersection(doc_terms)
+        if not shared:
+            return 0.0, 0.0
         norm = K1 * (1.0 - B + B * len(doc_terms) / self.avgdl)
         score = covered = 0.0
+        # In the query's term order (the sums' order fixes their last bit), counting
+        # only the terms the document holds: most hold one or two of the query's terms.
         for term, weight in zip(self.terms, self.idf, strict=True):
-            count = doc_terms.count(term)
-            if count:
+            if term in shared:
+                count = doc_terms.count(term)
                 score += weight * count * (K1 + 1.0) / (count + norm)
                 covered += weight
         return score, (covered / self.mass if self.mass > 0 else 0.0)

@@ -94,20 +94,27 @@ class Found(NamedTuple):
 
 
 def found(semantic: list[KnnMatch], lexical_matches: list[KnnMatch]) -> list[Found]:
-    """Union of a pool's semantic and lexical matches, each memory once."""
-    bound = max((m.distance for m in semantic), default=2.0)
+    """Union of a pool's semantic and lexical matches, each memory once (the first of
+    its matches kept, the semantic ones first)."""
+    both, semantic_only, lexical_only = (
+        _CHANNELS[True, True],
+        _CHANNELS[True, False],
+        _CHANNELS[False, True],
+    )
     lexical_ids = {m.id for m in lexical_matches}
-    semantic_ids = {m.id for m in semantic}
-    merged = [(m, m.distance) for m in semantic]
-    merged += [(m, bound) for m in lexical_matches if m.id not in semantic_ids]
     seen: set[str] = set()
     out = []
-    for match, distance in merged:
-        if match.id in seen:
-            continue
-        seen.add(match.id)
-        channels = _CHANNELS[(match.id in semantic_ids, match.id in lexical_ids)]
-        out.append(Found(match, distance, channels))
+    for match in semantic:
+        if match.id not in seen:
+            seen.add(match.id)
+            channels = both if match.id in lexical_ids else semantic_only
+            out.append(Found(match, match.distance, channels))
+    if lexical_matches:
+        bound = max((m.distance for m in semantic), default=2.0)
+        for match in lexical_matches:
+            if match.id not in seen:
+                seen.add(match.id)
+                out.append(Found(match, bound, lexical_only))
     return out
 
 
