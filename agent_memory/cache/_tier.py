@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,11 +26,13 @@ from agent_memory.core.clients import (
     is_cluster_client,
 )
 from agent_memory.core.effects import Command, Operation, T
-from agent_memory.core.replies import raise_first_error
+from agent_memory.core.replies import raise_first_error, text
 from agent_memory.core.runner import run_async, run_sync
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.telemetry import OperationScope, Telemetry
 from agent_memory.telemetry.core import describe_result
+
+logger = logging.getLogger("agent_memory.cache")
 
 
 class TierCore:
@@ -69,6 +73,14 @@ class TierCore:
         raise_first_error([raw])
         return raw, True
 
+    def unreadable(self, key: str, reason: str) -> None:
+        """An entry no writer of this library (or of agent-cache) makes: logged and
+        counted (``corrupt_entries``); the caller reads it as absent."""
+        logger.warning(
+            "cache %s: %s is unreadable (%s); read as absent", self.layout.name, key, reason
+        )
+        self.buffer.note("corrupt_entries")
+
     def note_stored(self, size: int) -> None:
         """Count bytes an operation wrote (read by the facade into its metric)."""
         with self._lock:
@@ -85,6 +97,23 @@ class TierCore:
 
     def flush_stats(self) -> Operation[None]:
         return flush_op(self.layout, self.buffer)
+
+
+def read_entry(core: TierCore, key: str, raw: Any) -> dict[str, Any] | None:
+    """A cached entry's JSON object (``None`` when absent); one that is not a JSON
+    object with a ``response`` is reported (:meth:`TierCore.unreadable`) and read as
+    absent, a miss."""
+    if raw is None:
+        return None
+    try:
+        entry = json.loads(text(raw))
+    except (ValueError, ReplyParseError) as exc:
+        core.unreadable(key, f"not JSON: {exc}")
+        return None
+    if not isinstance(entry, dict) or "response" not in entry:
+        core.unreadable(key, "not an entry with a response")
+        return None
+    return entry
 
 
 def _check_client(client: Any, *, want_async: bool, cls: str) -> None:
@@ -107,6 +136,8 @@ def _record(
 ) -> None:
     describe_result(scope, result)
     telemetry.cache_stored(tier, core.take_stored())
+    for event, amount in core.buffer.take_events().items():
+        telemetry.count(event, amount)
     if core.active_sessions is not None:
         telemetry.cache_sessions(core.active_sessions())
     hit = getattr(result, "hit", None)

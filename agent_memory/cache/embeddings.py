@@ -30,7 +30,7 @@ from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, call
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, ReplyParseError
 
 DEFAULT_EMBEDDING_TTL = 7 * 86_400.0
 Vector = list[float]
@@ -48,13 +48,17 @@ def _blob(vector: Any, field: str) -> bytes:
     return array.tobytes()
 
 
-def _vector(raw: Any) -> Vector | None:
-    if raw is None or isinstance(raw, BaseException):
-        return None
-    data = replies.raw_bytes(raw)
+def _vector(raw: Any) -> tuple[Vector | None, str | None]:
+    """A cached vector (``None`` when absent), or why the value is not one."""
+    if raw is None:
+        return None, None
+    try:
+        data = replies.raw_bytes(raw)
+    except ReplyParseError as exc:
+        return None, str(exc)
     if not data or len(data) % 4:
-        return None
-    return [float(x) for x in np.frombuffer(data, dtype="<f4")]
+        return None, f"{len(data)} bytes, not a float32 vector"
+    return [float(x) for x in np.frombuffer(data, dtype="<f4")], None
 
 
 def _texts(texts: Sequence[str]) -> list[str]:
@@ -84,7 +88,12 @@ class EmbeddingCore:
         commands = [Command(("GET", self._key(embedder_id, t)), binary=True) for t in items]
         got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, commands)
         raise_first_error(got)
-        vectors = [_vector(raw) for raw in got]
+        vectors: list[Vector | None] = []
+        for text, raw in zip(items, got, strict=True):
+            vector, why = _vector(raw)
+            if why is not None:
+                self.tier.unreadable(self._key(embedder_id, text), why)
+            vectors.append(vector)
         hits = sum(v is not None for v in vectors)
         self.tier.buffer.add({"embedding:hits": hits, "embedding:misses": len(items) - hits})
         return vectors

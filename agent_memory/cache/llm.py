@@ -15,15 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.cache._bulk import get_values, scan_and_unlink, unlink_keys
-from agent_memory.cache._tier import TierCore
+from agent_memory.cache._tier import TierCore, read_entry
 from agent_memory.cache.keys import plain, ttl_ms
 from agent_memory.cache.llm_params import model_of, request_digest
 from agent_memory.cache.prices import ModelPrice, PriceTable, resolve_prices
 from agent_memory.cache.stats import batch_with_stats
-from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, call, scan_keys
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.errors import InvalidInputError
 
 _TOKEN_ALIASES = (
     ("input", "output"),
@@ -136,19 +135,15 @@ class LlmCore:
         model = model_of(params)
         key = self.tier.layout.llm(request_digest(params))
         raw, counted = yield from self.tier.counted_get(key, ["llm:hits"], ["llm:misses"])
-        entry: Any = None
-        if raw is not None:
-            try:
-                entry = json.loads(replies.text(raw))
-            except (ValueError, AgentMemoryError):
-                entry = None
-        if not isinstance(entry, dict) or "response" not in entry:
+        entry = read_entry(self.tier, key, raw)
+        if entry is None:
             if not counted:
                 self.tier.buffer.add({"llm:misses": 1})
             return LlmCacheResult(False, None, key, model)
         try:
             tokens = TokenUsage.parse(entry.get("tokens"))
-        except InvalidInputError:
+        except InvalidInputError as exc:
+            self.tier.unreadable(f"the token usage of {key}", str(exc))
             tokens = None
         stored_micros = entry.get("costMicros")
         if isinstance(stored_micros, int) and not isinstance(stored_micros, bool):
@@ -202,11 +197,8 @@ class LlmCore:
         values = yield from get_values(keys)
         doomed = []
         for key, raw in zip(keys, values, strict=True):
-            try:
-                entry = json.loads(replies.text(raw)) if raw is not None else None
-            except (ValueError, AgentMemoryError):
-                continue
-            if isinstance(entry, dict) and entry.get("model") == model:
+            entry = read_entry(self.tier, key, raw)  # an unreadable one names no model
+            if entry is not None and entry.get("model") == model:
                 doomed.append(key)
         removed = yield from unlink_keys(doomed)
         return removed

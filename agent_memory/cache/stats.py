@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,13 +35,26 @@ logger = logging.getLogger(__name__)
 
 
 class StatsBuffer:
-    """Counter increments waiting for the next batch of a tier (thread-safe)."""
+    """Counter increments waiting for the next batch of a tier (thread-safe), and the
+    tier's own events (unreadable entries, failed counter updates) waiting for its
+    metrics (:meth:`note`, :meth:`take_events`)."""
 
-    __slots__ = ("_counts", "_lock")
+    __slots__ = ("_counts", "_events", "_lock")
 
     def __init__(self) -> None:
         self._counts: dict[str, int] = {}
+        self._events: dict[str, int] = {}
         self._lock = threading.Lock()
+
+    def note(self, event: str, amount: int = 1) -> None:
+        """Count an event for the tier's metrics (read by the facade after each call)."""
+        with self._lock:
+            self._events[event] = self._events.get(event, 0) + amount
+
+    def take_events(self) -> dict[str, int]:
+        with self._lock:
+            events, self._events = self._events, {}
+        return events
 
     def add(self, counts: Mapping[str, int]) -> None:
         with self._lock:
@@ -100,6 +113,7 @@ def batch_with_stats(
     for reply in counted:
         if isinstance(reply, AgentMemoryError):
             logger.warning("cache counter update failed on %s: %s", layout.stats, reply)
+            buffer.note("stats_failures")
     return own
 
 
@@ -192,14 +206,17 @@ _SIMPLE_FIELDS = {
 }
 
 
-def parse_stats(reply: Any) -> CacheStats:
-    """Parse an ``HGETALL {name}:__stats`` reply (unknown fields are ignored)."""
+def parse_stats(reply: Any, *, unreadable: Callable[[str, Any], None] | None = None) -> CacheStats:
+    """Parse an ``HGETALL {name}:__stats`` reply (unknown fields are ignored; a field
+    that is not an integer is left out and reported to ``unreadable(field, value)``)."""
     values: dict[str, int] = {}
     per_tool: dict[str, list[int]] = {}
     for field, raw in replies.pairs(reply).items():
         try:
             amount = replies.integer(raw)
         except AgentMemoryError:
+            if unreadable is not None:
+                unreadable(field, raw)
             continue
         if field in _SIMPLE_FIELDS:
             values[_SIMPLE_FIELDS[field]] = amount
@@ -220,7 +237,14 @@ def stats_op(layout: KeyLayout, buffer: StatsBuffer) -> Operation[CacheStats]:
         layout, buffer, [Command(("HGETALL", layout.stats))], counters_first=True
     )
     raise_first_error([reply])
-    return parse_stats(reply)
+
+    def unreadable(field: str, value: Any) -> None:
+        logger.warning(
+            "cache stats %s: field %s is not a count (%r); left out", layout.stats, field, value
+        )
+        buffer.note("corrupt_entries")
+
+    return parse_stats(reply, unreadable=unreadable)
 
 
 def flush_op(layout: KeyLayout, buffer: StatsBuffer) -> Operation[None]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.cache._bulk import scan_and_unlink
-from agent_memory.cache._tier import TierCore
+from agent_memory.cache._tier import TierCore, read_entry
 from agent_memory.cache.keys import check_text, digest, plain, tool_segment, ttl_ms
 from agent_memory.cache.stats import batch_with_stats, parse_stats
 from agent_memory.core import replies
@@ -112,15 +112,20 @@ def recommend(hits: int, misses: int, ttl: float | None) -> tuple[str, float | N
     return "decrease_ttl_or_disable", max(ttl / 2, MIN_SUGGESTED_TTL)
 
 
-def _parse_policies(reply: Any) -> dict[str, ToolPolicy]:
+def _parse_policies(reply: Any, unreadable: Callable[[str, str], None]) -> dict[str, ToolPolicy]:
+    """The tools' policies of an ``HGETALL`` of the policies hash; one that is not a JSON
+    object with a positive ``ttl`` is left out and reported to ``unreadable(tool, why)``."""
     policies: dict[str, ToolPolicy] = {}
     for tool, raw in replies.pairs(reply).items():
         try:
             ttl = json.loads(replies.text(raw)).get("ttl")
-        except (ValueError, AttributeError, AgentMemoryError):
+        except (ValueError, AttributeError, AgentMemoryError) as exc:
+            unreadable(tool, f"not a JSON object: {exc}")
             continue
         if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
             policies[tool] = ToolPolicy(float(ttl))
+        else:
+            unreadable(tool, f"its ttl is not a positive number: {ttl!r}")
     return policies
 
 
@@ -159,10 +164,16 @@ class ToolCore:
     def _stale(self) -> bool:
         return self.loaded_at is None or self.clock() - self.loaded_at >= self.policy_refresh
 
+    def _unreadable_policy(self, tool: str, why: str) -> None:
+        self.tier.unreadable(f"the policy of tool {tool!r}", why)
+
     def _loaded(self, reply: Any) -> None:
-        if not isinstance(reply, BaseException):
-            self.policies = _parse_policies(reply)
-            self.loaded_at = self.clock()
+        if isinstance(reply, BaseException):
+            # The policies stay as they were and are read again by the next call.
+            self.tier.unreadable(self.tier.layout.tool_policies, str(reply))
+            return
+        self.policies = _parse_policies(reply, self._unreadable_policy)
+        self.loaded_at = self.clock()
 
     def _key(self, tool: str, args: Any) -> str:
         """``{name}:tool:{tool}:{sha256 of the canonical JSON of args}``: BetterDB
@@ -180,16 +191,11 @@ class ToolCore:
         raw, counted = yield from self.tier.counted_get(
             key, ["tool:hits", f"tool:{tool}:hits"], ["tool:misses", f"tool:{tool}:misses"]
         )
-        entry: Any = None
-        if raw is not None:
-            try:
-                entry = json.loads(replies.text(raw))
-            except (ValueError, AgentMemoryError):
-                entry = None
-        outcome = "hits" if isinstance(entry, dict) and "response" in entry else "misses"
+        entry = read_entry(self.tier, key, raw)
+        outcome = "misses" if entry is None else "hits"
         if not counted:
             self.tier.buffer.add({f"tool:{outcome}": 1, f"tool:{tool}:{outcome}": 1})
-        if outcome == "misses":
+        if entry is None:
             return ToolCacheResult(False, None, key, tool)
         # Our entries keep the JSON value; agent-cache's hold the response text only.
         return ToolCacheResult(True, entry.get("value", entry["response"]), key, tool)
@@ -241,7 +247,11 @@ class ToolCore:
         command = Command(("HGET", self.tier.layout.tool_policies, tool))
         (raw,) = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [command])
         raise_first_error([raw])
-        policy = _parse_policies({tool: raw}).get(tool) if raw is not None else None
+        policy = (
+            _parse_policies({tool: raw}, self._unreadable_policy).get(tool)
+            if raw is not None
+            else None
+        )
         if policy is None:
             self.policies.pop(tool, None)
         else:
@@ -279,7 +289,12 @@ class ToolCore:
         )
         raise_first_error([stats_reply, policies_reply])
         self._loaded(policies_reply)
-        stats = parse_stats(stats_reply)
+        stats = parse_stats(
+            stats_reply,
+            unreadable=lambda field, value: self.tier.unreadable(
+                f"{self.tier.layout.stats} field {field}", f"not a count: {value!r}"
+            ),
+        )
         counts = {t.tool: (t.hits, t.misses) for t in stats.tools}
         for tool in self.policies:
             counts.setdefault(tool, (0, 0))
