@@ -148,35 +148,79 @@ def _touch(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _hincrbyfloat(h: Hash, field: str, delta: Any) -> int:
+    """Twin of the script's ``add_float``: HINCRBYFLOAT, or the delta alone (1) when the
+    stored value is not a float the server would add to, or the sum is not finite."""
+    raw = h.get(field)
+    try:
+        stored = _s(raw) if raw is not None else "0"
+        if not stored or stored != stored.strip() or "_" in stored:
+            raise ValueError(stored)  # what the server's parser refuses
+        value = float(stored)
+        total = value + float(_s(delta))
+        if math.isnan(value) or not math.isfinite(total):
+            raise ValueError(stored)
+    except (ValueError, UnicodeDecodeError):
+        h[field] = _s(delta)
+        return 1
+    h[field] = repr(total)
+    return 0
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _contexts(raw: Any) -> tuple[dict[str, list[float]], int]:
+    """The script's reading of ``utility_ctx``: the well-formed entries, and how many
+    things it dropped (a JSON array decodes to a Lua table whose entries are dropped one
+    by one; anything else that is not an object counts once)."""
+    if raw is None:
+        return {}, 0
+    try:
+        data = json.loads(_s(raw))
+    except (ValueError, UnicodeDecodeError):
+        return {}, 1
+    if isinstance(data, list):
+        return {}, len(data)
+    if not isinstance(data, dict):
+        return {}, 1
+    kept = {
+        k: v
+        for k, v in data.items()
+        if isinstance(v, list) and len(v) >= 3 and all(_finite(x) for x in v[:3])
+    }
+    return kept, len(data) - len(kept)
+
+
 def _apply_eval(ks: Keyspace, key: str, argv: list[Any]) -> int:
     if not ks._alive(key):
         return 0
+    if _type(ks, key) != "hash":
+        return 3
     h = ks.get(key, Hash)
-    for field, arg in (("eval_sum", argv[0]), ("eval_weight", argv[1])):
-        h[field] = repr(float(_s(h.get(field, "0"))) + float(_s(arg)))
+    repaired = _hincrbyfloat(h, "eval_sum", argv[0]) + _hincrbyfloat(h, "eval_weight", argv[1])
     now = int(_s(argv[3]))
     if _s(argv[5]) == "1":
         h["last_reinforced_at"] = str(now)
     context = _s(argv[2])
     if context:
-        raw = h.get("utility_ctx")
-        contexts = json.loads(_s(raw)) if raw else {}
+        contexts, dropped = _contexts(h.get("utility_ctx"))
+        repaired += dropped
         entry = contexts.get(context, [0, 0, 0])
         contexts[context] = [entry[0] + float(_s(argv[0])), entry[1] + float(_s(argv[1])), now]
         if len(contexts) > int(_s(argv[4])):
             oldest = min(contexts, key=lambda k: contexts[k][2])
             del contexts[oldest]
         h["utility_ctx"] = json.dumps(contexts, separators=(",", ":"))
-    return 1
+    return 2 if repaired else 1
 
 
-def _complete(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+def _complete(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[int]:
     if not ks._alive(keys[0]):
-        return 0
+        return [0]
     ks.delete(keys[0])
-    for key in keys[1:]:
-        _apply_eval(ks, key, argv)
-    return 1
+    return [1, *(_apply_eval(ks, key, argv) for key in keys[1:])]
 
 
 def _feedback(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:

@@ -155,20 +155,40 @@ return 1
 (recency, access count, importance = max) instead of creating a second copy."""
 
 _APPLY_EVAL = """
+local function add_float(key, field, delta)
+  if type(redis.pcall('HINCRBYFLOAT', key, field, delta)) == 'table' then
+    redis.call('HSET', key, field, delta)
+    return 1
+  end
+  return 0
+end
+local function finite(x)
+  return type(x) == 'number' and x == x and x ~= math.huge and x ~= -math.huge
+end
 local function apply(key)
   if redis.call('EXISTS', key) == 0 then return 0 end
-  redis.call('HINCRBYFLOAT', key, 'eval_sum', ARGV[1])
-  redis.call('HINCRBYFLOAT', key, 'eval_weight', ARGV[2])
+  if redis.call('TYPE', key)['ok'] ~= 'hash' then return 3 end
+  local repaired = add_float(key, 'eval_sum', ARGV[1]) + add_float(key, 'eval_weight', ARGV[2])
   if ARGV[6] == '1' then redis.call('HSET', key, 'last_reinforced_at', ARGV[4]) end
   if ARGV[3] ~= '' then
     local raw = redis.call('HGET', key, 'utility_ctx')
     local ctx = {}
-    if raw then ctx = cjson.decode(raw) end
+    if raw then
+      local ok, decoded = pcall(cjson.decode, raw)
+      if ok and type(decoded) == 'table' then ctx = decoded else repaired = repaired + 1 end
+    end
+    for k, v in pairs(ctx) do
+      if type(k) ~= 'string' or type(v) ~= 'table' or not finite(v[1]) or not finite(v[2])
+          or not finite(v[3]) then
+        ctx[k] = nil
+        repaired = repaired + 1
+      end
+    end
     local entry = ctx[ARGV[3]] or {0, 0, 0}
     entry[1] = entry[1] + tonumber(ARGV[1])
     entry[2] = entry[2] + tonumber(ARGV[2])
     entry[3] = tonumber(ARGV[4])
-    ctx[ARGV[3]] = entry
+    ctx[ARGV[3]] = {entry[1], entry[2], entry[3]}
     local count, oldest, oldest_t = 0, nil, nil
     for k, v in pairs(ctx) do
       count = count + 1
@@ -177,22 +197,31 @@ local function apply(key)
     if count > tonumber(ARGV[5]) then ctx[oldest] = nil end
     redis.call('HSET', key, 'utility_ctx', cjson.encode(ctx))
   end
+  if repaired > 0 then return 2 end
   return 1
 end
 """
+"""``apply(key)`` adds one evaluation to a memory's aggregates and says what it found:
+0 no memory, 1 applied, 2 applied after replacing learning data no writer makes (an
+``eval_sum`` / ``eval_weight`` that is not a number, a ``utility_ctx`` that is not a
+JSON object of ``[sum, weight, updated_ms]`` entries: derived data, rebuilt from this
+evaluation on), 3 the key holds another type (left alone). One damaged memory must not
+stop a completion, which runs for every memory of a selection in one script."""
 
 COMPLETE = (
     _APPLY_EVAL
     + """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0} end
 redis.call('DEL', KEYS[1])
-for i = 2, #KEYS do apply(KEYS[i]) end
-return 1
+local out = {1}
+for i = 2, #KEYS do out[#out + 1] = apply(KEYS[i]) end
+return out
 """
 )
 """KEYS = [receipt, memory...]; ARGV = [share, weight, context, now_ms, max_contexts,
 positive]: consume the receipt and update every memory's aggregates atomically; a
-second completion finds no receipt and changes nothing (standalone servers)."""
+second completion finds no receipt and changes nothing (standalone servers). Returns
+``[1, status per memory...]`` (see ``_APPLY_EVAL``), or ``[0]`` without a receipt."""
 
 APPLY_EVAL = (
     _APPLY_EVAL

@@ -150,3 +150,35 @@ async def test_a_write_survives_broken_bookkeeping_keys_on_a_cluster(
     assert {i.id for i in (await store.list()).items} == {first, second}
     hits = await store.recall("broken", k=5, reinforce=False)
     assert {h.item.id for h in hits} == {first, second}
+
+
+async def test_complete_reaches_every_memory_when_one_is_damaged_on_a_cluster(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """On a cluster the evaluation reaches each memory by its own script: one whose
+    aggregates are not numbers starts again from this evaluation, one whose key holds
+    another type is left alone, both logged and counted, the others learn as usual."""
+    store, raw, embed = cluster_store
+    await store.ensure_index()
+    q = random_unit("learn")
+    embed.set("learn", q)
+    ids = []
+    for i in range(3):
+        embed.set(f"lesson {i}", near(q, 0.05 + 0.01 * i, f"l{i}"))
+        ids.append(await store.remember(f"lesson {i}"))
+    result = await store.recall("learn", k=3)
+    assert {h.item.id for h in result} == set(ids)
+    keys = [f"{store.name}:mem:{i}" for i in ids]
+    raw.hset(keys[0], mapping={"eval_sum": "many", "eval_weight": "nan"})
+    raw.delete(keys[2])
+    raw.set(keys[2], "not a hash")
+    ctx = getattr(store, "_store", store)._ctx
+    before = ctx.counters.get("corrupt_records", 0)
+    assert await store.complete(result.selection_id, 1.0) is True
+    assert ctx.counters.get("corrupt_records", 0) - before == 2
+    assert await store.complete(result.selection_id, 1.0) is False
+    for key in keys[:2]:  # the damaged aggregates replaced by this one evaluation's share
+        assert [float(v) for v in raw.hmget(key, "eval_sum", "eval_weight")] == pytest.approx(
+            [0.5 / 3, 1 / 3]
+        )
+    assert raw.get(keys[2]) == "not a hash"

@@ -154,11 +154,18 @@ IDS = st.sampled_from(["m1", "m2", "m3"])
 SMALL = st.sampled_from(["0", "1", "2", "7", "0.5", "-1", "10"])
 COUNT = st.sampled_from(["0", "1", "2", "7"])
 WORDS = st.sampled_from(["content", "importance", "last_accessed_at", "access_count", "x"])
-CONTEXTS = st.sampled_from(['{"c": [1, 1, 5]}', '{"a": [1, 1, 5], "b": [0, 1, 9]}', "{}"])
+CONTEXTS = st.sampled_from([
+    '{"c": [1, 1, 5]}', '{"a": [1, 1, 5], "b": [0, 1, 9]}', "{}",
+    # learning data no writer makes: the apply script replaces what it cannot read
+    "not json", "[]", "[[1, 1, 5]]", "7", '{"c": "x"}', '{"c": [1, null, 5], "a": [1, 1, 5]}',
+    '{"c": [1, true, 5]}', '{"c": [1, 1]}',
+])  # fmt: skip
+AGGREGATE = st.sampled_from(["0", "0.5", "-1", "x", "", "nan", " 1"])
 MEMORY = st.fixed_dictionaries(
     {"content": st.sampled_from(["a note", "", "ü"]), "importance": SMALL,
      "last_accessed_at": st.sampled_from(["0", "500", "1000"])},
-    optional={"access_count": COUNT, "eval_sum": SMALL, "utility_ctx": CONTEXTS,
+    optional={"access_count": COUNT, "eval_sum": AGGREGATE, "eval_weight": AGGREGATE,
+              "utility_ctx": CONTEXTS,
               "namespace": st.just("ns"), "session": st.just("_s"), "agentId": st.just("a1")},
 )  # fmt: skip
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -108,6 +109,56 @@ async def test_complete_is_one_observation_applied_once(env: StoreEnv) -> None:
     with pytest.raises(InvalidInputError):
         await store.complete("not-a-selection", 0.5)
     assert await store.complete("0" * 32, 0.5) is False
+
+
+async def test_complete_reaches_every_memory_when_one_is_damaged(
+    env: StoreEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Learning data no writer makes (another writer's, or a bit rot's) in one memory of
+    a selection does not stop its completion: that memory's aggregates start again from
+    this evaluation, a memory whose key holds another type is left alone, each is logged
+    and counted, and every other memory learns as usual (one script runs them all)."""
+    embed, _ = _world(5)
+    # the query's labels make a learning context (the memories have none)
+    store = env.make(embed, labeler=lambda text: {"topic": ["a"]} if text == "query" else {})
+    ids = [await store.remember(f"m{i}") for i in range(5)]
+    first = await store.recall("query", k=5)
+    assert len(first) == 5
+    assert await store.complete(first.selection_id, 1.0)  # every memory has a context now
+    result = await store.recall("query", k=5)
+    assert len(result) == 5
+    raw = _raw_store(store)
+    key = raw._ctx.keys.memory
+    damage: list[tuple[Any, ...]] = [
+        ("HSET", key(ids[0]), "utility_ctx", "not json"),
+        ("HSET", key(ids[1]), "eval_sum", "many", "eval_weight", "nan"),
+        ("HSET", key(ids[2]), "utility_ctx", '{"x": [1, "a", 3]}'),
+        ("DEL", key(ids[4])),
+        ("SET", key(ids[4]), "not a hash"),
+    ]
+    for args in damage:
+        reply = raw.client.execute_command(*args)
+        if hasattr(reply, "__await__"):
+            await reply
+    before = raw._ctx.counters.get("corrupt_records", 0)
+    with caplog.at_level("WARNING", logger="agent_memory.store"):
+        assert await store.complete(result.selection_id, 1.0) is True
+    assert raw._ctx.counters.get("corrupt_records", 0) - before == 4
+    assert caplog.text.count("learning data no writer makes") == 3
+    assert caplog.text.count("holds no hash") == 1
+    assert await store.complete(result.selection_id, 1.0) is False
+    healthy = await _fields(store, ids[3], "eval_sum", "eval_weight")
+    assert [float(v) for v in healthy] == pytest.approx([0.2, 0.4])
+    repaired = await _fields(store, ids[1], "eval_sum", "eval_weight")
+    assert [float(v) for v in repaired] == pytest.approx([0.1, 0.2])
+    for memory_id in ids[:4]:
+        item = await store.get(memory_id)
+        assert item is not None and item.utility > 0  # still readable, still learning
+    contexts = json.loads((await _fields(store, ids[0], "utility_ctx"))[0])
+    assert len(contexts) == 1 and len(next(iter(contexts.values()))) == 3
+    value = raw.client.execute_command("GET", key(ids[4]))
+    value = await value if hasattr(value, "__await__") else value
+    assert value in (b"not a hash", "not a hash")  # left alone
 
 
 async def test_feedback_sets_replaces_and_clears(env: StoreEnv) -> None:

@@ -88,16 +88,37 @@ def complete(ctx: StoreContext, selection_id: str, score: float) -> Operation[bo
             [Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv)) for key in keys]
         )
         raise_first_error(replies)
-        applied = True
+        applied, statuses = True, replies
     else:
-        consumed = yield from execute(
+        reply = yield from execute(
             "EVAL", scripts.COMPLETE, str(1 + len(keys)), receipt_key, *keys, *argv
         )
+        consumed, *statuses = reply
         applied = bool(integer(consumed))
+    _report_damage(ctx, ids, [integer(s) for s in statuses])
     if applied:
         yield from execute("ZREM", ctx.keys.receipts, selection_id)
         ctx.count("completions")
     return applied
+
+
+_REPAIRED = 2  # the apply script's statuses (``scripts._APPLY_EVAL``)
+_NOT_A_HASH = 3
+
+
+def _report_damage(ctx: StoreContext, ids: Sequence[str], statuses: Sequence[int]) -> None:
+    """Log and count (``corrupt_records``) the memories a completion found damaged: the
+    evaluation still reached every other memory of the selection."""
+    for memory_id, status in zip(ids, statuses, strict=False):
+        if status == _REPAIRED:
+            logger.warning(
+                "memory %s of store %s held learning data no writer makes (eval_sum, "
+                "eval_weight or utility_ctx); it was replaced, starting from this evaluation",
+                memory_id, ctx.keys.name,
+            )  # fmt: skip
+            ctx.count("corrupt_records")
+        elif status == _NOT_A_HASH:
+            unreadable(ctx, memory_id, "its key holds no hash; the evaluation skipped it")
 
 
 def feedback(ctx: StoreContext, memory_id: str, value: float | None) -> Operation[None]:
