@@ -237,14 +237,20 @@ def stats_op(layout: KeyLayout, buffer: StatsBuffer) -> Operation[CacheStats]:
         layout, buffer, [Command(("HGETALL", layout.stats))], counters_first=True
     )
     raise_first_error([reply])
+    return parse_stats(reply, unreadable=unreadable_field(layout, buffer))
 
-    def unreadable(field: str, value: Any) -> None:
+
+def unreadable_field(layout: KeyLayout, buffer: StatsBuffer) -> Callable[[str, Any], None]:
+    """The ``unreadable`` report of :func:`parse_stats` for a tier: logged, and counted
+    in ``corrupt_entries``."""
+
+    def report(field: str, value: Any) -> None:
         logger.warning(
             "cache stats %s: field %s is not a count (%r); left out", layout.stats, field, value
         )
         buffer.note("corrupt_entries")
 
-    return parse_stats(reply, unreadable=unreadable)
+    return report
 
 
 def flush_op(layout: KeyLayout, buffer: StatsBuffer) -> Operation[None]:

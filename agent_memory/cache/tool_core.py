@@ -31,7 +31,7 @@ from typing import Any
 from agent_memory.cache._bulk import scan_and_unlink
 from agent_memory.cache._tier import TierCore, read_entry
 from agent_memory.cache.keys import check_text, digest, plain, tool_segment, ttl_ms
-from agent_memory.cache.stats import batch_with_stats, parse_stats
+from agent_memory.cache.stats import batch_with_stats, parse_stats, unreadable_field
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, execute_batch
 from agent_memory.core.replies import raise_first_error
@@ -290,10 +290,7 @@ class ToolCore:
         raise_first_error([stats_reply, policies_reply])
         self._loaded(policies_reply)
         stats = parse_stats(
-            stats_reply,
-            unreadable=lambda field, value: self.tier.unreadable(
-                f"{self.tier.layout.stats} field {field}", f"not a count: {value!r}"
-            ),
+            stats_reply, unreadable=unreadable_field(self.tier.layout, self.tier.buffer)
         )
         counts = {t.tool: (t.hits, t.misses) for t in stats.tools}
         for tool in self.policies:
