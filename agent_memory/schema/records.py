@@ -31,9 +31,9 @@ from agent_memory.schema.lexical import (
 )
 from agent_memory.schema.types import Durability, MemoryItem, Scope
 from agent_memory.schema.utility import (
+    Contexts,
     Forgetting,
     UtilityState,
-    parse_contexts,
     retention,
     utility,
 )
@@ -181,15 +181,17 @@ def label_fields(labels: Labels) -> list[str | bytes]:
     return [L.F_LABELS_RAW, raw, L.F_LABELS, L.TAG_SEPARATOR.join(tokens)]
 
 
-def utility_state(fields: Mapping[str, Any]) -> UtilityState:
-    """The learned-usefulness aggregates stored with a memory."""
+def utility_state(fields: Mapping[str, Any], contexts: Contexts | None = None) -> UtilityState:
+    """The learned-usefulness aggregates stored with a memory; its per-context ones are
+    given by the caller that ranks in a context (:func:`parse_contexts`, whose damage
+    report belongs to the caller), as nothing else reads them."""
     manual = fields.get(L.F_MANUAL)
     reinforced = fields.get(L.F_REINFORCED)
     return UtilityState(
         eval_sum=number(fields.get(L.F_EVAL_SUM, 0)),
         eval_weight=number(fields.get(L.F_EVAL_WEIGHT, 0)),
         manual=number(manual) if manual is not None else None,
-        contexts=parse_contexts(optional_text(fields.get(L.F_CONTEXTS))),
+        contexts=contexts,
         last_reinforced_at=integer(reinforced) if reinforced is not None else None,
     )
 

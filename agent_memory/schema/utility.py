@@ -89,6 +89,10 @@ class Forgetting:
         return float(self.max_half_life or self.half_life_seconds * MAX_HALF_LIFE_SHARE)
 
 
+Contexts = Mapping[str, tuple[float, float, int]]
+"""Per-context aggregates of a memory: ``{context digest: (sum, weight, updated_ms)}``."""
+
+
 @dataclass(frozen=True, slots=True)
 class UtilityState:
     """The aggregates stored with a memory."""
@@ -96,7 +100,7 @@ class UtilityState:
     eval_sum: float = 0.0
     eval_weight: float = 0.0
     manual: float | None = None
-    contexts: Mapping[str, tuple[float, float, int]] | None = None
+    contexts: Contexts | None = None
     last_reinforced_at: int | None = None
 
 
@@ -143,20 +147,30 @@ def retention(
     return math.exp(-age / effective)
 
 
-def parse_contexts(raw: str | None) -> dict[str, tuple[float, float, int]]:
-    """The per-context aggregates JSON (``{digest: [sum, weight, updated_ms]}``)."""
-    if not raw:
-        return {}
+def parse_contexts(raw: str | None) -> tuple[dict[str, tuple[float, float, int]], str | None]:
+    """The per-context aggregates JSON (``{digest: [sum, weight, updated_ms]}``) and what
+    is wrong with it (``None``: nothing). As the learning script reads it, an entry that is
+    not three finite numbers is left out and a text that is not a JSON object reads as no
+    entries; the caller reports the damage, which the next evaluation repairs."""
+    if raw is None:
+        return {}, None
     try:
         data: Any = json.loads(raw)
-    except ValueError:
-        return {}
+    except ValueError as exc:
+        return {}, f"not JSON ({exc})"
+    if data == []:
+        return {}, None  # Lua's empty table: the script reads it as no entries too
+    if not isinstance(data, dict):
+        return {}, f"a JSON {type(data).__name__}, not an object"
     out: dict[str, tuple[float, float, int]] = {}
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if isinstance(value, list) and len(value) == 3:
-                try:
-                    out[str(key)] = (float(value[0]), float(value[1]), int(value[2]))
-                except (TypeError, ValueError):
-                    continue
-    return out
+    for key, value in data.items():
+        if isinstance(value, list) and len(value) >= 3 and all(map(_finite, value[:3])):
+            out[key] = (float(value[0]), float(value[1]), int(value[2]))
+    dropped = len(data) - len(out)
+    if dropped:
+        return out, f"{dropped} of its {len(data)} entries are not [sum, weight, updated_ms]"
+    return out, None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

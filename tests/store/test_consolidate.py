@@ -249,3 +249,34 @@ async def test_export_import_round_trip_gives_identical_recall(env: StoreEnv) ->
     reembedded = env.make(embed, clock=clock)
     await reembedded.import_records(records, reembed=True)
     assert (await reembedded.list(scope=scope)).total == 6
+
+
+@pytest.mark.parametrize(
+    ("learning", "problem"),
+    [
+        ({"eval_sum": "nan"}, "eval_sum is not a finite number"),
+        ({"eval_weight": "inf"}, "eval_weight is not a finite number"),
+        ({"last_reinforced_at": "yesterday"}, "last_reinforced_at is not a finite number"),
+        ({"utility_ctx": "not json"}, "utility_ctx is damaged: not JSON"),
+        ({"utility_ctx": "[1, 2]"}, "utility_ctx is damaged: a JSON list, not an object"),
+        ({"utility_ctx": '{"c": [1, "a", 3]}'}, "utility_ctx is damaged: 1 of its 1 entries"),
+    ],
+)
+async def test_import_refuses_learning_state_it_could_not_read_back(
+    env: StoreEnv, learning: dict[str, str], problem: str
+) -> None:
+    """Learning state that no store writes (a NaN aggregate, usefulness per context that
+    is not an object of ``[sum, weight, updated_ms]``) is refused before anything is
+    written: stored, it would make the memory unreadable or its learning damaged."""
+    embed = TableEmbedder()
+    source = env.make(embed)
+    await source.remember("kept")
+    await source.feedback(await source.remember("learned"), 0.5)
+    records = await _export(source)
+    assert any(r["learning"] for r in records)
+    target = env.make(embed)
+    bad = {**records[0], "id": "f" * 32, "learning": {**records[0]["learning"], **learning}}
+    with pytest.raises(InvalidInputError, match=problem):
+        await target.import_records([*records, bad])
+    assert (await target.list()).total == 0  # every record is validated first
+    assert sorted(await target.import_records(records)) == sorted(r["id"] for r in records)

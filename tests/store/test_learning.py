@@ -161,6 +161,54 @@ async def test_complete_reaches_every_memory_when_one_is_damaged(
     assert value in (b"not a hash", "not a hash")  # left alone
 
 
+async def test_recall_ranks_memories_whose_learning_context_or_labels_are_damaged(
+    env: StoreEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A recall in a learning context reads each candidate's per-context usefulness and
+    labels; damaged ones (no writer makes them) are logged and counted, the memory ranks
+    without the damaged part and is still returned, and the next evaluation repairs the
+    usefulness per context."""
+    embed, _ = _world(4)
+    store = env.make(
+        embed,
+        reinforcement=True,
+        labeler=lambda text: {"topic": ["a"]} if text == "query" else {},
+    )
+    ids = [await store.remember(f"m{i}") for i in range(4)]
+    first = await store.recall("query", k=4)
+    assert await store.complete(first.selection_id, 1.0)  # every memory has a context
+    raw = _raw_store(store)
+    key = raw._ctx.keys.memory
+    (good,) = json.loads((await _fields(store, ids[1], "utility_ctx"))[0]).items()
+    partly = json.dumps({good[0]: good[1], "other": [1, "a", 3]})
+    damage: list[tuple[Any, ...]] = [
+        ("HSET", key(ids[0]), "utility_ctx", "not json"),
+        ("HSET", key(ids[1]), "utility_ctx", partly),
+        ("HSET", key(ids[2]), "labels_json", "[1, 2]"),
+    ]
+    for args in damage:
+        reply = raw.client.execute_command(*args)
+        if hasattr(reply, "__await__"):
+            await reply
+
+    async def recall_counted() -> tuple[Any, int, str]:
+        before = raw._ctx.counters.get("corrupt_records", 0)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="agent_memory.store"):
+            result = await store.recall("query", k=4)
+        return result, raw._ctx.counters.get("corrupt_records", 0) - before, caplog.text
+
+    result, counted, logged = await recall_counted()
+    assert {h.item.id for h in result} == set(ids)
+    assert counted == 3
+    assert logged.count("per-context usefulness (utility_ctx) is damaged") == 2
+    assert "1 of its 2 entries" in logged and "its labels is damaged" in logged
+    assert await store.complete(result.selection_id, 1.0)  # rebuilds both contexts
+    result, counted, logged = await recall_counted()
+    assert {h.item.id for h in result} == set(ids)
+    assert counted == 1 and "utility_ctx" not in logged
+
+
 async def test_feedback_sets_replaces_and_clears(env: StoreEnv) -> None:
     store = env.make()
     mid = await store.remember("x")

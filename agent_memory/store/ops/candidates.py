@@ -20,7 +20,7 @@ from agent_memory.schema.labels import Labels, context_digest, overlap
 from agent_memory.schema.records import stored_importance, utility_state
 from agent_memory.schema.scoring import LEXICAL_GATE, Candidate
 from agent_memory.schema.types import RecallWeights
-from agent_memory.schema.utility import retention, utility
+from agent_memory.schema.utility import Contexts, parse_contexts, retention, utility
 from agent_memory.store.fusion import fuse
 from agent_memory.store.ops.read import is_expired
 
@@ -128,6 +128,7 @@ def visible_candidates(
 ) -> list[Visible]:
     """The matches of a pool (see :func:`found`) minus the expired and the suppressed."""
     context = context_digest(query_labels)
+    in_context = ctx.settings.reinforcement and context is not None
     forgetting = ctx.settings.forgetting
     out = []
     for match, distance, matched in matches:
@@ -138,9 +139,9 @@ def visible_candidates(
         kept = 1.0
         if ctx.settings.reinforcement or forgetting is not None:
             try:
-                state = utility_state(item.fields)
-            except ReplyParseError:
-                ctx.count("corrupt_records")
+                state = utility_state(item.fields, _contexts(ctx, item) if in_context else None)
+            except ReplyParseError as exc:
+                unreadable(ctx, item.id, exc)
                 continue
             if forgetting is not None:
                 kept = retention(
@@ -152,20 +153,45 @@ def visible_candidates(
             if ctx.settings.reinforcement:
                 bonus += weights.utility * utility(state, context)
         if query_labels:
-            bonus += weights.labels * overlap(query_labels, _labels_of(item.fields))
+            bonus += weights.labels * overlap(query_labels, _labels_of(ctx, item))
         out.append(Visible(pool, item, distance, bonus, matched, kept))
     return out
 
 
-def _labels_of(fields: Mapping[str, Any]) -> Labels:
-    raw = fields.get(L.F_LABELS_RAW)
+def _contexts(ctx: StoreContext, item: _Light) -> Contexts | None:
+    """A candidate's per-context usefulness; what is damaged (no writer makes it) is
+    reported and left out, and its next evaluation rebuilds it."""
+    raw = item.fields.get(L.F_CONTEXTS)
+    if raw is None:
+        return None
+    contexts, damage = parse_contexts(text(raw))
+    if damage is not None:
+        _damaged(ctx, item.id, f"its per-context usefulness ({L.F_CONTEXTS})", damage)
+    return contexts
+
+
+def _damaged(ctx: StoreContext, memory_id: str, part: str, why: str) -> None:
+    """Log and count a damaged part of a candidate that still ranks without it."""
+    logger.warning(
+        "memory %s of store %s: %s is damaged (%s); ranked without it",
+        memory_id, ctx.keys.name, part, why,
+    )  # fmt: skip
+    ctx.count("corrupt_records")
+
+
+def _labels_of(ctx: StoreContext, item: _Light) -> Labels:
+    """A candidate's labels for the label bonus; labels that are not a JSON object give
+    no bonus (reported: no writer makes them)."""
+    raw = item.fields.get(L.F_LABELS_RAW)
     if raw is None:
         return {}
     try:
         data = json.loads(text(raw))
-    except (ValueError, ReplyParseError):
+    except (ValueError, ReplyParseError) as exc:
+        _damaged(ctx, item.id, "its labels", f"not JSON: {exc}")
         return {}
     if not isinstance(data, dict):
+        _damaged(ctx, item.id, "its labels", f"a JSON {type(data).__name__}, not an object")
         return {}
     return {str(k): tuple(str(v) for v in vs) for k, vs in data.items() if isinstance(vs, list)}
 
@@ -259,5 +285,6 @@ def rank_fields(ctx: StoreContext, *, with_labels: bool, with_content: bool) -> 
         names.append(L.F_LABELS_RAW)
     if ctx.settings.reinforcement or ctx.settings.forgetting is not None:
         names += [n for n in L.RETENTION_FIELDS if n not in names]
-        names.append(L.F_CONTEXTS)
+    if ctx.settings.reinforcement and with_labels:
+        names.append(L.F_CONTEXTS)  # a learning context exists only with query labels
     return tuple(names)

@@ -29,6 +29,7 @@ from agent_memory.schema import layout as L
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.records import NewMemory, blob_vector
 from agent_memory.schema.types import Scope
+from agent_memory.schema.utility import parse_contexts
 from agent_memory.store.ops.embedding import embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.read import item_commands, matching_ids, parse_items
@@ -106,11 +107,17 @@ def _restored_fields(record: Mapping[str, Any]) -> tuple[str, ...]:
         value = learning.get(name)
         if value is None:
             continue
-        if name != L.F_CONTEXTS:
+        if name == L.F_CONTEXTS:
+            _, damage = parse_contexts(str(value))
+            if damage is not None:
+                raise InvalidInputError(f"record {name} is damaged: {damage}", field="learning")
+        else:
             try:
-                float(str(value))
-            except ValueError as exc:
-                raise InvalidInputError(f"record {name} is not a number", field="learning") from exc
+                finite = math.isfinite(float(str(value)))
+            except ValueError:
+                finite = False
+            if not finite:  # a NaN or an infinity would make the memory unreadable
+                raise InvalidInputError(f"record {name} is not a finite number", field="learning")
         out += [name, str(value)]
     exposures = _int(record, "exposures", 0)
     if exposures > 0:
