@@ -6,6 +6,7 @@ blocking twin, so both validate exactly alike.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -75,7 +76,13 @@ def consolidation_args(
     summarize: Callable[[list[MemoryItem]], Any] | None,
     extract_facts: Callable[[list[MemoryItem]], Any] | None,
     importance: float | None,
+    delete_sources: bool = True,
 ) -> tuple[Selection, Callable[[list[MemoryItem]], Any]]:
+    """The checked arguments of ``consolidate``: its selection and callback.
+
+    Raises:
+        InvalidInputError: the first argument that is not what ``consolidate`` takes.
+    """
     if mode not in ("summary", "facts"):
         raise InvalidInputError("mode must be 'summary' or 'facts'", field="mode")
     check_scope(scope)
@@ -88,13 +95,17 @@ def consolidation_args(
     if older_than_seconds is not None and (
         isinstance(older_than_seconds, bool)
         or not isinstance(older_than_seconds, (int, float))
-        or not older_than_seconds >= 0
+        or not 0 <= older_than_seconds < math.inf
     ):
-        raise InvalidInputError("older_than_seconds must be >= 0", field="older_than_seconds")
+        raise InvalidInputError(
+            "older_than_seconds must be a finite number >= 0", field="older_than_seconds"
+        )
     if max_importance is not None:
         check_importance(max_importance)
     if importance is not None:
         check_importance(importance)
+    if not isinstance(delete_sources, bool):
+        raise InvalidInputError("delete_sources must be True or False", field="delete_sources")
     callback = summarize if mode == "summary" else extract_facts
     name = "summarize" if mode == "summary" else "extract_facts"
     if callback is None or not callable(callback):

@@ -598,6 +598,7 @@ class MemoryStore:
             summarize,
             extract_facts,
             importance,
+            delete_sources,
         )
         if mode == "summary":
             op = consolidate_summary(

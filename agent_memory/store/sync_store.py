@@ -593,6 +593,7 @@ class SyncMemoryStore:
             summarize,
             extract_facts,
             importance,
+            delete_sources,
         )
         if mode == "summary":
             op = consolidate_summary(

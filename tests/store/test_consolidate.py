@@ -53,6 +53,32 @@ async def test_summary_mode_groups_by_scope_and_replaces_sources(env: StoreEnv) 
     assert again.callback_calls == 0 and len(seen) == 2
 
 
+@pytest.mark.parametrize("bad", ["", None, "x" * 70_000])
+async def test_a_bad_summary_of_one_scope_leaves_every_scope_as_it_was(
+    env: StoreEnv, bad: str | None
+) -> None:
+    """Each scope's summary is asked for and checked before anything is written (before,
+    the first scope was already summarised and its sources deleted when the second
+    scope's summary was refused)."""
+    store = env.make()
+    for agent in ("a", "b", "c"):
+        await store.remember(f"{agent}0", scope=Scope(agent_id=agent), tags=["chat"])
+    before = sorted((i.id, i.content) for i in (await store.list(limit=100)).items)
+    calls: list[int] = []
+
+    def summarize(items: list[MemoryItem]) -> str | None:
+        calls.append(len(items))
+        return "digest" if len(calls) < 2 else bad
+
+    with pytest.raises(InvalidInputError):
+        await store.consolidate(mode="summary", tags=["chat"], summarize=summarize)
+    assert len(calls) == (3 if bad else 2)  # an empty summary stops at once, a long one
+    # when the summaries are written (all checked first)
+    assert sorted((i.id, i.content) for i in (await store.list(limit=100)).items) == before
+    result = await store.consolidate(mode="summary", tags=["chat"], summarize=lambda i: "ok")
+    assert result.callback_calls == 3 and len(result.created) == 3 and len(result.deleted) == 3
+
+
 async def test_summary_can_keep_sources_and_needs_a_criterion(env: StoreEnv) -> None:
     store = env.make()
     await store.remember("x", scope=Scope(thread_id="t"))

@@ -134,32 +134,33 @@ def consolidate_summary(
     groups: dict[tuple[Scope, str], list[MemoryItem]] = {}
     for item in items:
         groups.setdefault((item.scope, item.durability), []).append(item)
-    created: list[str] = []
-    deleted: list[str] = []
-    calls = 0
+    summaries: list[MemoryInput] = []
+    sources: list[str] = []
     for (scope, durability), group in groups.items():
         digest = yield from call(summarize, list(group), what="summarize")
-        calls += 1
         if not isinstance(digest, str) or not digest.strip():
             raise InvalidInputError("summarize must return non-empty text", field="summarize")
         source_ids = [i.id for i in group]
         tags = sorted({t for i in group for t in i.tags})
-        summary = MemoryInput(
+        summaries.append(MemoryInput(
             content=digest.strip(),
             importance=importance if importance is not None else max(i.importance for i in group),
             tags=tags, scope=scope, source=SUMMARY_SOURCE,
             durability="session" if durability == "session" else "shared",
             metadata={"sources": source_ids, "from": group[0].created_at, "to": group[-1].created_at},
             id=summary_memory_id(source_ids),
-        )  # fmt: skip
-        ids = yield from remember_many(ctx, [summary])
-        created.extend(ids)
-        if delete_sources:
-            yield from delete_ids(ctx, source_ids)
-            deleted.extend(source_ids)
+        ))  # fmt: skip
+        sources.extend(source_ids)
+    # Every summary is asked for and checked before anything is written, so a bad one
+    # leaves the store as it was; the summaries are written before their sources go.
+    created = (yield from remember_many(ctx, summaries)) if summaries else []
+    deleted: list[str] = []
+    if delete_sources and sources:
+        yield from delete_ids(ctx, sources)
+        deleted = sources
     yield from _count_run(ctx, "summary", 0)
     return ConsolidationResult(
-        "summary", tuple(created), tuple(deleted), skipped=0, callback_calls=calls
+        "summary", tuple(created), tuple(deleted), skipped=0, callback_calls=len(summaries)
     )
 
 
