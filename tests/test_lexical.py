@@ -104,6 +104,10 @@ def test_stats_fields_parse_and_delta() -> None:
     assert stats == X.TermStats(4, 20, {"lake": 0, "paint": 2})
     assert X.parse_stats(terms, None) == X.TermStats(0, 0, {"lake": 0, "paint": 0})
     assert X.parse_stats(terms, ["-3", "x", "1", "1"]).docs == 0  # drift / garbage -> 0
+    reported: list[tuple[str, object]] = []
+    damaged = X.parse_stats(terms, ["-3", "x", b"nan", None], lambda f, v: reported.append((f, v)))
+    assert damaged == X.TermStats(0, 0, {"lake": 0, "paint": 0})
+    assert reported == [("t:lake", b"nan"), ("len", "x")]  # drift below 0 is no damage
     delta = X.stats_delta(["Paint the lake", "paintings of a lake, a lake"], 1)
     assert delta == {"n": 2, "len": 5, "t:paint": 1, "t:painting": 1, "t:lak": 2}
     assert X.stats_delta(["Paint the lake"], -1) == {"n": -1, "len": -2, "t:paint": -1, "t:lak": -1}

@@ -211,12 +211,17 @@ def _is_noscript(reply: Any) -> bool:
 
 
 def _unknown_scripts(b: Batch, replies: list[Any]) -> list[int]:
-    """Indexes of the batch's scripts the server did not know (sent again as EVAL)."""
-    return [
+    """Indexes of the batch's scripts the server did not know (sent again as EVAL), and
+    of the later commands that must follow them (``Command.after_scripts``), in order."""
+    unknown = [
         i
         for i, reply in enumerate(replies)
         if _is_noscript(reply) and b.commands[i].name.upper() == "EVAL"
     ]
+    if not unknown:
+        return unknown
+    following = [i for i in range(unknown[0] + 1, len(b.commands)) if b.commands[i].after_scripts]
+    return sorted({*unknown, *following})
 
 
 class SyncExecutor:

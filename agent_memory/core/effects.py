@@ -41,11 +41,15 @@ class Command:
             whatever the client's ``decode_responses`` setting.
         node: on a cluster client, send this keyless command to the ``node``-th primary
             (ordered by address) rather than to any; ignored by other clients.
+        after_scripts: in a batch, this command must run after the batch's scripts:
+            when a script the server did not know is sent again (``EVALSHA`` answered
+            ``NOSCRIPT``), this command is sent again after it.
     """
 
     args: tuple[Arg, ...]
     binary: bool = False
     node: int | None = None
+    after_scripts: bool = False
 
     @property
     def name(self) -> str:

@@ -28,6 +28,10 @@ DEFAULT_NAMESPACE_TOKEN = "_d"
 SHARED_SESSION_TOKEN = "_s"
 """Session token of shared (not session-scoped) memories."""
 
+NO_NAMESPACE_TOKEN = "_none"
+"""A namespace token no memory has (reserved ``_`` token, not a digest): a search
+that must match nothing names it."""
+
 _MAX_PLAIN = 64
 
 

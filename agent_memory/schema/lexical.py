@@ -31,7 +31,7 @@ import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -195,19 +195,30 @@ def stats_fields(query_terms: Sequence[str]) -> list[str]:
     return [STATS_DOCS, STATS_LENGTH, *(TERM_PREFIX + t for t in query_terms)]
 
 
-def parse_stats(query_terms: Sequence[str], reply: Any) -> TermStats:
-    """:class:`TermStats` from the HMGET reply of :func:`stats_fields` (missing: 0)."""
+def parse_stats(
+    query_terms: Sequence[str],
+    reply: Any,
+    unreadable: Callable[[str, Any], None] | None = None,
+) -> TermStats:
+    """:class:`TermStats` from the HMGET reply of :func:`stats_fields` (missing: 0; below
+    0, as concurrent removals can briefly leave a count: 0). A value that is not a count
+    reads as 0 and is reported to ``unreadable(field, value)``: the next write of the
+    term replaces it."""
     values = list(reply or [])
     values += [None] * (2 + len(query_terms) - len(values))
 
-    def count(value: Any) -> int:
+    def count(name: str, value: Any) -> int:
+        if value is None:
+            return 0
         try:
-            return max(integer(value), 0) if value is not None else 0
+            return max(integer(value), 0)
         except (ReplyParseError, ValueError, TypeError, ArithmeticError):
+            if unreadable is not None:
+                unreadable(name, value)
             return 0
 
-    df = {t: count(v) for t, v in zip(query_terms, values[2:], strict=False)}
-    return TermStats(count(values[0]), count(values[1]), df)
+    df = {t: count(TERM_PREFIX + t, v) for t, v in zip(query_terms, values[2:], strict=False)}
+    return TermStats(count(STATS_DOCS, values[0]), count(STATS_LENGTH, values[1]), df)
 
 
 @dataclass(frozen=True, slots=True)

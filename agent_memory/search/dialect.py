@@ -76,6 +76,15 @@ class Dialect:
         return not self.baseline and self.family == "redisearch" and self.version >= (2, 6, 0)
 
     @property
+    def defers_script_writes(self) -> bool:
+        """valkey-search 1.0.x indexes a write made in a script or ``MULTI`` only at the
+        next search of the index (or once enough such writes queue up), and until then
+        holds back the reply of any client that writes the same key with a plain command
+        (fixed in 1.1, valkey-search pull request 381). A server behaviour: the baseline
+        cap does not change it."""
+        return self.family == "valkey-search" and self.version < (1, 1, 0)
+
+    @property
     def features(self) -> tuple[str, ...]:
         """The optional features the library uses on this server (beyond valkey-search
         1.0.2), by name: ``hybrid_policy``, ``native_text``."""

@@ -13,11 +13,12 @@ channel as a ``TEXT`` field searched with BM25 (:func:`text_search_args`) and a
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agent_memory.schema.encoding import is_token
+from agent_memory.schema.encoding import NO_NAMESPACE_TOKEN, is_token
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.layout import (
     DISTANCE_ALIAS,
@@ -194,6 +195,23 @@ def knn_search_args(
         "PARAMS", "2", param, vector_blob,
         "RETURN", str(len(fields)), *fields,
         "LIMIT", "0", str(k),
+        "DIALECT", "2",
+    ]  # fmt: skip
+
+
+_UNIT_FLOAT32 = struct.pack("<f", 1.0)  # a unit vector's first component (cosine needs a norm)
+
+
+def settle_search_args(index: str, dim: int) -> list[str | bytes]:
+    """Arguments of an ``FT.SEARCH`` that matches nothing (a namespace no memory has,
+    no documents returned): sent after script writes on servers that index such writes
+    only at a search (:attr:`~agent_memory.search.dialect.Dialect.defers_script_writes`).
+    A KNN query, the only kind valkey-search 1.0 accepts."""
+    where = _tag(F_NAMESPACE, NO_NAMESPACE_TOKEN)
+    return [
+        index, f"({where})=>[KNN 1 @{F_VECTOR} ${VECTOR_PARAM} AS {DISTANCE_ALIAS}]",
+        "PARAMS", "2", VECTOR_PARAM, _UNIT_FLOAT32 + bytes(4 * (dim - 1)),
+        "LIMIT", "0", "0",
         "DIALECT", "2",
     ]  # fmt: skip
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from typing import Any
 
 import pytest
@@ -306,3 +307,31 @@ async def test_import_refuses_learning_state_it_could_not_read_back(
         await target.import_records([*records, bad])
     assert (await target.list()).total == 0  # every record is validated first
     assert sorted(await target.import_records(records)) == sorted(r["id"] for r in records)
+
+
+async def test_export_leaves_out_damaged_learning_state_and_stays_importable(
+    env: StoreEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Learning state no writer makes is left out of the export (the per-context entries
+    that are well formed still travel), logged and counted; the record imports."""
+    embed = TableEmbedder()
+    source = env.make(embed)
+    mid = await source.remember("learned")
+    await source.feedback(mid, 0.5)
+    raw = getattr(source, "wrapped", source)
+    key = raw._ctx.keys.memory(mid)
+    contexts = '{"good": [0.5, 1.0, 1700000000000], "bad": [1, "a", 3]}'
+    reply = raw.client.execute_command("HSET", key, "eval_sum", "inf", "utility_ctx", contexts)
+    if hasattr(reply, "__await__"):
+        await reply
+    before = raw._ctx.counters.get("corrupt_records", 0)
+    with caplog.at_level("WARNING", logger="agent_memory.store"):
+        (record,) = await _export(source)
+    assert raw._ctx.counters.get("corrupt_records", 0) - before == 2
+    assert caplog.text.count("exported without it") == 2
+    learning = record["learning"]
+    assert "eval_sum" not in learning and learning["manual_utility"] == "0.5"
+    assert json.loads(learning["utility_ctx"]) == {"good": [0.5, 1.0, 1700000000000]}
+    target = env.make(embed)
+    assert await target.import_records([record]) == [mid]
+    assert (await target.get(mid)).feedback == 0.5  # type: ignore[union-attr]

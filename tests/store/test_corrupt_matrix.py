@@ -245,3 +245,20 @@ async def test_keys_of_the_wrong_type_never_abort_a_read(env: StoreEnv) -> None:
             errors.append(f"{key}: {exc!r}"[:300])
         await _run(raw.client, "DEL", key)  # each damage is judged alone
     assert not errors, "\n".join(errors)
+
+
+async def test_term_statistics_that_are_not_counts_are_reported(
+    env: StoreEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A term statistic no writer makes reads as 0 for the recall's BM25 and is logged
+    and counted, not silently taken as a count."""
+    h = await _healthy_store(env)
+    stats_key = h.raw._ctx.keys.term_stats(namespace_token(None))
+    await _run(h.raw.client, "HSET", stats_key, "len", "many", "n", "NaN")
+    fresh = env.make(h.embed, name=h.raw.name, default_threshold=2.0)  # reads the stats anew
+    counted = getattr(fresh, "wrapped", fresh)._ctx.counters
+    with caplog.at_level("WARNING", logger="agent_memory.store"):
+        hits = await fresh.recall("a note", k=10)
+    assert {h.item.id for h in hits} >= set(h.good)
+    assert counted.get("corrupt_records", 0) >= 1
+    assert "that are not counts" in caplog.text and "n=" in caplog.text and "len=" in caplog.text

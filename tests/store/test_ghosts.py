@@ -82,3 +82,35 @@ async def test_prune_of_every_namespace_sweeps_each(env: StoreEnv) -> None:
     clock.now += GRACE_S
     assert (await store.prune()).ghost_entries == 2
     assert (await store.stats()).items == 0
+
+
+async def test_an_unreadable_suspect_entry_is_reported_and_replaced(
+    env: StoreEnv, caplog: Any
+) -> None:
+    """A suspects-hash entry no sweep writes (a time that is not a number) is logged and
+    counted, deleted, and its id, still missing, is suspected again from scratch: the
+    grace starts over rather than the entry staying forever."""
+    clock = Clock()
+    store = env.make(TableEmbedder(), clock=clock)
+    raw = getattr(store, "wrapped", store)
+    lost = await store.remember("gone", scope=Scope(namespace="ns"))
+    keys, ns = _keys(store), namespace_token("ns")
+    await _raw(store, "DEL", keys.memory(lost))
+    await _raw(store, "HSET", keys.ghost_suspects(ns), lost, "soon", "no-such-id", "x")
+    before = raw._ctx.counters.get("corrupt_records", 0)
+    with caplog.at_level("WARNING", logger="agent_memory.store"):
+        assert (await store.prune(Scope(namespace="ns"))).ghost_entries == 0
+    assert raw._ctx.counters.get("corrupt_records", 0) - before == 2
+    assert caplog.text.count("ghost-suspect entry") == 2
+    entries = await _raw(store, "HGETALL", keys.ghost_suspects(ns))
+    decoded = {
+        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+        for k, v in (
+            entries.items()
+            if isinstance(entries, dict)
+            else zip(entries[::2], entries[1::2], strict=True)
+        )
+    }
+    assert decoded == {lost: str(int(clock.now * 1000))}  # suspected anew, the rest gone
+    clock.now += GRACE_S
+    assert (await store.prune(Scope(namespace="ns"))).ghost_entries == 1

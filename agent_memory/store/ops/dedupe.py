@@ -9,7 +9,7 @@ import numpy as np
 
 from agent_memory.backends.base import KnnQuery
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Command, Operation, execute_batch
+from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import integer, optional_text
 from agent_memory.errors import AgentMemoryError
 from agent_memory.schema import layout as L
@@ -17,6 +17,7 @@ from agent_memory.schema import scripts
 from agent_memory.schema.encoding import encode_value
 from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.records import NewMemory
+from agent_memory.store.ops.settle import execute_writes
 
 DEFAULT_DEDUPE_DISTANCE = 0.05
 """Cosine distance under which two texts count as the same memory. Measured with
@@ -92,11 +93,12 @@ def refresh_existing(
     if not refreshes:
         return set()
     now = str(ctx.now_ms())
-    replies = yield from execute_batch(
+    replies = yield from execute_writes(
+        ctx,
         [
             Command(("EVAL", scripts.REFRESH_DUPLICATE, "1", ctx.keys.memory(mid), now, repr(imp)))
             for mid, imp in refreshes
-        ]
+        ],
     )
     gone = set()
     for (mid, _), reply in zip(refreshes, replies, strict=True):

@@ -25,6 +25,7 @@ from agent_memory.schema.lexical import adjust_args, stats_delta
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.read import exact_index, is_wrong_type, matching_ids
+from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import check_id
 
 logger = logging.getLogger("agent_memory.store")
@@ -101,7 +102,7 @@ def delete_ids(
     total = 0
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
-        replies = yield from execute_batch([delete_command(ctx, m) for m in chunk])
+        replies = yield from execute_writes(ctx, [delete_command(ctx, m) for m in chunk])
         deleted = [d for m, r in zip(chunk, replies, strict=True) if (d := deleted_from(m, r))]
         commands = bookkeeping(ctx, deleted)
         if listed_in is not None:

@@ -50,16 +50,23 @@ def missing(ctx: StoreContext, ids: Sequence[str]) -> Operation[set[str]]:
     return gone
 
 
-def _suspected_since(reply: Any) -> dict[str, int]:
-    """The suspects hash: id -> first seen missing (ms); unreadable times count as now
-    (seen again from scratch)."""
+def _suspected_since(ctx: StoreContext, reply: Any) -> tuple[dict[str, int], list[Any]]:
+    """The suspects hash: id -> first seen missing (ms), and the raw fields of entries
+    that are not an id and a time (logged and counted; the sweep deletes them, and an
+    absent id among them is suspected again from scratch)."""
     out: dict[str, int] = {}
+    damaged: list[Any] = []
     for field, value in pairs(reply).items():
         try:
             out[text(field)] = integer(value)
-        except ReplyParseError:
-            continue
-    return out
+        except ReplyParseError as exc:
+            logger.warning(
+                "store %s: a ghost-suspect entry %r is unreadable (%s); suspected anew",
+                ctx.keys.name, field, exc,
+            )  # fmt: skip
+            ctx.count("corrupt_records")
+            damaged.append(field)
+    return out, damaged
 
 
 def confirmed(suspects: dict[str, int], absent: set[str], now_ms: int) -> set[str]:
@@ -75,12 +82,14 @@ def sweep(
     suspects_key = ctx.keys.ghost_suspects(namespace_token)
     replies = yield from execute_batch([command("HGETALL", suspects_key)])
     raise_first_error(replies)
-    suspects = _suspected_since(replies[0])
+    suspects, damaged = _suspected_since(ctx, replies[0])
     absent = yield from missing(ctx, registered)
     ghosts = confirmed(suspects, absent, now_ms)
     fresh = sorted(absent - set(suspects))
     cleared = sorted(set(suspects) - (absent - ghosts))  # stored after all, gone, or removed
     updates: list[Command] = []
+    if damaged:
+        updates.append(command("HDEL", suspects_key, *damaged))  # before fresh ones are set
     if fresh:
         flat = [x for m in fresh for x in (m, str(now_ms))]
         updates.append(command("HSET", suspects_key, *flat))

@@ -38,6 +38,7 @@ from agent_memory.store.ops.forget import delete_ids
 from agent_memory.store.ops.ghosts import sweep
 from agent_memory.store.ops.namespaces import check_forgotten, forget_if_empty, registry_keys
 from agent_memory.store.ops.read import is_wrong_type, registered_ids
+from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import check_id
 
 logger = logging.getLogger("agent_memory.store")
@@ -90,9 +91,11 @@ def complete(ctx: StoreContext, selection_id: str, score: float) -> Operation[bo
         raise_first_error(replies)
         applied, statuses = True, replies
     else:
-        reply = yield from execute(
-            "EVAL", scripts.COMPLETE, str(1 + len(keys)), receipt_key, *keys, *argv
+        (reply,) = yield from execute_writes(
+            ctx,
+            [Command(("EVAL", scripts.COMPLETE, str(1 + len(keys)), receipt_key, *keys, *argv))],
         )
+        raise_first_error([reply])
         consumed, *statuses = reply
         applied = bool(integer(consumed))
     _report_damage(ctx, ids, [integer(s) for s in statuses])
@@ -128,9 +131,22 @@ def feedback(ctx: StoreContext, memory_id: str, value: float | None) -> Operatio
         NotFoundError: no memory with that id.
     """
     argv = ("clear", "0") if value is None else ("set", repr(value))
-    found = yield from execute(
-        "EVAL", scripts.FEEDBACK, "1", ctx.keys.memory(memory_id), *argv, str(ctx.now_ms())
+    (found,) = yield from execute_writes(
+        ctx,
+        [
+            Command(
+                (
+                    "EVAL",
+                    scripts.FEEDBACK,
+                    "1",
+                    ctx.keys.memory(memory_id),
+                    *argv,
+                    str(ctx.now_ms()),
+                )
+            )
+        ],
     )
+    raise_first_error([found])
     if not integer(found):
         raise NotFoundError(f"no memory with id {memory_id!r}")
     ctx.count("feedback")

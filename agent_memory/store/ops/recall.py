@@ -162,7 +162,17 @@ def _term_stats(
         return lexical.TermStats()
     if isinstance(reply, AgentMemoryError):
         raise reply
-    stats = lexical.parse_stats(terms, reply)
+    damaged: list[str] = []
+    stats = lexical.parse_stats(
+        terms, reply, lambda name, value: damaged.append(f"{name}={value!r}")
+    )
+    if damaged:
+        logger.warning(
+            "store %s: term statistics of namespace %s that are not counts (%s) read as 0; "
+            "the next write of each term replaces it",
+            ctx.keys.name, namespace, ", ".join(damaged[:5]),
+        )  # fmt: skip
+        ctx.count("corrupt_records")
     ctx.frequencies.learn(namespace, stats, terms)
     return stats
 

@@ -13,6 +13,8 @@ and importing without ``reembed`` restores identical recall results.
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -37,6 +39,8 @@ from agent_memory.store.ops.write import MemoryInput, validate_input, write_memo
 from agent_memory.store.validation import unit_vector
 
 FORMAT = "agent-memory/1"
+
+logger = logging.getLogger("agent_memory.store")
 
 
 def export_ids(ctx: StoreContext, flt: MemoryFilter) -> Operation[list[str]]:
@@ -75,7 +79,7 @@ def export_records(
             "metadata": dict(item.metadata), "dim": ctx.dim,
             "labels": {k: list(v) for k, v in item.labels.items()},
             "exposures": item.exposures,
-            "learning": _learning(fields),
+            "learning": _learning(ctx, item.id, fields),
         }  # fmt: skip
         if include_vectors:
             blob = vectors[index]
@@ -94,8 +98,45 @@ def export_records(
 _LEARNING_FIELDS = (L.F_EVAL_SUM, L.F_EVAL_WEIGHT, L.F_MANUAL, L.F_CONTEXTS, L.F_REINFORCED)
 
 
-def _learning(fields: Mapping[str, Any]) -> dict[str, str]:
-    return {name: text(fields[name]) for name in _LEARNING_FIELDS if name in fields}
+def _learning(ctx: StoreContext, memory_id: str, fields: Mapping[str, Any]) -> dict[str, str]:
+    """A memory's learning state as :func:`import_records` takes it back. Damage no
+    writer makes (a value that is not UTF-8 or not a finite number, per-context entries
+    that are not ``[sum, weight, updated_ms]``) is left out, logged and counted: the
+    record stays importable and the rest of its state travels."""
+    out: dict[str, str] = {}
+    for name in _LEARNING_FIELDS:
+        if name not in fields:
+            continue
+        try:
+            value = text(fields[name])
+        except ReplyParseError as exc:
+            _damaged_learning(ctx, memory_id, name, str(exc))
+            continue
+        if name == L.F_CONTEXTS:
+            contexts, damage = parse_contexts(value)
+            if damage is not None:
+                _damaged_learning(ctx, memory_id, name, damage)
+                value = json.dumps({k: list(v) for k, v in contexts.items()}, separators=(",", ":"))
+        elif not _finite(value):
+            _damaged_learning(ctx, memory_id, name, f"{value!r} is not a finite number")
+            continue
+        out[name] = value
+    return out
+
+
+def _finite(value: str) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except ValueError:
+        return False
+
+
+def _damaged_learning(ctx: StoreContext, memory_id: str, name: str, why: str) -> None:
+    logger.warning(
+        "memory %s of store %s: its %s is damaged (%s); exported without it",
+        memory_id, ctx.keys.name, name, why,
+    )  # fmt: skip
+    ctx.count("corrupt_records")
 
 
 def _restored_fields(record: Mapping[str, Any]) -> tuple[str, ...]:
@@ -111,13 +152,8 @@ def _restored_fields(record: Mapping[str, Any]) -> tuple[str, ...]:
             _, damage = parse_contexts(str(value))
             if damage is not None:
                 raise InvalidInputError(f"record {name} is damaged: {damage}", field="learning")
-        else:
-            try:
-                finite = math.isfinite(float(str(value)))
-            except ValueError:
-                finite = False
-            if not finite:  # a NaN or an infinity would make the memory unreadable
-                raise InvalidInputError(f"record {name} is not a finite number", field="learning")
+        elif not _finite(str(value)):  # a NaN or an infinity would make the memory unreadable
+            raise InvalidInputError(f"record {name} is not a finite number", field="learning")
         out += [name, str(value)]
     exposures = _int(record, "exposures", 0)
     if exposures > 0:

@@ -36,6 +36,7 @@ from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.embedding import embed_one, embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.labeling import labeler_failed, run_labeler
+from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import (
     check_id,
     check_importance,
@@ -343,7 +344,7 @@ def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Oper
         )
         namespaces.add(memory.namespace_token)
     commands += [bump(ctx.keys.epoch(ns)) for ns in sorted(namespaces)]
-    replies = yield from execute_batch(commands)
+    replies = yield from execute_writes(ctx, commands)
     for reply in replies:
         if isinstance(reply, AgentMemoryError):
             logger.warning("storing labeler labels on %s failed: %s", ctx.keys.name, reply)
@@ -367,7 +368,7 @@ def write_memories(
             ]
         commands += _batch_commands(ctx, [memory for memory, _ in chunk], with_terms=terms_apart)
         waits = wait_commands(ctx)
-        replies = yield from execute_batch([*commands, *waits])
+        replies = yield from execute_writes(ctx, [*commands, *waits])
         if ctx.settings.cluster:
             replies = _tolerate_bookkeeping(ctx, commands, replies)
         raise_first_error(replies)
@@ -453,7 +454,7 @@ def update(
         adjust = adjust_args(ctx.keys.term_stats(ns_token), {k: v for k, v in delta.items() if v})
         if adjust is not None:
             commands.append(Command(adjust))
-    replies = yield from execute_batch(commands)
+    replies = yield from execute_writes(ctx, commands)
     raise_first_error(replies)
     if not integer(replies[0]):
         raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")

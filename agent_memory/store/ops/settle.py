@@ -1,0 +1,64 @@
+"""Script writes that valkey-search 1.0.x would leave pending.
+
+valkey-search 1.0.x indexes a key written inside a script or ``MULTI`` only at the next
+``FT.SEARCH`` of the index (or once such writes fill its queue), and until then holds back
+the reply of any client that writes the same key with a plain command: an ``HSET`` or
+``DEL`` from ``valkey-cli``, the application, another library, held until some search,
+for ever on a store nobody searches. The store writes memories through scripts, so on
+those servers (standalone; :attr:`~agent_memory.search.dialect.Dialect.defers_script_writes`)
+each batch that writes memory records ends with a search that matches nothing: the
+server indexes the batch's writes before answering it, as any recall would have made it
+do. Valkey-search 1.1 and later, RediSearch and the portable backend need nothing.
+
+On a cluster the coordinator's fanned-out search does not reach the shards' queues, and
+the store's cluster writes are plain commands (never held back): not settled.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from agent_memory.backends.context import StoreContext
+from agent_memory.core.effects import Command, Operation, execute_batch
+from agent_memory.errors import AgentMemoryError
+from agent_memory.search.query import settle_search_args
+
+logger = logging.getLogger("agent_memory.store")
+
+
+def settle_commands(ctx: StoreContext) -> list[Command]:
+    """The search that makes the server index a batch's script writes, where needed."""
+    dialect, backend = ctx.dialect, ctx.backend
+    if (
+        dialect is None
+        or backend is None
+        or backend.name != "ft"
+        or ctx.settings.cluster
+        or ctx.dim is None
+        or not dialect.defers_script_writes
+    ):
+        return []
+    args = ("FT.SEARCH", *settle_search_args(ctx.keys.index, ctx.dim))
+    return [Command(args, after_scripts=True)]  # also after a script sent again
+
+
+def execute_writes(ctx: StoreContext, commands: Sequence[Command]) -> Operation[list[Any]]:
+    """:func:`~agent_memory.core.effects.execute_batch` for commands that write memory
+    records through scripts, settled where the server needs it (its reply is not among
+    the returned ones). A settling search that fails is logged and counted
+    (``settle_failures``), never raised: the writes themselves were applied."""
+    settle = settle_commands(ctx) if commands else []
+    replies = yield from execute_batch([*commands, *settle])
+    if settle:
+        reply = replies.pop()
+        if isinstance(reply, AgentMemoryError):
+            logger.warning(
+                "store %s: the search that makes valkey-search 1.0 index the store's "
+                "writes failed (%s); a plain write of those keys by another client may "
+                "wait for the next search",
+                ctx.keys.name, reply,
+            )  # fmt: skip
+            ctx.count("settle_failures")
+    return replies
