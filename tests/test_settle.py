@@ -92,3 +92,17 @@ def test_a_script_sent_again_is_followed_by_what_must_come_after_it() -> None:
     assert _unknown_scripts(b, replies) == [1, 2, 5]  # in order: each after the script
     assert _unknown_scripts(b, ["ok", 1, [0], noscript, 2, [0]]) == [3, 5]  # 2 came before
     assert _unknown_scripts(b, ["ok", 1, [0], 1, 2, [0]]) == []  # all known: nothing
+
+
+def test_a_wait_for_replicas_follows_resent_scripts() -> None:
+    """A write batch's ``WAIT`` must run after the write it covers, also when the write's
+    script is sent again (before, it ran between the unknown script and its resending,
+    covering nothing: seen with ``MONITOR`` after a ``SCRIPT FLUSH``)."""
+    from agent_memory.store.ops.durability import wait_commands
+
+    ctx = SimpleNamespace(settings=SimpleNamespace(wait_replicas=1, wait_timeout_ms=300))
+    (wait,) = wait_commands(ctx)  # type: ignore[arg-type]
+    assert wait.args == ("WAIT", "1", "300") and wait.after_scripts
+    noscript = ServerResponseError("NOSCRIPT No matching script")
+    b = Batch((Command(("EVAL", "return 1", "0")), wait))
+    assert _unknown_scripts(b, [noscript, 1]) == [0, 1]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Command, command
+from agent_memory.core.effects import Command
 from agent_memory.core.replies import integer
 from agent_memory.errors import ReplicationTimeoutError
 
@@ -25,7 +25,10 @@ def wait_commands(ctx: StoreContext) -> list[Command]:
     wanted = ctx.settings.wait_replicas
     if not wanted:
         return []
-    return [command("WAIT", str(wanted), str(ctx.settings.wait_timeout_ms))]
+    # After any script of its batch the server did not know and is sent again: a WAIT
+    # that ran before the write it should cover would cover nothing.
+    args = ("WAIT", str(wanted), str(ctx.settings.wait_timeout_ms))
+    return [Command(args, after_scripts=True)]
 
 
 def check_replicated(ctx: StoreContext, reply: Any, what: str) -> None:
