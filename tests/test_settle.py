@@ -1,5 +1,7 @@
-"""When the store settles its script writes (valkey-search 1.0.x), and how (pure: no
-server; ``tests/store/test_plain_writers.py`` runs it on every server)."""
+"""Commands that must follow a batch's scripts: the search that settles script writes on
+valkey-search 1.0.x (when, and how), ``WAIT`` and change tokens, also when a script the
+server did not know is sent again (pure: no server; ``tests/store/test_plain_writers.py``
+runs the settling on every server)."""
 
 from __future__ import annotations
 
@@ -106,3 +108,13 @@ def test_a_wait_for_replicas_follows_resent_scripts() -> None:
     noscript = ServerResponseError("NOSCRIPT No matching script")
     b = Batch((Command(("EVAL", "return 1", "0")), wait))
     assert _unknown_scripts(b, [noscript, 1]) == [0, 1]
+
+
+def test_a_change_token_follows_resent_scripts() -> None:
+    from agent_memory.schema.versions import bump
+
+    token = bump("s:__mem_regver:_d")
+    assert token.after_scripts and token.args[:2] == ("SET", "s:__mem_regver:_d")
+    b = Batch((Command(("EVAL", "return 1", "0")), command("HINCRBY", "s", "n", "1"), token))
+    noscript = ServerResponseError("NOSCRIPT No matching script")
+    assert _unknown_scripts(b, [noscript, 1, "OK"]) == [0, 2]  # never the counter again

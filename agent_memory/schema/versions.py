@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from agent_memory.core.effects import Command, command
+from agent_memory.core.effects import Command
 
 
 def fresh_token() -> str:
@@ -20,5 +20,7 @@ def fresh_token() -> str:
 
 
 def bump(key: str) -> Command:
-    """Mark the state behind ``key`` as changed."""
-    return command("SET", key, fresh_token())
+    """Mark the state behind ``key`` as changed. In a batch it runs after the batch's
+    scripts, also after one sent again (``NOSCRIPT``): a token written before the change
+    it announces would let a mirror cache the state without it under the new token."""
+    return Command(("SET", key, fresh_token()), after_scripts=True)
