@@ -44,7 +44,6 @@ from agent_memory.errors import (
     AgentMemoryError,
     IndexMismatchError,
     OperationTimeoutError,
-    ReplyParseError,
     ServerResponseError,
     ServerUnavailableError,
 )
@@ -215,17 +214,26 @@ class FtBackend:
             commands.append(command("FT.INFO", ctx.keys.index))
         return commands
 
-    def _learn_sizes(self, commands: Sequence[Command], replies: Sequence[Any]) -> None:
+    def _learn_sizes(
+        self, ctx: StoreContext, commands: Sequence[Command], replies: Sequence[Any]
+    ) -> None:
+        """Keep the sizes the query plan estimates from; one that cannot be read keeps
+        its last value (an estimate: the next search reads it again), logged and counted
+        (``bookkeeping_failures``)."""
         for cmd, reply in zip(commands, replies, strict=True):
-            if isinstance(reply, AgentMemoryError):
-                continue  # an estimate only: the next search reads it again
             try:
+                if isinstance(reply, AgentMemoryError):
+                    raise reply
                 if cmd.name == "ZCARD":
                     self._sizes[str(cmd.args[1])] = integer(reply)
                 else:
                     self._index_docs = parse_index_info(reply).num_docs
-            except ReplyParseError:
-                continue
+            except AgentMemoryError as exc:
+                logger.warning(
+                    "store %s: %s for the query plan failed (%s); the last estimate is kept",
+                    ctx.keys.name, cmd.name, exc,
+                )  # fmt: skip
+                ctx.count("bookkeeping_failures")
 
     def search(
         self, ctx: StoreContext, queries: Sequence[KnnQuery], extra: Sequence[Command]
@@ -244,7 +252,7 @@ class FtBackend:
             yield from self.prepare(ctx)
             replies = yield from execute_batch(batch)
         searched = len(commands) + len(extra)
-        self._learn_sizes(plan, replies[searched:])
+        self._learn_sizes(ctx, plan, replies[searched:])
         results: list[list[KnnMatch]] = []
         for q, reply in zip(queries, replies, strict=False):
             if isinstance(reply, AgentMemoryError):

@@ -23,6 +23,7 @@ scoring and selection over a namespace's snapshot live in
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -70,6 +71,8 @@ _FETCH_CHUNK = 2000
 _LOAD_WAIT_SECONDS = 10.0
 _PARSE_TURN = 200  # vectors parsed per event-loop turn while a mirror loads
 _NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
+
+logger = logging.getLogger("agent_memory.store")
 
 
 @dataclass(slots=True)
@@ -213,7 +216,7 @@ class PortableBackend:
                     unreadable(ctx, memory_id, "its key holds no hash")
                     continue
                 try:
-                    entry = _entry(values, ctx.dim)
+                    entry = _entry(ctx, memory_id, values)
                 except ReplyParseError as exc:
                     unreadable(ctx, memory_id, exc)
                     continue
@@ -354,19 +357,26 @@ def _score(value: Any) -> float:
     return math.inf if raw in {"inf", "+inf"} else float(raw)
 
 
-def _entry(values: Any, dim: int | None) -> Entry | None:
+def _entry(ctx: StoreContext, memory_id: str, values: Any) -> Entry | None:
+    """A memory's mirror entry; ``None`` when it is gone.
+
+    Raises:
+        ReplyParseError: its vector is not one of the store's width (not searchable,
+            as on FT servers: the caller reports it).
+    """
     if not values or values[0] is None:
         return None  # expired or deleted since the registry was read
-    try:
-        vector = blob_vector(raw_bytes(values[0]), dim)
-    except ReplyParseError:
-        return None  # a vector of another width is not searchable, as on FT servers
+    vector = blob_vector(raw_bytes(values[0]), ctx.dim)
     lex = _NO_LEX
     if values[1] is not None:
         try:
             lex = blob_vector(raw_bytes(values[1]), LEX_DIM)
-        except ReplyParseError:
-            lex = _NO_LEX  # unreadable: found by the semantic channel only, as on FT
+        except ReplyParseError as exc:  # found by the semantic channel only, as on FT
+            logger.warning(
+                "memory %s of store %s: its term vector is unreadable (%s); only the "
+                "semantic search finds it", memory_id, ctx.keys.name, exc,
+            )  # fmt: skip
+            ctx.count("corrupt_records")
     # A corrupt token matches no filter value, nothing more (as on FT servers).
     tokens = {name: lenient_text(v) for name, v in zip(L.FILTER_FIELDS, values[2:], strict=True)}
     return Entry(vector, tokens, lex)

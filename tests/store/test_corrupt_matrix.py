@@ -262,3 +262,24 @@ async def test_term_statistics_that_are_not_counts_are_reported(
     assert {h.item.id for h in hits} >= set(h.good)
     assert counted.get("corrupt_records", 0) >= 1
     assert "that are not counts" in caplog.text and "n=" in caplog.text and "len=" in caplog.text
+
+
+async def test_a_vector_of_another_width_is_left_out_and_reported(
+    env: StoreEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A memory whose vector is not of the store's width cannot be searched on any
+    backend; the client-side mirror (portable, in-process) logs and counts it too
+    (the FT servers report it in their own indexing failures)."""
+    h = await _healthy_store(env)
+    embed = h.embed
+    embed.set("odd one", near(random_unit("q"), 0.05, "odd"))
+    odd = await h.store.remember("odd one", tags=["work"])
+    await _run(h.raw.client, "HSET", h.raw._ctx.keys.memory(odd), "vector", b"\x00" * 12)
+    fresh = env.make(embed, name=h.raw.name, default_threshold=2.0)  # a mirror loaded anew
+    counters = getattr(fresh, "wrapped", fresh)._ctx.counters
+    with caplog.at_level("WARNING", logger="agent_memory.store"):
+        found = {hit.item.id for hit in await fresh.recall("query", k=10)}
+    assert odd not in found and set(h.good) <= found
+    if env.expected_backend != "ft":
+        assert counters.get("corrupt_records", 0) >= 1
+        assert f"memory {odd} of store" in caplog.text
