@@ -185,6 +185,7 @@ async def test_recall_ranks_memories_whose_learning_context_or_labels_are_damage
         ("HSET", key(ids[0]), "utility_ctx", "not json"),
         ("HSET", key(ids[1]), "utility_ctx", partly),
         ("HSET", key(ids[2]), "labels_json", "[1, 2]"),
+        ("HSET", key(ids[3]), "utility_ctx", b"\xff\xfe not UTF-8"),
     ]
     for args in damage:
         reply = raw.client.execute_command(*args)
@@ -200,10 +201,10 @@ async def test_recall_ranks_memories_whose_learning_context_or_labels_are_damage
 
     result, counted, logged = await recall_counted()
     assert {h.item.id for h in result} == set(ids)
-    assert counted == 3
-    assert logged.count("per-context usefulness (utility_ctx) is damaged") == 2
+    assert counted == 4
+    assert logged.count("per-context usefulness (utility_ctx) is damaged") == 3
     assert "1 of its 2 entries" in logged and "its labels is damaged" in logged
-    assert await store.complete(result.selection_id, 1.0)  # rebuilds both contexts
+    assert await store.complete(result.selection_id, 1.0)  # rebuilds the three contexts
     result, counted, logged = await recall_counted()
     assert {h.item.id for h in result} == set(ids)
     assert counted == 1 and "utility_ctx" not in logged

@@ -164,7 +164,10 @@ def _contexts(ctx: StoreContext, item: _Light) -> Contexts | None:
     raw = item.fields.get(L.F_CONTEXTS)
     if raw is None:
         return None
-    contexts, damage = parse_contexts(text(raw))
+    try:
+        contexts, damage = parse_contexts(text(raw))
+    except ReplyParseError as exc:  # not UTF-8: as damaged as text that is not JSON
+        contexts, damage = {}, str(exc)
     if damage is not None:
         _damaged(ctx, item.id, f"its per-context usefulness ({L.F_CONTEXTS})", damage)
     return contexts
