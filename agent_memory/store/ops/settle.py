@@ -10,8 +10,10 @@ each batch that writes memory records ends with a search that matches nothing: t
 server indexes the batch's writes before answering it, as any recall would have made it
 do. Valkey-search 1.1 and later, RediSearch and the portable backend need nothing.
 
-On a cluster the coordinator's fanned-out search does not reach the shards' queues, and
-the store's cluster writes are plain commands (never held back): not settled.
+Not on a cluster: a search received by one node does not reach the other shards'
+queues. There ``remember`` writes plain commands (never held back); the single-key
+scripts of ``update``, ``feedback``, ``complete`` and ``forget`` are not settled (README,
+"Limits").
 """
 
 from __future__ import annotations
