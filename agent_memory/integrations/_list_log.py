@@ -105,17 +105,20 @@ def append(
 
 def pop_latest(
     tier: TierCore, key: str, ttl_ms: int | None, decode: Decode[Entry]
-) -> Operation[Entry | None]:
-    """Remove and return the newest valid entry (``None`` when there is none)."""
+) -> Operation[tuple[Entry | None, int]]:
+    """Remove and return the newest valid entry (``None`` when there is none), and how
+    many corrupt elements were removed on the way (for the caller to report)."""
     counter: str | None = WRITES
+    dropped = 0
     while True:
         raw = yield from _access(tier, key, Command(("RPOP", key)), ttl_ms, counter)
         counter = None
         if raw is None:
-            return None
+            return None, dropped
         entry = decode(raw)
         if entry is not None:
-            return entry
+            return entry, dropped
+        dropped += 1
 
 
 def clear(tier: TierCore, key: str) -> Operation[None]:

@@ -163,8 +163,9 @@ def test_append_pop_and_clear() -> None:
     log = FakeList([])
     tier = TierCore("t")
     log.run(_list_log.append(tier, "k", [*_entries(1), b"junk"], None))
-    assert log.run(_list_log.pop_latest(tier, "k", None, _decode)) == {"n": 1}  # junk dropped
-    assert log.run(_list_log.pop_latest(tier, "k", None, _decode)) is None
+    popped = log.run(_list_log.pop_latest(tier, "k", None, _decode))
+    assert popped == ({"n": 1}, 1)  # the junk above it dropped, and counted
+    assert log.run(_list_log.pop_latest(tier, "k", None, _decode)) == (None, 0)
     log.run(_list_log.append(tier, "k", _entries(2), None))
     log.run(_list_log.clear(tier, "k"))
     assert log.elements == []

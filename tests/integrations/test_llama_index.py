@@ -176,9 +176,10 @@ def test_corrupt_entries_are_skipped_and_counted(chat: AgentMemoryChatStore, raw
     assert chat.skipped == 2
     raw.rpush(chat.chat_key("k"), "garbage")
     assert chat.delete_last_message("k").content == "b"  # the corrupt tail is dropped
+    assert chat.skipped == 3  # and counted
     taken = chat.delete_messages("k")
     assert [m.content for m in taken or []] == ["a"]
-    assert chat.skipped == 4
+    assert chat.skipped == 5
 
 
 def test_ttl_slides_and_no_ttl_persists(client: Any, name: str, raw: Any) -> None:

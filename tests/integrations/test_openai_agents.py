@@ -148,11 +148,15 @@ async def test_session_settings(aclient: Any, name: str) -> None:
             _session(aclient, name, session_settings=bad)
 
 
-async def test_corrupt_entries_are_skipped_and_dropped(aclient: Any, name: str, raw: Any) -> None:
+async def test_corrupt_entries_are_skipped_and_dropped(
+    aclient: Any, name: str, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     session = _session(aclient, name)
     await session.add_items(_msgs("valid 0", "valid 1", "valid 2"))
     raw.rpush(session.key, "not valid json {{{", "[1, 2]", "7")
-    assert _contents(await session.get_items(limit=2)) == ["valid 1", "valid 2"]
+    with caplog.at_level("WARNING", logger="agent_memory.cache"):
+        assert _contents(await session.get_items(limit=2)) == ["valid 1", "valid 2"]
+    assert "3 element(s) are not JSON objects; skipped" in caplog.text  # logged, counted
     assert _contents(await session.get_items()) == ["valid 0", "valid 1", "valid 2"]
     limited = _session(aclient, name, session_settings=SessionSettings(limit=2))
     assert _contents(await limited.get_items()) == ["valid 1", "valid 2"]
@@ -160,7 +164,10 @@ async def test_corrupt_entries_are_skipped_and_dropped(aclient: Any, name: str, 
     assert raw.llen(session.key) == 2
     raw.delete(session.key)
     raw.rpush(session.key, "not valid json {{{")
-    assert await session.pop_item() is None
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="agent_memory.cache"):
+        assert await session.pop_item() is None
+    assert "1 element(s) are not JSON objects; dropped by a pop" in caplog.text
     assert await session.get_items() == []
     raw.set(session.key, "a string")  # another type at the key: the library's error
     with pytest.raises(ServerResponseError):

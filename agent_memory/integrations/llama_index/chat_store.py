@@ -213,7 +213,8 @@ class AgentMemoryChatStore(BaseChatStore):
     def delete_last_message(self, key: str) -> ChatMessage | None:
         """Remove and return the newest message (``None`` for an empty chat)."""
         k = self.chat_key(key)
-        return self._runners.run(lambda: ops.pop_last(self._runners.tier, k, self._ttl_ms))
+        popped = self._runners.run(lambda: ops.pop_last(self._runners.tier, k, self._ttl_ms))
+        return self._taken(popped, k)  # type: ignore[no-any-return]
 
     def get_keys(self) -> list[str]:
         """Every key of this ``name`` that holds messages, sorted (``SCAN`` on every
@@ -264,7 +265,8 @@ class AgentMemoryChatStore(BaseChatStore):
     async def adelete_last_message(self, key: str) -> ChatMessage | None:
         """Async :meth:`delete_last_message`."""
         k = self.chat_key(key)
-        return await self._runners.arun(lambda: ops.pop_last(self._runners.tier, k, self._ttl_ms))
+        popped = await self._runners.arun(lambda: ops.pop_last(self._runners.tier, k, self._ttl_ms))
+        return self._taken(popped, k)  # type: ignore[no-any-return]
 
     async def aget_keys(self) -> list[str]:
         """Async :meth:`get_keys`."""

@@ -121,8 +121,11 @@ def take_at(
     return message, int(message is None)
 
 
-def pop_last(tier: TierCore, key: str, ttl_ms: int | None) -> Operation[ChatMessage | None]:
-    """Remove and return the newest valid message (``RPOP``; corrupt ones are dropped)."""
+def pop_last(
+    tier: TierCore, key: str, ttl_ms: int | None
+) -> Operation[tuple[ChatMessage | None, int]]:
+    """Remove the newest valid message (``RPOP``); it (``None`` when there is none) and
+    how many corrupt elements were dropped on the way."""
     return _list_log.pop_latest(tier, key, ttl_ms, decode_message)
 
 

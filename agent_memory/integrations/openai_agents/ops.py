@@ -31,7 +31,9 @@ def get_items(
 ) -> Operation[list[dict[str, Any]]]:
     """The latest ``limit`` valid items (all when ``None``; none when ``<= 0``), oldest
     first."""
-    items, _skipped = yield from _list_log.read_latest(tier, key, limit, ttl_ms, decode_item)
+    items, skipped = yield from _list_log.read_latest(tier, key, limit, ttl_ms, decode_item)
+    if skipped:
+        tier.unreadable(key, f"{skipped} element(s) are not JSON objects; skipped")
     return items
 
 
@@ -41,8 +43,12 @@ def add_items(tier: TierCore, key: str, encoded: list[str], ttl_ms: int | None) 
 
 
 def pop_item(tier: TierCore, key: str, ttl_ms: int | None) -> Operation[dict[str, Any] | None]:
-    """Remove and return the newest valid item (``None`` when there is none)."""
-    return _list_log.pop_latest(tier, key, ttl_ms, decode_item)
+    """Remove and return the newest valid item (``None`` when there is none); corrupt
+    elements removed on the way are reported (logged, ``corrupt_entries``)."""
+    item, dropped = yield from _list_log.pop_latest(tier, key, ttl_ms, decode_item)
+    if dropped:
+        tier.unreadable(key, f"{dropped} element(s) are not JSON objects; dropped by a pop")
+    return item
 
 
 def clear_session(tier: TierCore, key: str) -> Operation[None]:
