@@ -139,14 +139,17 @@ def publish_config(ctx: StoreContext) -> Operation[None]:
     )  # fmt: skip
 
 
-def overrides(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields an operator set: those not holding the value the library published."""
+def overrides(raw: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The fields an operator set: those not holding the value the library published;
+    and what is wrong with the published values, if they cannot be read (every field
+    then counts as set: the values are checked as the operator's)."""
+    damage = None
     try:
         published = json.loads(text(raw.get(PUBLISHED_FIELD) or "{}"))
-    except (ValueError, ReplyParseError):
-        published = {}
+    except (ValueError, ReplyParseError) as exc:
+        published, damage = {}, f"not JSON ({exc})"
     if not isinstance(published, dict):
-        published = {}
+        published, damage = {}, f"a JSON {type(published).__name__}, not an object"
     out: dict[str, Any] = {}
     for name, value in raw.items():
         if name == PUBLISHED_FIELD:
@@ -157,13 +160,19 @@ def overrides(raw: Mapping[str, Any]) -> dict[str, Any]:
         except ReplyParseError:
             pass  # unreadable: let apply_config reject it with its reason
         out[name] = value
-    return out
+    return out, damage
 
 
 def refresh_config(ctx: StoreContext) -> Operation[LiveConfig]:
     """Re-read ``{name}:__mem_config`` now and apply the operator's overrides."""
     reply = yield from execute("HGETALL", ctx.keys.config)
-    raw = overrides(pairs(reply))
+    raw, damage = overrides(pairs(reply))
+    if damage is not None:
+        logger.warning(
+            "store %s: the library's published config (%s) is unreadable: %s",
+            ctx.keys.name, PUBLISHED_FIELD, damage,
+        )  # fmt: skip
+        ctx.count("corrupt_records")
     config, rejected = apply_config(raw, ctx.settings.initial_config, ctx.config)
     for reason in rejected:
         logger.warning("store %s: rejected live config %s", ctx.keys.name, reason)

@@ -233,3 +233,19 @@ async def test_effective_config_is_published_never_imposed(env: StoreEnv) -> Non
     assert seen.weights.recency == 0.2  # the operator's override applies to everyone
     await _raw(first, "HSET", f"{name}:__mem_config", "recall.threshold", "0.9")
     assert (await second.refresh_config()).threshold == 0.9
+
+
+async def test_an_unreadable_published_config_is_reported(
+    env: StoreEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The published defaults no writer makes unreadable: every field is then checked
+    as the operator's (valid ones apply), and the damage is logged and counted."""
+    store = env.make(default_threshold=0.5)
+    name = getattr(store, "wrapped", store).name
+    await store.ensure_index()
+    await _raw(store, "HSET", f"{name}:__mem_config", "agent_memory.published", "[not json")
+    counters = getattr(store, "wrapped", store)._ctx.counters
+    with caplog.at_level("WARNING", logger="agent_memory.store"):
+        assert (await store.refresh_config()).threshold == 0.5
+    assert "published config (agent_memory.published) is unreadable" in caplog.text
+    assert counters.get("corrupt_records", 0) == 1
