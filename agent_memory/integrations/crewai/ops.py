@@ -175,6 +175,8 @@ def get_record(binding: Binding, record_id: object) -> Plan[Any]:
     checked = check_record_id(record_id)
     item = yield StoreCall("get", (memory_id(binding, checked),))
     stored = None if item is None else stored_record(binding, item)
+    if item is not None and stored is None:
+        logger.warning("memory %s is not a CrewAI record of this storage: read as absent", item.id)
     return None if stored is None else stored.record
 
 
@@ -231,6 +233,9 @@ def search(
         for hit in result:
             stored = stored_record(binding, hit.item)
             if stored is None:
+                logger.warning(
+                    "skipped memory %s: not a CrewAI record of this storage", hit.item.id
+                )
                 continue
             score = min(1.0, max(0.0, float(hit.similarity)))
             if score < floor or not matches(
