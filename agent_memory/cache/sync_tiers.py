@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import SyncTier
 from agent_memory.cache.embeddings import DEFAULT_EMBEDDING_TTL, EmbeddingCore, Vector
-from agent_memory.cache.keys import check_text
+from agent_memory.cache.keys import check_text, ttl_ms
 from agent_memory.cache.llm import LlmCacheResult, LlmCore, TokenUsage, _check_args
 from agent_memory.cache.prices import ModelPrice, PriceTable
 from agent_memory.cache.session import DEFAULT_SESSION_TTL, SessionCore
@@ -112,7 +112,17 @@ class SyncLlmCache(SyncTier):
         ``stream=True`` bypass the cache. The wrapper raises what :meth:`check` and
         :meth:`store` raise, InvalidInputError for positional arguments, and whatever
         ``fn`` raises.
+
+        Raises:
+            InvalidInputError: ``fn`` or ``usage`` is not callable, or a bad ``ttl``.
         """
+        if not callable(fn):
+            raise InvalidInputError(f"fn must be callable, got {type(fn).__name__}", field="fn")
+        if usage is not None and not callable(usage):
+            raise InvalidInputError(
+                f"usage must be callable, got {type(usage).__name__}", field="usage"
+            )
+        ttl_ms(ttl)  # a bad ttl is refused here, not at the first call
         if not _ASYNC and inspect.iscoroutinefunction(fn):
             raise InvalidInputError(
                 f"{type(self).__name__}.wrap needs a sync function; use SyncLlmCache", field="fn"
@@ -316,8 +326,13 @@ class SyncEmbeddingCache(SyncTier):
         """Wrap ``embed`` (sync or async) so only cache misses reach it. ``batched=False``:
         ``embed(text) -> vector`` and the wrapper takes one text; ``batched=True``:
         ``embed(texts) -> vectors`` and the wrapper takes a list. Raises
-        InvalidInputError for an empty ``embedder_id``."""
+        InvalidInputError for an empty ``embedder_id`` or an ``embed`` that is not
+        callable."""
         check_text(embedder_id, field="embedder_id")
+        if not callable(embed):
+            raise InvalidInputError(
+                f"embed must be callable, got {type(embed).__name__}", field="embed"
+            )
         if not _ASYNC and inspect.iscoroutinefunction(embed):
             raise InvalidInputError(
                 f"{type(self).__name__}.wrap needs a sync function; use SyncEmbeddingCache",

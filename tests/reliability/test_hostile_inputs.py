@@ -508,6 +508,10 @@ TIER_CASES: dict[str, list[tuple[str, tuple[Any, ...], dict[str, Any]]]] = {
         ("invalidate_by_model", (None,), {}),
         ("invalidate_by_model", ("",), {}),
         ("invalidate_by_model", (5,), {}),
+        ("wrap", (5,), {}),
+        ("wrap", (str,), {"usage": 5}),
+        ("wrap", (str,), {"ttl": -1}),
+        ("wrap", (str,), {"ttl": math.nan}),
     ],
     "tool": [
         ("check", ("", {}), {}),
@@ -554,8 +558,14 @@ TIER_CASES: dict[str, list[tuple[str, tuple[Any, ...], dict[str, Any]]]] = {
         ("embed_many", ("e", ["uncached"], "not callable"), {}),
         ("embed_many", ("e", ["new"], lambda texts: [[math.nan]] * len(texts)), {}),
         ("embed_many", ("e", ["new"], lambda texts: []), {}),
+        ("wrap", (5,), {"embedder_id": "e"}),
+        ("wrap", (str,), {"embedder_id": ""}),
+        ("wrap", (str,), {"embedder_id": None}),
     ],
 }
+
+# Tier methods without arguments to be hostile with (or only the client's own).
+TIER_NO_ARGUMENTS = {"client", "flush_stats", "stats", "clear", "tool_effectiveness"}
 
 TIERS = {
     "llm": (LlmCache, SyncLlmCache),
@@ -563,6 +573,14 @@ TIERS = {
     "session": (SessionStore, SyncSessionStore),
     "embedding": (EmbeddingCache, SyncEmbeddingCache),
 }
+
+
+@pytest.mark.parametrize("kind", list(TIER_CASES))
+def test_the_tier_tables_cover_every_public_method(kind: str) -> None:
+    for cls in TIERS[kind]:
+        public = {n for n in dir(cls) if not n.startswith("_")}
+        covered = {method for method, _, _ in TIER_CASES[kind]}
+        assert public - covered - TIER_NO_ARGUMENTS == set(), cls.__name__
 
 
 async def _seed_tier(tier: Tier, kind: str) -> None:
