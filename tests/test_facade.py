@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -152,3 +154,36 @@ async def test_embedding_cache_saves_repeated_embedding_calls(server: ServerInfo
         assert stats.embedding_hits == 2 and stats.embedding_misses == 1
     finally:
         await agent.close()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"memory": {"bogus": 1}},
+        {"memory": {"registry": None}},  # set by the facade itself
+        {"memory": 5},
+        {"cache": 5},
+        {"cache": {"llm": {"bogus": 1}}},
+        {"cache": {"session": 5}},
+        {"cache": {"queue": {}}},
+        {"heartbeat_interval": "5"},
+        {"heartbeat_interval": math.inf},
+        {"heartbeat_interval": True},
+        {"discovery": "yes"},
+        {"embedding_cache": "yes"},
+        {"registry": 5},
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("cls", [AgentMemory, SyncAgentMemory])
+def test_hostile_constructor_arguments_are_refused(cls: Any, options: dict[str, Any]) -> None:
+    """Each bad argument raises InvalidInputError naming it (options that no tier takes
+    leaked a TypeError, a non-boolean flag or an infinite interval was accepted)."""
+    import valkey
+    import valkey.asyncio
+
+    client = valkey.Valkey() if cls is SyncAgentMemory else valkey.asyncio.Valkey()
+    field = next(iter(options))
+    with pytest.raises(InvalidInputError) as info:
+        cls(client, "n", TableEmbedder(), **options)
+    assert info.value.field is not None and info.value.field.startswith(field)

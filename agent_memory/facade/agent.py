@@ -16,9 +16,10 @@ from agent_memory.cache import CacheStats, EmbeddingCache, LlmCache, SessionStor
 from agent_memory.core.clients import AsyncExecutor, client_from_url, close_async_client
 from agent_memory.core.runner import run_async
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
-from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.errors import AgentMemoryError
 from agent_memory.facade import discovery as protocol
 from agent_memory.facade.heartbeat import AsyncHeartbeat
+from agent_memory.facade.options import cache_options, check_flag, check_interval, tier_options
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.ensure import IndexStatus
 from agent_memory.store.ops.read import MemoryStats
@@ -75,27 +76,26 @@ class AgentMemory:
         embedding_cache: bool = False,
         embedding_cache_ttl: float = 7 * 86400.0,
     ) -> None:
-        cache = dict(cache or {})
-        unknown = set(cache) - {"llm", "tool", "session"}
-        if unknown:
-            raise InvalidInputError(f"unknown cache tiers {sorted(unknown)}", field="cache")
-        if not heartbeat_interval > 0:
-            raise InvalidInputError("heartbeat_interval must be > 0", field="heartbeat_interval")
-        memory_options = dict(memory or {})
+        per_tier = cache_options(cache)
+        heartbeat_interval = check_interval(heartbeat_interval, "heartbeat_interval")
+        discovery = check_flag(discovery, "discovery")
+        memory_options = tier_options(memory, "memory", MemoryStore.__init__)
+        tiers = {
+            tier: tier_options(per_tier.get(tier), f"cache[{tier!r}]", cls.__init__)
+            for tier, cls in (("llm", LlmCache), ("tool", ToolCache), ("session", SessionStore))
+        }
         self.embeddings: EmbeddingCache | None = None
-        if embedding_cache:
+        if check_flag(embedding_cache, "embedding_cache"):
             self.embeddings = EmbeddingCache(
                 client, name, ttl=embedding_cache_ttl, registry=registry
             )
             embed, memory_options = _cached_embedder(self.embeddings, embed, memory_options)
         self.memory = MemoryStore(client, name, embed, registry=registry, **memory_options)
-        self.llm = LlmCache(client, name, registry=registry, **dict(cache.get("llm", {})))
-        self.tool = ToolCache(client, name, registry=registry, **dict(cache.get("tool", {})))
-        self.session = SessionStore(
-            client, name, registry=registry, **dict(cache.get("session", {}))
-        )
+        self.llm = LlmCache(client, name, registry=registry, **tiers["llm"])
+        self.tool = ToolCache(client, name, registry=registry, **tiers["tool"])
+        self.session = SessionStore(client, name, registry=registry, **tiers["session"])
         self._name = name
-        self._cache_options = cache
+        self._cache_options = tiers
         self._client = client
         self._executor = AsyncExecutor(client)
         self._telemetry = Telemetry(name, kind="memory", registry=registry)

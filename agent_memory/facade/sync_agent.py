@@ -22,9 +22,10 @@ from agent_memory.cache import (
 from agent_memory.core.clients import SyncExecutor, client_from_url, close_sync_client
 from agent_memory.core.runner import run_sync
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
-from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.errors import AgentMemoryError
 from agent_memory.facade import discovery as protocol
 from agent_memory.facade.heartbeat import SyncHeartbeat
+from agent_memory.facade.options import cache_options, check_flag, check_interval, tier_options
 from agent_memory.store.ops.ensure import IndexStatus
 from agent_memory.store.ops.read import MemoryStats
 from agent_memory.store.sync_store import SyncMemoryStore
@@ -81,27 +82,30 @@ class SyncAgentMemory:
         embedding_cache: bool = False,
         embedding_cache_ttl: float = 7 * 86400.0,
     ) -> None:
-        cache = dict(cache or {})
-        unknown = set(cache) - {"llm", "tool", "session"}
-        if unknown:
-            raise InvalidInputError(f"unknown cache tiers {sorted(unknown)}", field="cache")
-        if not heartbeat_interval > 0:
-            raise InvalidInputError("heartbeat_interval must be > 0", field="heartbeat_interval")
-        memory_options = dict(memory or {})
+        per_tier = cache_options(cache)
+        heartbeat_interval = check_interval(heartbeat_interval, "heartbeat_interval")
+        discovery = check_flag(discovery, "discovery")
+        memory_options = tier_options(memory, "memory", SyncMemoryStore.__init__)
+        tiers = {
+            tier: tier_options(per_tier.get(tier), f"cache[{tier!r}]", cls.__init__)
+            for tier, cls in (
+                ("llm", SyncLlmCache),
+                ("tool", SyncToolCache),
+                ("session", SyncSessionStore),
+            )
+        }
         self.embeddings: SyncEmbeddingCache | None = None
-        if embedding_cache:
+        if check_flag(embedding_cache, "embedding_cache"):
             self.embeddings = SyncEmbeddingCache(
                 client, name, ttl=embedding_cache_ttl, registry=registry
             )
             embed, memory_options = _cached_embedder(self.embeddings, embed, memory_options)
         self.memory = SyncMemoryStore(client, name, embed, registry=registry, **memory_options)
-        self.llm = SyncLlmCache(client, name, registry=registry, **dict(cache.get("llm", {})))
-        self.tool = SyncToolCache(client, name, registry=registry, **dict(cache.get("tool", {})))
-        self.session = SyncSessionStore(
-            client, name, registry=registry, **dict(cache.get("session", {}))
-        )
+        self.llm = SyncLlmCache(client, name, registry=registry, **tiers["llm"])
+        self.tool = SyncToolCache(client, name, registry=registry, **tiers["tool"])
+        self.session = SyncSessionStore(client, name, registry=registry, **tiers["session"])
         self._name = name
-        self._cache_options = cache
+        self._cache_options = tiers
         self._client = client
         self._executor = SyncExecutor(client)
         self._telemetry = Telemetry(name, kind="memory", registry=registry)

@@ -12,6 +12,7 @@ from opentelemetry import trace
 from prometheus_client import CollectorRegistry
 
 from agent_memory._version import __version__
+from agent_memory.errors import InvalidInputError
 from agent_memory.telemetry.metrics import MetricFamilies, families_for
 
 logger = logging.getLogger(__name__)
@@ -49,6 +50,12 @@ class Telemetry:
     def __init__(
         self, name: str, *, kind: str = "memory", registry: CollectorRegistry | None = None
     ) -> None:
+        if registry is not None and not isinstance(registry, CollectorRegistry):
+            raise InvalidInputError(
+                f"registry must be a prometheus_client CollectorRegistry or None, got "
+                f"{type(registry).__name__}",
+                field="registry",
+            )
         self.name = name
         self.kind = kind
         self.families: MetricFamilies | None = (
