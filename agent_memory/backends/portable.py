@@ -23,7 +23,6 @@ scoring and selection over a namespace's snapshot live in
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from agent_memory.backends.base import KnnMatch, KnnQuery, SearchOutcome
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.reads import (
     Unreadable,
+    damaged,
     fields_of,
     read_many,
     read_many_replies,
@@ -71,8 +71,6 @@ _FETCH_CHUNK = 2000
 _LOAD_WAIT_SECONDS = 10.0
 _PARSE_TURN = 200  # vectors parsed per event-loop turn while a mirror loads
 _NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
-
-logger = logging.getLogger("agent_memory.store")
 
 
 @dataclass(slots=True)
@@ -372,11 +370,8 @@ def _entry(ctx: StoreContext, memory_id: str, values: Any) -> Entry | None:
         try:
             lex = blob_vector(raw_bytes(values[1]), LEX_DIM)
         except ReplyParseError as exc:  # found by the semantic channel only, as on FT
-            logger.warning(
-                "memory %s of store %s: its term vector is unreadable (%s); only the "
-                "semantic search finds it", memory_id, ctx.keys.name, exc,
-            )  # fmt: skip
-            ctx.count("corrupt_records")
+            outcome = "only the semantic search finds it"
+            damaged(ctx, memory_id, "its term vector", str(exc), outcome=outcome)
     # A corrupt token matches no filter value, nothing more (as on FT servers).
     tokens = {name: lenient_text(v) for name, v in zip(L.FILTER_FIELDS, values[2:], strict=True)}
     return Entry(vector, tokens, lex)

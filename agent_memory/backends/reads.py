@@ -67,3 +67,13 @@ def unreadable(ctx: StoreContext, memory_id: str, why: object) -> None:
     """Log and count a stored record the store cannot read (it is skipped)."""
     logger.warning("memory %s of store %s is unreadable: %s", memory_id, ctx.keys.name, why)
     ctx.count("corrupt_records")
+
+
+def damaged(ctx: StoreContext, memory_id: str, part: str, why: str, *, outcome: str) -> None:
+    """Log and count a damaged ``part`` of a stored record that is used without it
+    (``outcome`` says how, e.g. "ranked without it")."""
+    logger.warning(
+        "memory %s of store %s: %s is damaged (%s); %s",
+        memory_id, ctx.keys.name, part, why, outcome,
+    )  # fmt: skip
+    ctx.count("corrupt_records")

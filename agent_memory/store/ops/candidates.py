@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from agent_memory.backends.base import KnnMatch
 from agent_memory.backends.context import StoreContext
-from agent_memory.backends.reads import unreadable
+from agent_memory.backends.reads import damaged, unreadable
 from agent_memory.core.replies import integer, text
 from agent_memory.errors import ReplyParseError
 from agent_memory.schema import layout as L
@@ -174,12 +174,7 @@ def _contexts(ctx: StoreContext, item: _Light) -> Contexts | None:
 
 
 def _damaged(ctx: StoreContext, memory_id: str, part: str, why: str) -> None:
-    """Log and count a damaged part of a candidate that still ranks without it."""
-    logger.warning(
-        "memory %s of store %s: %s is damaged (%s); ranked without it",
-        memory_id, ctx.keys.name, part, why,
-    )  # fmt: skip
-    ctx.count("corrupt_records")
+    damaged(ctx, memory_id, part, why, outcome="ranked without it")
 
 
 def _labels_of(ctx: StoreContext, item: _Light) -> Labels:

@@ -14,7 +14,6 @@ and importing without ``reembed`` restores identical recall results.
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.context import StoreContext
-from agent_memory.backends.reads import unreadable
+from agent_memory.backends.reads import damaged, unreadable
 from agent_memory.core.effects import Command, Operation, execute_batch
 from agent_memory.core.replies import raw_bytes, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
@@ -39,8 +38,6 @@ from agent_memory.store.ops.write import MemoryInput, validate_input, write_memo
 from agent_memory.store.validation import unit_vector
 
 FORMAT = "agent-memory/1"
-
-logger = logging.getLogger("agent_memory.store")
 
 
 def export_ids(ctx: StoreContext, flt: MemoryFilter) -> Operation[list[str]]:
@@ -132,11 +129,7 @@ def _finite(value: str) -> bool:
 
 
 def _damaged_learning(ctx: StoreContext, memory_id: str, name: str, why: str) -> None:
-    logger.warning(
-        "memory %s of store %s: its %s is damaged (%s); exported without it",
-        memory_id, ctx.keys.name, name, why,
-    )  # fmt: skip
-    ctx.count("corrupt_records")
+    damaged(ctx, memory_id, f"its {name}", why, outcome="exported without it")
 
 
 def _restored_fields(record: Mapping[str, Any]) -> tuple[str, ...]:
