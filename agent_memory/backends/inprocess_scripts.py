@@ -31,6 +31,7 @@ from agent_memory.cache import scripts as cache_scripts
 from agent_memory.core.clients import script_sha
 from agent_memory.errors import ServerResponseError
 from agent_memory.schema import lexical, scripts
+from agent_memory.schema.utility import is_context_entry
 
 
 def run_script(ks: Keyspace, a: list[Any]) -> Any:
@@ -167,10 +168,6 @@ def _hincrbyfloat(h: Hash, field: str, delta: Any) -> int:
     return 0
 
 
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _contexts(raw: Any) -> tuple[dict[str, list[float]], int]:
     """The script's reading of ``utility_ctx``: the well-formed entries, and how many
     things it dropped (a JSON array decodes to a Lua table whose entries are dropped one
@@ -185,11 +182,7 @@ def _contexts(raw: Any) -> tuple[dict[str, list[float]], int]:
         return {}, len(data)
     if not isinstance(data, dict):
         return {}, 1
-    kept = {
-        k: v
-        for k, v in data.items()
-        if isinstance(v, list) and len(v) >= 3 and all(_finite(x) for x in v[:3])
-    }
+    kept = {k: v for k, v in data.items() if is_context_entry(v)}
     return kept, len(data) - len(kept)
 
 

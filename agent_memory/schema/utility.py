@@ -164,12 +164,18 @@ def parse_contexts(raw: str | None) -> tuple[dict[str, tuple[float, float, int]]
         return {}, f"a JSON {type(data).__name__}, not an object"
     out: dict[str, tuple[float, float, int]] = {}
     for key, value in data.items():
-        if isinstance(value, list) and len(value) >= 3 and all(map(_finite, value[:3])):
+        if is_context_entry(value):
             out[key] = (float(value[0]), float(value[1]), int(value[2]))
     dropped = len(data) - len(out)
     if dropped:
         return out, f"{dropped} of its {len(data)} entries are not [sum, weight, updated_ms]"
     return out, None
+
+
+def is_context_entry(value: Any) -> bool:
+    """Whether a decoded ``utility_ctx`` value is an entry the learning script keeps:
+    a list starting with three finite numbers (``[sum, weight, updated_ms]``)."""
+    return isinstance(value, list) and len(value) >= 3 and all(map(_finite, value[:3]))
 
 
 def _finite(value: Any) -> bool:
