@@ -19,9 +19,25 @@ ROOT = Path(__file__).resolve().parent.parent
 # (async source, generated sync file, extra class renames)
 FILES: list[tuple[str, str, dict[str, str]]] = [
     (
+        "agent_memory/store/memories.py",
+        "agent_memory/store/sync_memories.py",
+        {"MemoryMethods": "SyncMemoryMethods", "MemoryStore": "SyncMemoryStore"},
+    ),
+    (
+        "agent_memory/store/upkeep.py",
+        "agent_memory/store/sync_upkeep.py",
+        {"UpkeepMethods": "SyncUpkeepMethods", "MemoryStore": "SyncMemoryStore"},
+    ),
+    (
         "agent_memory/store/memory_store.py",
         "agent_memory/store/sync_store.py",
-        {"MemoryStore": "SyncMemoryStore"},
+        {
+            "MemoryStore": "SyncMemoryStore",
+            "MemoryMethods": "SyncMemoryMethods",
+            "UpkeepMethods": "SyncUpkeepMethods",
+            "agent_memory.store.memories": "agent_memory.store.sync_memories",
+            "agent_memory.store.upkeep": "agent_memory.store.sync_upkeep",
+        },
     ),
     (
         "agent_memory/cache/tiers.py",

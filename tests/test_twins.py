@@ -23,12 +23,24 @@ def test_generated_sync_files_are_up_to_date() -> None:
 
 
 def _public(cls: type) -> dict[str, object]:
-    return {n: m for n, m in vars(cls).items() if not n.startswith("_") or n in {"__init__"}}
+    """The public methods a class defines or takes from its method groups (mixins)."""
+    found: dict[str, object] = {}
+    for klass in reversed(cls.__mro__[:-1]):  # object's own are no part of the API
+        found.update(
+            (n, m) for n, m in vars(klass).items() if not n.startswith("_") or n == "__init__"
+        )
+    return found
 
 
 def test_sync_and_async_stores_mirror_each_other() -> None:
     for async_cls, sync_cls in ((MemoryStore, SyncMemoryStore), (AgentMemory, SyncAgentMemory)):
         _check_pair(async_cls, sync_cls)
+
+
+def test_the_store_has_every_method_of_its_groups() -> None:
+    public = _public(MemoryStore)
+    for name in ("remember", "recall", "forget_by_scope", "consolidate", "export", "prune"):
+        assert name in public, name
 
 
 def _check_pair(async_cls: type, sync_cls: type) -> None:

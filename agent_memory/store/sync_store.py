@@ -5,12 +5,10 @@ The blocking twin of the asyncio class; same methods, arguments and docstrings.
 
 from __future__ import annotations
 
-import builtins
 import logging
 import time
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -32,73 +30,33 @@ from agent_memory.errors import (
     InvalidInputError,
     StoreClosedError,
 )
-from agent_memory.schema.encoding import namespace_token
-from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.labels import LabelPolicy
 from agent_memory.schema.layout import Keys
 from agent_memory.schema.term_choice import CANDIDATE_BUDGET
-from agent_memory.schema.types import (
-    Durability,
-    ListResult,
-    MemoryItem,
-    RecallResult,
-    RecallWeights,
-    Scope,
-)
+from agent_memory.schema.types import RecallWeights
 from agent_memory.schema.utility import Forgetting
-from agent_memory.store.arguments import (
-    consolidation_args,
-    memory_inputs,
-    positive_number,
-)
+from agent_memory.store.arguments import positive_number
 from agent_memory.store.config import refresh_config
 from agent_memory.store.ops.adopt import (
-    AdoptionReport,
     AdoptionWatch,
     adopt_if_changed,
-    take_over,
-)
-from agent_memory.store.ops.consolidate import (
-    ConsolidationResult,
-    consolidate_facts,
-    consolidate_summary,
-    fact_history,
 )
 from agent_memory.store.ops.dedupe import DEFAULT_DEDUPE_DISTANCE
 from agent_memory.store.ops.ensure import IndexStatus, ensure_index, ensured
-from agent_memory.store.ops.forget import forget, forget_matching
-from agent_memory.store.ops.learn import (
-    PruneResult,
-    check_score,
-    check_selection,
-    complete,
-    feedback,
-    prune,
-)
-from agent_memory.store.ops.read import MemoryStats, get, list_items, stats
-from agent_memory.store.ops.recall import make_request, recall_by_vector, recall_text
-from agent_memory.store.ops.transfer import export_ids, export_records, import_records
-from agent_memory.store.ops.write import MemoryInput, remember_many, update
+from agent_memory.store.ops.read import MemoryStats, stats
 from agent_memory.store.settings import refresh_interval, store_settings
-from agent_memory.store.validation import (
-    check_id,
-    check_k,
-    check_name,
-    check_scope,
-    check_tags,
-    check_text,
-    require_scope,
-)
+from agent_memory.store.sync_memories import SyncMemoryMethods
+from agent_memory.store.sync_upkeep import SyncUpkeepMethods
+from agent_memory.store.validation import check_name
 from agent_memory.telemetry import Telemetry
 from agent_memory.telemetry.core import AttributeValue, describe_result
 
 _ASYNC = False
 logger = logging.getLogger("agent_memory.store")
-_EXPORT_PAGE = 500
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
 
 
-class SyncMemoryStore:
+class SyncMemoryStore(SyncMemoryMethods, SyncUpkeepMethods):
     """Long-term semantic memory on Valkey (blocking).
 
     Args:
@@ -336,411 +294,6 @@ class SyncMemoryStore:
             ServerUnavailableError, OperationTimeoutError: the server cannot be reached.
         """
         return self._run(ensure_index(self._ctx), "ensure_index")
-
-    def remember(
-        self,
-        content: str,
-        *,
-        importance: float = 0.5,
-        tags: Sequence[str] = (),
-        ttl: float | None = None,
-        scope: Scope | None = None,
-        source: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        durability: Durability = "shared",
-        subject: str | None = None,
-        date: str | None = None,
-        dedupe: bool | None = None,
-        labels: Mapping[str, Sequence[str]] | None = None,
-    ) -> str:
-        """Store one memory and return its id.
-
-        Args:
-            content: the text (non-empty, at most ``max_content_bytes`` UTF-8 bytes).
-            importance: 0..1, used in ranking and eviction.
-            tags: free strings; a recall with ``tags`` needs all of them.
-            ttl: seconds until the memory expires; set atomically with the write.
-            scope: namespace / agent / thread / session of the memory.
-            source, subject, date: provenance fields (BetterDB layout).
-            metadata: JSON-serialisable mapping kept with the memory.
-            durability: ``"shared"`` (default) or ``"session"`` (visible only to recalls
-                with the same ``scope.session_id``).
-            dedupe: when a memory of the same exact scope lies within
-                ``dedupe_distance``, refresh it (recency, access count, importance =
-                max) and return its id instead of storing a copy. ``None``: the store's
-                default.
-            labels: ``{key: [values]}`` (normalised; checked against the store's
-                ``label_policy``).
-
-        Raises:
-            InvalidInputError: a bad argument, or the embedder returned a bad vector;
-                nothing was written.
-            ServerUnavailableError, OperationTimeoutError: the server cannot be reached.
-        """
-        item = MemoryInput(
-            content=content, importance=importance, tags=tags, ttl=ttl, scope=scope,
-            source=source, subject=subject, date=date, metadata=metadata, durability=durability,
-            labels=labels,
-        )  # fmt: skip
-        ids = self._run(remember_many(self._ctx, [item], dedupe=self._dedupe(dedupe)), "remember")
-        return ids[0]
-
-    def remember_many(
-        self, items: Iterable[MemoryInput | Mapping[str, Any]], *, dedupe: bool | None = None
-    ) -> list[str]:
-        """Store many memories: one embedding batch, one pipelined round trip per chunk.
-
-        Each item is a :class:`MemoryInput` or a mapping of ``remember`` arguments.
-        Every item is validated before anything is written. With ``dedupe``, duplicates
-        within the batch collapse too (later ones return the first one's id).
-
-        Raises:
-            InvalidInputError: any item is invalid; nothing was written.
-        """
-        return self._run(
-            remember_many(self._ctx, memory_inputs(items), dedupe=self._dedupe(dedupe)),
-            "remember_many",
-        )
-
-    def _dedupe(self, dedupe: bool | None) -> bool:
-        return self._ctx.settings.dedupe if dedupe is None else bool(dedupe)
-
-    def recall(
-        self,
-        query: str,
-        *,
-        scope: Scope | None = None,
-        k: int = 8,
-        tags: Sequence[str] | None = None,
-        threshold: float | None = None,
-        weights: RecallWeights | None = None,
-        reinforce: bool = True,
-        labels: Mapping[str, Sequence[str]] | None = None,
-    ) -> RecallResult:
-        """The ``k`` most relevant memories for ``query``, best first.
-
-        Only memories within ``threshold`` cosine distance are returned; they are ordered
-        by the composite score. With ``scope.session_id`` the shared pool and that
-        session are searched separately and merged. ``reinforce`` bumps the returned
-        memories' ``last_accessed_at`` and ``access_count`` in one round trip (each
-        returned memory's exposure count is bumped either way). ``labels={key:
-        [values]}`` filters: a memory must carry one of the values of every key. The
-        result's ``selection_id`` names this recall for :meth:`complete`.
-
-        Raises:
-            InvalidInputError: a bad argument or a bad query vector from the embedder.
-            ServerUnavailableError, OperationTimeoutError: the server cannot be reached.
-        """
-        check_text(query, field="query", max_bytes=self._ctx.settings.max_content_bytes)
-        request = make_request(
-            self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,
-            reinforce=reinforce, labels=labels,
-        )  # fmt: skip
-        return self._run(recall_text(self._ctx, request, query), "recall", k=k)
-
-    def recall_by_vector(
-        self,
-        vector: Sequence[float],
-        *,
-        scope: Scope | None = None,
-        k: int = 8,
-        tags: Sequence[str] | None = None,
-        threshold: float | None = None,
-        weights: RecallWeights | None = None,
-        reinforce: bool = True,
-        labels: Mapping[str, Sequence[str]] | None = None,
-    ) -> RecallResult:
-        """Like :meth:`recall` with a precomputed query vector (scaled to unit length).
-
-        Raises:
-            InvalidInputError: wrong dimension, NaN/inf or zero vector, bad argument.
-        """
-        request = make_request(
-            self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,
-            reinforce=reinforce, labels=labels,
-        )  # fmt: skip
-        return self._run(recall_by_vector(self._ctx, request, vector), "recall_by_vector", k=k)
-
-    def get(self, id: str) -> MemoryItem | None:
-        """The memory with this id, or ``None`` if there is none (or it expired).
-
-        Raises:
-            InvalidInputError: ``id`` is not a well-formed memory id.
-        """
-        return self._run(get(self._ctx, id), "get")
-
-    def list(
-        self,
-        scope: Scope | None = None,
-        tags: Sequence[str] | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        include_suppressed: bool = False,
-    ) -> ListResult:
-        """A page of memories of a scope, newest first, with the total that match.
-
-        Without ``scope.session_id`` only shared memories are listed; with it, that
-        session's memories. Memories suppressed by forgetting are left out unless
-        ``include_suppressed``.
-
-        Raises:
-            InvalidInputError: bad scope, tags, limit or offset.
-        """
-        check_k(limit, field="limit", maximum=10_000)
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInputError("offset must be an int >= 0", field="offset")
-        check_scope(scope)
-        flt = scope_filter(scope, check_tags(tags), session=(scope or Scope()).session_id)
-        return self._run(
-            list_items(
-                self._ctx, flt, limit=limit, offset=offset, include_suppressed=include_suppressed
-            ),
-            "list",
-        )
-
-    def update(
-        self,
-        id: str,
-        *,
-        content: str | None = None,
-        importance: float | None = None,
-        tags: Sequence[str] | None = None,
-        ttl: float | None = None,
-    ) -> MemoryItem:
-        """Change a memory; re-embeds when the content changes. ``None`` leaves a field
-        unchanged (``ttl`` sets a new expiry from now).
-
-        Raises:
-            NotFoundError: no memory with that id.
-            InvalidInputError: a bad value; nothing was changed.
-        """
-        return self._run(
-            update(self._ctx, id, content=content, importance=importance, tags=tags, ttl=ttl),
-            "update",
-        )
-
-    def forget(self, id: str) -> bool:
-        """Delete a memory. Returns ``False`` when it did not exist.
-
-        Raises:
-            InvalidInputError: ``id`` is not a well-formed memory id.
-        """
-        return self._run(forget(self._ctx, id), "forget")
-
-    def forget_by_scope(self, scope: Scope, tags: Sequence[str] | None = None) -> int:
-        """Delete every memory of a scope (all its sessions unless ``scope.session_id``
-        is set), optionally only those carrying all ``tags``. Returns how many.
-
-        Raises:
-            InvalidInputError: bad scope or tags.
-        """
-        require_scope(scope)
-        flt = scope_filter(scope, check_tags(tags), session=scope.session_id or False)
-        return self._run(forget_matching(self._ctx, flt), "forget_by_scope")
-
-    def consolidate(
-        self,
-        *,
-        mode: Literal["summary", "facts"],
-        scope: Scope | None = None,
-        tags: Sequence[str] | None = None,
-        older_than_seconds: float | None = None,
-        max_importance: float | None = None,
-        summarize: Callable[[builtins.list[MemoryItem]], Any] | None = None,
-        extract_facts: Callable[[builtins.list[MemoryItem]], Any] | None = None,
-        importance: float | None = None,
-        delete_sources: bool = True,
-    ) -> ConsolidationResult:
-        """Keep memory clean: summarise an accumulation, or reconcile facts.
-
-        Candidates are the memories matching every given criterion (``scope``, ``tags``
-        — all required —, created more than ``older_than_seconds`` ago, importance at
-        most ``max_importance``); at least one criterion is required. Callbacks may be
-        sync or async; they receive the candidates oldest to newest.
-
-        ``mode="summary"``: ``summarize(items) -> str`` is called once per exact scope
-        among the candidates; its text is stored as a new memory (``source="summary"``,
-        ``importance`` or the sources' maximum, their tags, the same scope) and the
-        sources are deleted unless ``delete_sources=False``. Earlier summaries and facts
-        are never re-summarised. Lossy by design: for corpora where later statements
-        supersede earlier ones, use facts mode.
-
-        ``mode="facts"``: ``extract_facts(items) -> list[Fact]`` receives only source
-        memories this selection has not processed before (never summaries or facts);
-        when there are none it is not called at all. Facts are reconciled by subject
-        (case and surrounding space ignored): the newest date wins (ISO dates and
-        datetimes; a date means midnight UTC; an undated fact takes the run's time), a
-        tombstone retracts the subject, and a tombstone that matches no live fact is
-        reported in ``unmatched_tombstones``. Each live fact is one memory
-        (``source="fact"``, ``subject``, ``date``; content ``"<statement> (as of
-        <date>)"``, importance ``importance`` or 0.8) in the selection's scope, written
-        additively: source memories stay. Superseded facts are deleted, or kept for
-        :meth:`fact_history` with ``keep_fact_history=True``.
-
-        New memories are written before old ones are deleted, under deterministic ids,
-        so re-running after a crash converges to the same state.
-
-        Raises:
-            InvalidInputError: no criterion, a missing or bad callback result, bad
-                arguments; nothing was written.
-        """
-        selection, callback = consolidation_args(
-            mode,
-            scope,
-            tags,
-            older_than_seconds,
-            max_importance,
-            summarize,
-            extract_facts,
-            importance,
-            delete_sources,
-        )
-        if mode == "summary":
-            op = consolidate_summary(
-                self._ctx, selection, callback, importance=importance, delete_sources=delete_sources
-            )
-        else:
-            op = consolidate_facts(
-                self._ctx, selection, callback,
-                importance=0.8 if importance is None else importance,
-                keep_history=self._ctx.settings.keep_fact_history,
-            )  # fmt: skip
-        return self._run(op, "consolidate", mode=mode)
-
-    def consolidate_facts(
-        self, *, extract_facts: Callable[[builtins.list[MemoryItem]], Any], **kwargs: Any
-    ) -> ConsolidationResult:
-        """Deprecated alias of ``consolidate(mode="facts", ...)``."""
-        warnings.warn(
-            "consolidate_facts() is deprecated; use consolidate(mode='facts', ...)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.consolidate(mode="facts", extract_facts=extract_facts, **kwargs)
-
-    def fact_history(
-        self, subject: str, scope: Scope | None = None
-    ) -> builtins.list[dict[str, Any]]:
-        """Facts about ``subject`` superseded or retracted in ``scope``, oldest first
-        (each ``{"id", "subject", "statement", "date", "superseded_at"}``). Empty unless
-        the store was created with ``keep_fact_history=True``.
-
-        Raises:
-            InvalidInputError: empty subject or bad scope.
-        """
-        check_text(subject, field="subject", max_bytes=1024)
-        check_scope(scope)
-        return self._run(fact_history(self._ctx, subject, scope or Scope()), "fact_history")
-
-    def export(
-        self, scope: Scope | None = None, *, include_vectors: bool = True
-    ) -> Iterator[dict[str, Any]]:
-        """Yield a JSON-serialisable record per memory of a scope (default namespace when
-        ``None``; every session unless ``scope.session_id`` is set), oldest first:
-        content, scope, tags, importance, timestamps, TTL remaining,
-        source/subject/date, metadata and (by default) the vector. Write each with
-        ``json.dumps`` for JSON lines; :meth:`import_records` restores them losslessly.
-
-        Raises:
-            InvalidInputError: bad scope.
-        """
-        check_scope(scope)
-        flt = scope_filter(scope, (), session=(scope or Scope()).session_id or False)
-        if self._ctx.dim is None:
-            self.ensure_index()
-        ids = self._run(export_ids(self._ctx, flt), "export")
-        for start in range(0, len(ids), _EXPORT_PAGE):
-            page = ids[start : start + _EXPORT_PAGE]
-            records = self._run(
-                export_records(self._ctx, page, include_vectors=include_vectors), "export"
-            )
-            for record in records:
-                yield record
-
-    def import_records(
-        self, records: Iterable[Mapping[str, Any]], *, reembed: bool = False
-    ) -> builtins.list[str]:
-        """Restore exported records (same ids, scopes, timestamps, TTL remaining).
-
-        Vectors in the records are used as they are unless ``reembed=True`` (moving to
-        another embedding model) or a record has none. Expired records are skipped.
-        Every record is validated before anything is written.
-
-        Raises:
-            InvalidInputError: a malformed record or a vector of the wrong dimension;
-                nothing was written.
-        """
-        if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
-            raise InvalidInputError("records must be an iterable of objects", field="records")
-        return self._run(
-            import_records(self._ctx, list(records), reembed=reembed), "import_records"
-        )
-
-    def adopt_foreign(self, *, replace_index: bool = False) -> AdoptionReport:
-        """Adopt the memories the BetterDB agent-memory libraries wrote into this store.
-
-        Their records (no ``session`` field, no registry entry) become memories of this
-        store under the same ids, keeping text, vector, importance, timestamps, access
-        count, tags, TTL remaining and scope (``namespace``, ``agentId``, ``threadId``;
-        shared durability). Their library goes on reading them. ``ensure_index()`` does
-        this once per process when the index holds more documents than the store has
-        memories; call this for records written since. The mapping and its limits are
-        in :mod:`agent_memory.store.ops.adopt`.
-
-        Args:
-            replace_index: the store's index was created by their library: drop it
-                (never its records), create ours and adopt everything. Without it such
-                an index raises :class:`IndexMismatchError` and is left as it is.
-
-        Raises:
-            IndexMismatchError: a foreign index and ``replace_index`` not given, or a
-                dimension that differs from the embedder's.
-        """
-        if not isinstance(replace_index, bool):
-            raise InvalidInputError("replace_index must be a bool", field="replace_index")
-        return self._run(take_over(self._ctx, replace_index=replace_index), "adopt_foreign")
-
-    def complete(self, selection_id: str, score: float) -> bool:
-        """Report how well a recall served (``score`` in [0, 1], 0.5 is neutral).
-
-        The selection counts as one observation spread over its memories; it can be
-        completed once (further calls, even concurrent ones, are no-ops returning
-        ``False``), within ``receipt_ttl`` of the recall.
-
-        Returns:
-            ``True`` when this call applied the outcome.
-
-        Raises:
-            InvalidInputError: malformed selection id or score outside [0, 1].
-        """
-        check_selection(selection_id)
-        value = check_score(score, low=0.0, high=1.0, field="score")
-        return self._run(complete(self._ctx, selection_id, value), "complete")
-
-    def feedback(self, id: str, value: float | None) -> None:
-        """Set, replace or clear (``None``) a memory's manual usefulness in [-1, 1].
-
-        Manual feedback outweighs eval outcomes; positive feedback also protects the
-        memory from forgetting, negative feedback hastens it.
-
-        Raises:
-            NotFoundError: no memory with that id.
-            InvalidInputError: malformed id or value outside [-1, 1].
-        """
-        check_id(id)
-        checked = None if value is None else check_score(value, low=-1.0, high=1.0, field="value")
-        self._run(feedback(self._ctx, id, checked), "feedback")
-
-    def prune(self, scope: Scope | None = None) -> PruneResult:
-        """Delete memories that forgetting suppressed (in ``scope``'s namespace, or in
-        every namespace) and clean up bookkeeping of expired ones.
-
-        Raises:
-            InvalidInputError: bad scope.
-        """
-        check_scope(scope)
-        token = None if scope is None else namespace_token(scope.namespace)
-        return self._run(prune(self._ctx, token), "prune")
 
     def stats(self) -> MemoryStats:
         """Item count and counters (``{name}:__mem_stats``)."""
