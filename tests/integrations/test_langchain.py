@@ -12,6 +12,7 @@ LangChain models (``FakeListChatModel``) using the cache and the history.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -37,6 +38,7 @@ from langchain_tests.integration_tests import (
     BaseStoreSyncTests,
     SyncCacheTestSuite,
 )
+from prometheus_client import CollectorRegistry
 
 from agent_memory import LlmCache, SyncLlmCache, SyncSessionStore
 from agent_memory.core import clients as core_clients
@@ -176,13 +178,29 @@ async def test_cache_serves_fake_chat_model(both_cache: AgentMemoryCache) -> Non
     assert (await model.ainvoke("new")).content == "third"
 
 
-async def test_cache_foreign_entry_is_a_miss(both_cache: AgentMemoryCache) -> None:
-    sync_cache = both_cache.sync_cache
-    assert sync_cache is not None
-    sync_cache.store(request_of("p", "llm"), {"not": "generations"})
-    assert both_cache.lookup("p", "llm") is None
-    sync_cache.store(request_of("p", "llm"), [{"type": "Bogus"}])
-    assert await both_cache.alookup("p", "llm") is None
+async def test_cache_foreign_entry_is_a_reported_miss(
+    target: Target, caplog: pytest.LogCaptureFixture
+) -> None:
+    name, registry = _name(), CollectorRegistry()
+    client, aclient = target.sync_client(), target.async_client()
+    sync_cache = SyncLlmCache(client, name, registry=registry)
+    cache = AgentMemoryCache(sync_cache, async_cache=LlmCache(aclient, name, registry=registry))
+    try:
+        sync_cache.store(request_of("p", "llm"), {"not": "generations"})
+        with caplog.at_level(logging.WARNING, logger="agent_memory.cache"):
+            assert cache.lookup("p", "llm") is None
+        assert "not a list" in caplog.text
+        sync_cache.store(request_of("p", "llm"), [{"type": "Bogus"}])
+        assert await cache.alookup("p", "llm") is None
+        sync_cache.flush_stats()  # the reports reach the metric with the tiers' next calls
+        await cache.async_cache.flush_stats()  # type: ignore[union-attr]
+        reported = registry.get_sample_value(
+            "agent_memory_events_total", {"name": name, "event": "corrupt_entries"}
+        )
+        assert reported == 2
+    finally:
+        client.close()
+        await aclient.aclose()
 
 
 async def test_cache_bad_input(both_cache: AgentMemoryCache) -> None:

@@ -17,7 +17,8 @@ or ``"Generation"`` with ``"text"``; chunk classes keep their type), so a lookup
 generations equal to those stored, message content, tool calls and usage included. The
 token usage of chat generations (``usage_metadata``) is stored with the entry, so a hit
 adds the cost it saved to ``{name}:__stats``. An entry that is not such a list (written by
-something else) is a miss.
+something else) is a miss, logged and counted in ``corrupt_entries``; the tier, which reads
+the entry before the adapter, has counted that lookup as a hit.
 
 ``clear()`` deletes every LLM entry of the cache name (a SCAN of every primary),
 LangChain's or not: give LangChain a name of its own to clear it alone.
@@ -46,6 +47,7 @@ from langchain_core.outputs import (
 
 from agent_memory.cache import LlmCache, SyncLlmCache, TokenUsage
 from agent_memory.cache.keys import plain
+from agent_memory.cache.llm import LlmCacheResult
 from agent_memory.core.clients import close_async_client, close_sync_client
 from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
 from agent_memory.integrations._runners import clients_from_url
@@ -110,8 +112,13 @@ def dump_generations(generations: Sequence[Generation]) -> list[dict[str, Any]]:
 
 def load_generations(stored: Any) -> list[Generation] | None:
     """Generations from their stored form; ``None`` when it is not one (pure)."""
+    return _parse_generations(stored)[0]
+
+
+def _parse_generations(stored: Any) -> tuple[list[Generation] | None, str]:
+    """Generations from their stored form, or ``None`` and why it is not one (pure)."""
     if not isinstance(stored, list):
-        return None
+        return None, f"a JSON {type(stored).__name__}, not a list"
     out: list[Generation] = []
     try:
         for entry in stored:
@@ -123,9 +130,21 @@ def load_generations(stored: Any) -> list[Generation] | None:
             else:
                 out.append(cls(text=entry["text"], generation_info=info))
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's errors are ValueErrors
-        logger.debug("LLM cache entry is not a list of generations: %s", type(exc).__name__)
+        return None, f"not a list of generations ({type(exc).__name__})"
+    return out, ""
+
+
+def _generations_of(
+    cache: SyncLlmCache | LlmCache, found: LlmCacheResult
+) -> RETURN_VAL_TYPE | None:
+    """A lookup's generations; an entry that holds none is reported (logged, counted in
+    ``corrupt_entries``) and read as a miss."""
+    if not found.hit:
         return None
-    return out
+    generations, why = _parse_generations(found.response)
+    if generations is None:
+        cache._tier_core().unreadable(found.key, f"{why}; the tier counted its lookup as a hit")
+    return generations
 
 
 def _count(value: Any) -> TypeGuard[int]:
@@ -244,8 +263,8 @@ class AgentMemoryCache(BaseCache):
             InvalidInputError: ``prompt`` or ``llm_string`` is not a ``str``.
             AgentMemoryError: a failure of the server (unavailable, timeout, ...).
         """
-        found = self._sync().check(request_of(prompt, llm_string))
-        return load_generations(found.response) if found.hit else None
+        cache = self._sync()
+        return _generations_of(cache, cache.check(request_of(prompt, llm_string)))
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         """Store ``return_val`` for ``prompt`` and ``llm_string`` (overwrites).
@@ -274,7 +293,7 @@ class AgentMemoryCache(BaseCache):
         if self._async_cache is None:
             return await asyncio.to_thread(self.lookup, prompt, llm_string)
         found = await self._async_cache.check(request_of(prompt, llm_string))
-        return load_generations(found.response) if found.hit else None
+        return _generations_of(self._async_cache, found)
 
     async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         """Async :meth:`update` (same errors, but never CapabilityError)."""
