@@ -37,6 +37,9 @@ Decode = Callable[[object], Entry | None]
 
 READS = "session:reads"
 WRITES = "session:writes"
+# A window at least this long reads the whole list: no list a server holds in memory is
+# that long, and LRANGE refuses indexes past 64 bits (a caller's limit may be any int).
+WHOLE_LIST = 2**32
 
 
 def log_key(name: str, segment: str, log_id: str) -> str:
@@ -78,21 +81,18 @@ def read_latest(
     Raises:
         ReplyParseError: the server's reply is not a list.
     """
-    if limit is None:
-        raw = yield from _access(tier, key, Command(("LRANGE", key, 0, -1)), ttl_ms, READS)
-        return decode_entries(raw, decode)
-    if limit <= 0:
+    if limit is not None and limit <= 0:
         return [], 0
-    window: int = limit
+    window = None if limit is None or limit >= WHOLE_LIST else limit  # None: the whole list
     counter: str | None = READS
     while True:
-        command = Command(("LRANGE", key, -window, -1))
-        raw = yield from _access(tier, key, command, ttl_ms, counter)
+        start = 0 if window is None else -window
+        raw = yield from _access(tier, key, Command(("LRANGE", key, start, -1)), ttl_ms, counter)
         counter = None  # one read per call, however many windows it takes
         entries, skipped = decode_entries(raw, decode)
-        if len(entries) >= limit or len(raw) < window:
-            return entries[-limit:], skipped
-        window *= 2
+        if window is None or limit is None or len(entries) >= limit or len(raw) < window:
+            return (entries if limit is None else entries[-limit:]), skipped
+        window = window * 2 if window * 2 < WHOLE_LIST else None
 
 
 def append(

@@ -85,6 +85,10 @@ def test_bad_import_input_writes_nothing(cli: Any, seeded: Seeded, tmp_path: Pat
     run = cli(*opts, "import", "--input", str(bad))
     assert run.code == 1 and run.out == ""
     assert run.err.startswith(f"error: {bad} line 2: not JSON")
+    bad.write_text("[" * 100_000 + "\n")
+    deep = cli(*opts, "import", "-i", str(bad))
+    assert deep.err.startswith(f"error: {bad} line 1: JSON nested too deeply")
+    assert "Traceback" not in deep.err
     bad.write_text("[1, 2]\n")
     assert "line 1: expected a JSON object" in cli(*opts, "import", "-i", str(bad)).err
     missing = cli(*opts, "import", "--input", str(tmp_path / "nope.jsonl"))

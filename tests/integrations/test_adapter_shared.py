@@ -159,6 +159,21 @@ def test_read_latest_all_none_and_ttl() -> None:
     assert log.run(_list_log.read_latest(tier, "k", 0, None, _decode)) == ([], 0)
 
 
+def test_read_latest_any_limit_stays_within_the_server_indexes() -> None:
+    for limit in (10**20, _list_log.WHOLE_LIST):  # a limit past 64 bits reads the whole list
+        log = FakeList([*_entries(1, 2)])
+        assert log.run(_list_log.read_latest(TierCore("t"), "k", limit, None, _decode)) == (
+            [{"n": 1}, {"n": 2}],
+            0,
+        )
+        assert [args[2] for args in log.sent if args[0] == "LRANGE"] == [0]
+    big = _list_log.WHOLE_LIST // 2 + 1  # its first widening would pass the bound
+    log = FakeList(["junk", *_entries(1)])
+    entries, skipped = log.run(_list_log.read_latest(TierCore("t"), "k", big, None, _decode))
+    assert entries == [{"n": 1}] and skipped == 1
+    assert [args[2] for args in log.sent if args[0] == "LRANGE"] == [-big]
+
+
 def test_append_pop_and_clear() -> None:
     log = FakeList([])
     tier = TierCore("t")

@@ -463,6 +463,8 @@ async def test_bad_input_raises_library_errors(ours: AgentMemorySessionService) 
         await ours.create_session(app_name="a", user_id="u", state={"f": lambda: 1})
     assert await ours.get_session(app_name="a", user_id="u", session_id="s") is None
     with pytest.raises(InvalidInputError):
+        await ours.get_session(app_name="a", user_id="u", session_id="s", config=1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
         AgentMemorySessionService(object())
     with pytest.raises(InvalidInputError):
         AgentMemorySessionService(ours._executor.client, ttl=0)
@@ -557,6 +559,14 @@ async def test_add_events_add_memory_and_delete(memory: AgentMemoryMemoryService
     with pytest.raises(InvalidInputError):
         await memory.search_memory(app_name="", user_id="u1", query="x")
     assert (await memory.search_memory(app_name="app", user_id="u1", query="  ")).memories == []
+    for bad in (
+        {"importance": 5},
+        {"importance": float("nan")},
+        {"threshold": "x"},
+        {"threshold": -3},
+    ):
+        with pytest.raises(InvalidInputError):  # at construction, not at the first call
+            AgentMemoryMemoryService(memory.store, **bad)
 
 
 async def test_a_deleted_event_memory_is_not_added_back(

@@ -93,6 +93,8 @@ def _parse(lines: Iterable[str], source: str) -> list[dict[str, Any]]:
             record = json.loads(line)
         except ValueError as exc:
             raise CliError(f"{source} line {number}: not JSON ({exc})") from None
+        except RecursionError:
+            raise CliError(f"{source} line {number}: JSON nested too deeply") from None
         if not isinstance(record, dict):
             raise CliError(f"{source} line {number}: expected a JSON object")
         records.append(record)

@@ -19,7 +19,7 @@ from agent_memory.errors import InvalidInputError
 from agent_memory.integrations.adk import memory_mapping as mapping
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.write import MemoryInput
-from agent_memory.store.validation import check_id
+from agent_memory.store.validation import check_id, check_importance, check_threshold
 
 
 class AgentMemoryMemoryService(BaseMemoryService):
@@ -50,7 +50,8 @@ class AgentMemoryMemoryService(BaseMemoryService):
         importance: importance of the memories written (0..1).
 
     Raises:
-        InvalidInputError: not a MemoryStore, or a bad ``k`` / ``importance``.
+        InvalidInputError: not a MemoryStore, or a bad ``k`` / ``threshold`` /
+            ``importance``.
     """
 
     def __init__(
@@ -67,8 +68,8 @@ class AgentMemoryMemoryService(BaseMemoryService):
             raise InvalidInputError("k must be an int in 1..1000", field="k")
         self._store = store
         self._k = k
-        self._threshold = threshold
-        self._importance = importance
+        self._threshold = None if threshold is None else check_threshold(threshold)
+        self._importance = check_importance(importance)
         self._ensured = False
         self._executor = AsyncExecutor(store.client)
 

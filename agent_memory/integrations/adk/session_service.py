@@ -179,7 +179,7 @@ class AgentMemorySessionService(BaseSessionService):
         ``None``. One round trip.
 
         Raises:
-            InvalidInputError: a bad app name, user id or session id.
+            InvalidInputError: a bad app name, user id, session id or config.
             ReplyParseError: a stored event or state value is unreadable.
             AgentMemoryError: the server failed.
         """
@@ -187,6 +187,11 @@ class AgentMemorySessionService(BaseSessionService):
         sid = check_id(
             session_id.strip() if isinstance(session_id, str) else session_id, "session_id"
         )
+        if config is not None and not isinstance(config, GetSessionConfig):
+            raise InvalidInputError(
+                f"config must be a GetSessionConfig or None, got {type(config).__name__}",
+                field="config",
+            )
         return await self._run(session_ops.get(self._layout, app, user, sid, config, self._ttl_ms))
 
     @override
