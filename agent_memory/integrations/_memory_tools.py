@@ -159,6 +159,16 @@ def bound_specs(
     """
     if isinstance(include, str):
         include = (include,)
+    if not isinstance(include, Sequence):
+        raise InvalidInputError(
+            f"include must be a tool kind or a sequence of them, got {type(include).__name__}",
+            field="include",
+        )
+    if names is not None and not isinstance(names, Mapping):
+        raise InvalidInputError(
+            f"names must be a mapping of tool kind to name, got {type(names).__name__}",
+            field="names",
+        )
     chosen = {**DEFAULT_NAMES, **(names or {})}
     for field, kinds in (("include", list(include)), ("names", list(chosen))):
         unknown = sorted({str(k) for k in kinds} - set(KINDS))

@@ -47,10 +47,14 @@ def test_durability_is_offered_only_with_a_bound_session() -> None:
         (("recall",), {"recall": "bad name"}, "names"),
         (("recall",), {"recall": "x" * 65}, "names"),
         (("recall", "save"), {"recall": "same", "save": "same"}, "names"),
+        (None, None, "include"),
+        (5, None, "include"),
+        (("recall",), 5, "names"),
+        (("recall",), ["recall"], "names"),
     ],
 )
 def test_bound_specs_refuse_unknown_kinds_and_bad_names(
-    include: tuple[str, ...], names: dict[str, str] | None, field: str
+    include: Any, names: Any, field: str
 ) -> None:
     with pytest.raises(InvalidInputError) as caught:
         _memory_tools.bound_specs(Scope(), include, names, strict=True)
