@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agent_memory import Fact, InvalidInputError, MemoryItem, Scope
+from agent_memory.schema.encoding import namespace_token
 from agent_memory.store.ops import consolidate as consolidate_module
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
@@ -276,6 +277,32 @@ async def test_export_import_round_trip_gives_identical_recall(env: StoreEnv) ->
     reembedded = env.make(embed, clock=clock)
     await reembedded.import_records(records, reembed=True)
     assert (await reembedded.list(scope=scope)).total == 6
+
+
+async def test_import_over_an_existing_id_replaces_that_memory_entirely(env: StoreEnv) -> None:
+    """A record whose id a memory already holds replaces it: nothing of the old one stays
+    (its scope's listings, a TTL, fields the record lacks, its terms' statistics)."""
+    store = env.make()
+    a, b = Scope(namespace="tenant-a", agent_id="x"), Scope(namespace="tenant-b")
+    mid = await store.remember("walrus migration", scope=a, ttl=DAY, tags=["t"], source="chat")
+    (record,) = await _export(store, scope=Scope(namespace="tenant-a"))
+    moved = {**record, "scope": {"namespace": "tenant-b"}, "content": "penguin colony",
+             "ttl_remaining_ms": None, "tags": [], "source": None}  # fmt: skip
+    assert await store.import_records([moved]) == [mid]
+    assert (await store.list(scope=Scope(namespace="tenant-a"))).total == 0
+    assert [i.id for i in (await store.list(scope=b)).items] == [mid]
+    item = await store.get(mid)
+    assert item is not None and item.scope == b and item.content == "penguin colony"
+    assert item.expires_at is None and item.tags == () and item.source is None
+    assert await store.forget_by_scope(Scope(namespace="tenant-a")) == 0
+    assert await store.get(mid) is not None
+    raw = getattr(store, "wrapped", store)
+    reply = raw.client.execute_command(
+        "HGETALL", raw._ctx.keys.term_stats(namespace_token("tenant-a"))
+    )
+    reply = await reply if hasattr(reply, "__await__") else reply
+    counts = list(reply.values()) if isinstance(reply, dict) else list(reply)[1::2]
+    assert all(int(v) == 0 for v in counts)  # the old text counts nowhere
 
 
 @pytest.mark.parametrize(

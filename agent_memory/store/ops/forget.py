@@ -64,10 +64,11 @@ def deleted_from(memory_id: str, reply: Any) -> Deleted | None:
 
 
 def bookkeeping(
-    ctx: StoreContext, deleted: Sequence[Deleted], *, counter: str = "forgets"
+    ctx: StoreContext, deleted: Sequence[Deleted], *, counter: str | None = "forgets"
 ) -> list[Command]:
-    """Unregister deleted memories everywhere, count them and remove their texts from
-    the term statistics (one batch)."""
+    """Unregister deleted memories everywhere, count them (``counter``: the store
+    counter to add them to, ``None`` for none) and remove their texts from the term
+    statistics (one batch)."""
     if not deleted:
         return []
     by_key: dict[str, list[str]] = {}
@@ -85,7 +86,8 @@ def bookkeeping(
     commands += [bump(ctx.keys.registry_version(ns)) for ns in sorted(texts)]
     usage = [f for d in deleted for f in ctx.keys.usage_fields(d.id)]
     commands.append(command("HDEL", ctx.keys.usage, *usage))
-    commands.append(command("HINCRBY", ctx.keys.stats, counter, str(len(deleted))))
+    if counter is not None:
+        commands.append(command("HINCRBY", ctx.keys.stats, counter, str(len(deleted))))
     for ns in sorted(texts):
         adjust = adjust_args(ctx.keys.term_stats(ns), stats_delta(texts[ns], -1))
         if adjust is not None:
@@ -94,17 +96,21 @@ def bookkeeping(
 
 
 def delete_ids(
-    ctx: StoreContext, ids: Sequence[str], *, listed_in: str | None = None
+    ctx: StoreContext,
+    ids: Sequence[str],
+    *,
+    listed_in: str | None = None,
+    counter: str | None = "forgets",
 ) -> Operation[int]:
     """Delete memories by id with all their bookkeeping; returns how many were deleted
     here. ``listed_in``: a set the ids were read from, cleared of all of them (also of
-    those already gone, expired say)."""
+    those already gone, expired say); ``counter``: see :func:`bookkeeping`."""
     total = 0
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
         replies = yield from execute_writes(ctx, [delete_command(ctx, m) for m in chunk])
         deleted = [d for m, r in zip(chunk, replies, strict=True) if (d := deleted_from(m, r))]
-        commands = bookkeeping(ctx, deleted)
+        commands = bookkeeping(ctx, deleted, counter=counter)
         if listed_in is not None:
             commands.append(command("ZREM", listed_in, *chunk))
         waits = wait_commands(ctx) if commands else []
