@@ -25,6 +25,13 @@ from agent_memory.backends.inprocess import InProcessClient, Keyspace
 from agent_memory.embedders import HashingEmbedder
 from agent_memory.errors import CapabilityError, InvalidInputError
 from agent_memory.integrations.langgraph import AgentMemoryStore, matches_filter
+from agent_memory.integrations.langgraph.checks import (
+    check_count,
+    check_filter,
+    check_index,
+    check_value,
+    ttl_seconds,
+)
 from tests.conftest import _Servers
 
 pytestmark = pytest.mark.integration
@@ -551,3 +558,37 @@ def test_ttl_refresh_on_read_rewrites_the_expiry(store: AgentMemoryStore) -> Non
     assert all(later[i] > first[i] for i in first)  # type: ignore[operator]
     spans = sorted(e - m.created_at for m in sync.list(limit=10).items if (e := m.expires_at))
     assert 590_000 <= spans[0] <= 610_000 and 1_190_000 <= spans[1] <= 1_210_000
+
+
+def test_argument_checks() -> None:
+    assert check_value({"a": [1, {"b": None}], "c": 1.5}) == {"a": [1, {"b": None}], "c": 1.5}
+    for bad in ({"a": {1: 2}}, {"a": [float("nan")]}, {"a": b"bytes"}, {"a": {1, 2}}, [1]):
+        with pytest.raises(InvalidInputError, match="value"):
+            check_value(bad)
+    assert check_index(None) is None and check_index(False) == ()
+    assert check_index(["a", "b[*].c"]) == ("a", "b[*].c")
+    for index in ("text", [1], [""], True, ("x", None)):
+        with pytest.raises(InvalidInputError):
+            check_index(index)
+    assert ttl_seconds(None) is None and ttl_seconds(1.5) == 90.0
+    for ttl in (0, -1, float("inf"), float("nan"), True, "1", 10**9):
+        with pytest.raises(InvalidInputError):
+            ttl_seconds(ttl)
+    assert check_filter({}) is None and check_filter({"a": {"$gt": 1, "x": {"$ne": 2}}})
+    for flt in ([1], {1: 2}, {"a": {"$in": [1]}}, {"a": {"b": {"$regex": "x"}}}):
+        with pytest.raises(InvalidInputError, match="filter"):
+            check_filter(flt)
+    assert check_count(0, field="limit") == 0
+    for count in (-1, 1.0, "1", True, None):
+        with pytest.raises(InvalidInputError, match="limit"):
+            check_count(count, field="limit")
+
+
+async def test_async_batch_refuses_before_writing(astore: AgentMemoryStore) -> None:
+    ns = ("docs",)
+    await astore.aput(ns, "k", {"text": "precious"})
+    before = await astore.aget(ns, "k")
+    with pytest.raises(InvalidInputError):
+        await astore.abatch([PutOp(ns, "k", None), PutOp(ns, "k2", {1: "x"})])
+    assert await astore.aget(ns, "k") == before
+    assert await astore.aget(ns, "k2") is None
