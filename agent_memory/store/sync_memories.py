@@ -21,8 +21,9 @@ from agent_memory.schema.types import (
     Scope,
 )
 from agent_memory.store.arguments import memory_inputs
-from agent_memory.store.ops.forget import forget, forget_matching
-from agent_memory.store.ops.read import get, list_items
+from agent_memory.store.ops.expiry import expire_many
+from agent_memory.store.ops.forget import forget, forget_many, forget_matching
+from agent_memory.store.ops.read import get, get_many, list_items
 from agent_memory.store.ops.recall import make_request, recall_by_vector, recall_text
 from agent_memory.store.ops.write import MemoryInput, remember_many, update
 from agent_memory.store.validation import (
@@ -176,6 +177,25 @@ class SyncMemoryMethods:
         """
         return self._run(get(self._ctx, id), "get")
 
+    def get_many(self, ids: Iterable[str]) -> list[MemoryItem | None]:
+        """The memories with these ids, in their order (``None`` for one there is not),
+        read in one round trip.
+
+        Raises:
+            InvalidInputError: ``ids`` is not a list of well-formed memory ids.
+        """
+        return self._run(get_many(self._ctx, ids), "get_many")
+
+    def expire_many(self, ttls: Mapping[str, float]) -> list[str]:
+        """Set each memory's expiry to ``ttls[id]`` seconds from now (as ``update(id,
+        ttl=...)`` does), in two round trips for all; returns the ids that existed.
+
+        Raises:
+            InvalidInputError: ``ttls`` is not a mapping of memory ids to TTLs in
+                seconds; nothing was changed.
+        """
+        return self._run(expire_many(self._ctx, ttls), "expire_many")
+
     def list(
         self,
         scope: Scope | None = None,
@@ -233,6 +253,15 @@ class SyncMemoryMethods:
             InvalidInputError: ``id`` is not a well-formed memory id.
         """
         return self._run(forget(self._ctx, id), "forget")
+
+    def forget_many(self, ids: Iterable[str]) -> int:
+        """Delete memories by id, in one batch; returns how many existed.
+
+        Raises:
+            InvalidInputError: ``ids`` is not a list of well-formed memory ids; nothing
+                was deleted.
+        """
+        return self._run(forget_many(self._ctx, ids), "forget_many")
 
     def forget_by_scope(self, scope: Scope, tags: Sequence[str] | None = None) -> int:
         """Delete every memory of a scope (all its sessions unless ``scope.session_id``

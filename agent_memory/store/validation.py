@@ -161,6 +161,14 @@ def check_id(memory_id: object) -> str:
     return memory_id
 
 
+def check_ids(ids: object) -> list[str]:
+    """A list of memory ids, in order; a bare string is refused, not split into
+    characters."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise InvalidInputError("ids must be a list of memory ids", field="ids")
+    return [check_id(memory_id) for memory_id in ids]
+
+
 def unit_vector(vector: Any, dim: int | None, *, field: str = "vector") -> NDArray[np.float32]:
     """Validate an embedding and scale it to unit length (float32).
 

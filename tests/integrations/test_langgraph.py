@@ -9,6 +9,7 @@ TTL, and the async twins.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import time
 import uuid
@@ -24,6 +25,13 @@ from agent_memory.backends.inprocess import InProcessClient, Keyspace
 from agent_memory.embedders import HashingEmbedder
 from agent_memory.errors import CapabilityError, InvalidInputError
 from agent_memory.integrations.langgraph import AgentMemoryStore, matches_filter
+from agent_memory.integrations.langgraph.checks import (
+    check_count,
+    check_filter,
+    check_index,
+    check_value,
+    ttl_seconds,
+)
 from tests.conftest import _Servers
 
 pytestmark = pytest.mark.integration
@@ -380,3 +388,207 @@ def test_matches_filter() -> None:
     assert matches_filter(value, {"a": {"$gte": 1, "$lt": 2}})
     assert not matches_filter(value, {"s": {"$gt": 0}})  # not a number: no match
     assert matches_filter(value, {"s": {"$ne": "y"}, "a": {"$eq": 1}})
+
+
+# -- hostile input: refused with InvalidInputError, nothing stored changes ---------------
+
+HOSTILE_PUTS: list[tuple[Any, dict[str, Any]]] = [
+    (["not", "a", "mapping"], {}),
+    ("text", {}),
+    ({"text": {1, 2}}, {}),
+    ({"text": float("nan")}, {}),
+    ({"n": float("inf")}, {}),
+    ({1: "x"}, {}),  # JSON would read it back as {"1": "x"}
+    ({"deep": {"a": {2: "x"}}}, {}),
+    ({"text": object()}, {}),
+    ({"text": "\ud800 lone surrogate"}, {}),
+    ({"text": "x" * 70_000}, {}),  # over the 64 KiB of JSON a value may hold
+    ({"text": "new"}, {"ttl": -5}),
+    ({"text": "new"}, {"ttl": 0}),
+    ({"text": "new"}, {"ttl": "abc"}),
+    ({"text": "new"}, {"ttl": float("nan")}),
+    ({"text": "new"}, {"ttl": float("inf")}),
+    ({"text": "new"}, {"ttl": True}),
+    ({"text": "new"}, {"index": [1]}),
+    ({"text": "new"}, {"index": "text"}),  # refused, not read as paths "t", "e", "x", "t"
+    ({"text": "new"}, {"index": [""]}),
+    ({"text": "new"}, {"index": True}),
+]
+
+
+@pytest.mark.parametrize(("value", "kwargs"), HOSTILE_PUTS, ids=lambda v: repr(v)[:30])
+def test_refused_put_keeps_the_stored_item(
+    store: AgentMemoryStore, value: Any, kwargs: dict[str, Any]
+) -> None:
+    ns = ("docs",)
+    store.put(ns, "k", {"text": "precious"})
+    before = store.get(ns, "k")
+    with pytest.raises(InvalidInputError):
+        store.put(ns, "k", value, **kwargs)
+    assert store.get(ns, "k") == before
+    assert store.search(ns) == [before]
+
+
+def test_a_refused_op_refuses_the_whole_batch(store: AgentMemoryStore) -> None:
+    ns = ("docs",)
+    store.put(ns, "old", {"text": "precious"})
+    before = store.get(ns, "old")
+    with pytest.raises(InvalidInputError):
+        store.batch(
+            [
+                PutOp(ns, "new", {"text": "written first"}),
+                PutOp(ns, "old", None),
+                SearchOp(ns),
+                PutOp(ns, "old", {"text": "again"}),
+                PutOp(ns, "bad", {"text": "x"}, ttl=-1),
+            ]
+        )
+    assert store.get(ns, "new") is None
+    assert store.get(ns, "old") == before
+    with pytest.raises(InvalidInputError):
+        store.batch([PutOp(ns, "old", None), SearchOp(ns, limit=float("inf"))])  # type: ignore[arg-type]
+    assert store.get(ns, "old") == before
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"importance": 1.5},
+        {"importance": float("nan")},
+        {"importance": "high"},
+        {"ttl": {"default_ttl": -1}},
+        {"ttl": {"default_ttl": "60"}},
+        {"ttl": {"default_ttl": float("nan")}},
+        {"ttl": {"refresh_on_read": "yes"}},
+        {"ttl": 60},
+    ],
+    ids=repr,
+)
+def test_a_bad_config_is_refused_when_the_store_is_built(config: dict[str, Any]) -> None:
+    sync = SyncMemoryStore(InProcessClient(Keyspace()), "lg_cfg", HashingEmbedder())
+    with pytest.raises(InvalidInputError):
+        AgentMemoryStore(sync, **config)
+
+
+HOSTILE_READS: list[tuple[str, dict[str, Any]]] = [
+    ("search", {"limit": float("inf")}),
+    ("search", {"limit": float("nan")}),
+    ("search", {"limit": -1}),
+    ("search", {"limit": "10"}),
+    ("search", {"offset": "x"}),
+    ("search", {"offset": -1}),
+    ("search", {"offset": 1.5}),
+    ("search", {"filter": [1]}),
+    ("search", {"filter": "text"}),
+    ("search", {"filter": {1: "x"}}),
+    ("search", {"filter": {"n": {"$regex": "x"}}}),  # refused even when nothing matches
+    ("search", {"query": 5}),
+    ("list_namespaces", {"limit": "x"}),
+    ("list_namespaces", {"limit": -1}),
+    ("list_namespaces", {"offset": -1}),  # not "the last items"
+    ("list_namespaces", {"offset": float("nan")}),
+    ("list_namespaces", {"max_depth": "x"}),
+    ("list_namespaces", {"max_depth": 0}),
+    ("list_namespaces", {"max_depth": 1.5}),
+]
+
+
+@pytest.mark.parametrize(("method", "kwargs"), HOSTILE_READS, ids=repr)
+def test_hostile_search_and_listing_arguments_are_refused(
+    store: AgentMemoryStore, method: str, kwargs: dict[str, Any]
+) -> None:
+    store.put(("a",), "k", {"text": "x", "n": 1})
+    args: tuple[Any, ...] = (("a",),) if method == "search" else ()
+    with pytest.raises(InvalidInputError):
+        getattr(store, method)(*args, **kwargs)
+
+
+# -- batching: one store call per step, never one per item -------------------------------
+
+
+class CountingStore(SyncMemoryStore):
+    """A real store that counts its method calls (the server is real)."""
+
+    calls: collections.Counter[str]
+
+    def __getattribute__(self, name: str) -> Any:
+        attr = super().__getattribute__(name)
+        if name in ("get", "get_many", "forget", "forget_many", "remember_many", "update",
+                    "expire_many", "list", "recall"):  # fmt: skip
+            super().__getattribute__("calls")[name] += 1
+        return attr
+
+
+def test_a_batch_is_one_store_call_per_step(url: str) -> None:
+    sync = CountingStore.from_url(url, name=f"lg_{uuid.uuid4().hex[:8]}", embed=HashingEmbedder())
+    sync.calls = collections.Counter()
+    with sync:
+        lg = AgentMemoryStore(sync, index_fields=["text"], ttl={"default_ttl": 60})
+        ns = ("docs",)
+        lg.batch([PutOp(ns, f"k{i}", {"text": f"note {i}"}, ttl=60) for i in range(20)])
+        assert sync.calls == {"get_many": 1, "forget_many": 1, "remember_many": 1}
+
+        sync.calls.clear()
+        got = lg.batch([GetOp(ns, f"k{i}") for i in range(20)])
+        assert [g.key for g in got] == [f"k{i}" for i in range(20)]  # type: ignore[union-attr]
+        # the TTL refresh of every item read is one step too
+        assert sync.calls == {"get_many": 1, "expire_many": 1}
+
+        sync.calls.clear()
+        assert len(lg.search(ns, query="note", limit=20)) == 20
+        assert sync.calls["expire_many"] == 1 and sync.calls["update"] == 0
+
+        sync.calls.clear()
+        lg.batch([GetOp(ns, f"k{i}", refresh_ttl=False) for i in range(20)])
+        lg.search(ns, limit=20, refresh_ttl=False)
+        assert sync.calls["expire_many"] == 0
+
+
+def test_ttl_refresh_on_read_rewrites_the_expiry(store: AgentMemoryStore) -> None:
+    ns = ("ttl",)
+    sync = store.sync_store
+    assert sync is not None
+    store.put(ns, "a", {"text": "one"}, ttl=10)
+    store.put(ns, "b", {"text": "two"}, ttl=20)
+    first = {m.id: m.expires_at for m in sync.list(limit=10).items}
+    time.sleep(0.01)
+    assert len(store.batch([GetOp(ns, "a"), GetOp(ns, "b"), GetOp(ns, "missing")])) == 3
+    later = {m.id: m.expires_at for m in sync.list(limit=10).items}
+    assert first.keys() == later.keys()
+    assert all(later[i] > first[i] for i in first)  # type: ignore[operator]
+    spans = sorted(e - m.created_at for m in sync.list(limit=10).items if (e := m.expires_at))
+    assert 590_000 <= spans[0] <= 610_000 and 1_190_000 <= spans[1] <= 1_210_000
+
+
+def test_argument_checks() -> None:
+    assert check_value({"a": [1, {"b": None}], "c": 1.5}) == {"a": [1, {"b": None}], "c": 1.5}
+    for bad in ({"a": {1: 2}}, {"a": [float("nan")]}, {"a": b"bytes"}, {"a": {1, 2}}, [1]):
+        with pytest.raises(InvalidInputError, match="value"):
+            check_value(bad)
+    assert check_index(None) is None and check_index(False) == ()
+    assert check_index(["a", "b[*].c"]) == ("a", "b[*].c")
+    for index in ("text", [1], [""], True, ("x", None)):
+        with pytest.raises(InvalidInputError):
+            check_index(index)
+    assert ttl_seconds(None) is None and ttl_seconds(1.5) == 90.0
+    for ttl in (0, -1, float("inf"), float("nan"), True, "1", 10**9):
+        with pytest.raises(InvalidInputError):
+            ttl_seconds(ttl)
+    assert check_filter({}) is None and check_filter({"a": {"$gt": 1, "x": {"$ne": 2}}})
+    for flt in ([1], {1: 2}, {"a": {"$in": [1]}}, {"a": {"b": {"$regex": "x"}}}):
+        with pytest.raises(InvalidInputError, match="filter"):
+            check_filter(flt)
+    assert check_count(0, field="limit") == 0
+    for count in (-1, 1.0, "1", True, None):
+        with pytest.raises(InvalidInputError, match="limit"):
+            check_count(count, field="limit")
+
+
+async def test_async_batch_refuses_before_writing(astore: AgentMemoryStore) -> None:
+    ns = ("docs",)
+    await astore.aput(ns, "k", {"text": "precious"})
+    before = await astore.aget(ns, "k")
+    with pytest.raises(InvalidInputError):
+        await astore.abatch([PutOp(ns, "k", None), PutOp(ns, "k2", {1: "x"})])
+    assert await astore.aget(ns, "k") == before
+    assert await astore.aget(ns, "k2") is None

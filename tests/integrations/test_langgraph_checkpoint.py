@@ -248,6 +248,35 @@ def test_bad_arguments_raise_invalid_input(saver: AgentMemorySaver) -> None:
         AgentMemorySaver.from_url("http://x")
 
 
+@pytest.mark.parametrize(
+    "ids", [None, 42, 1.5, "ab", b"ab", [None], ["a", 1.5], ["a", b"b"], [""]], ids=repr
+)
+async def test_prune_and_delete_for_runs_refuse_what_is_not_a_list_of_ids(
+    saver: AgentMemorySaver, ids: Any
+) -> None:
+    # "ab" is one thread's id, not the threads "a" and "b"; a bad id anywhere in the
+    # list refuses the whole call before anything is deleted
+    threads = ("a", "b", "ab")
+    for thread in threads:
+        saver.put(
+            generate_config(thread), generate_checkpoint(), generate_metadata(run_id=thread), {}
+        )
+    calls = [
+        lambda: saver.prune(ids, strategy="delete"),
+        lambda: saver.delete_for_runs(ids),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidInputError):
+            call()
+    with pytest.raises(InvalidInputError):
+        await saver.aprune(ids, strategy="delete")
+    with pytest.raises(InvalidInputError):
+        await saver.adelete_for_runs(ids)
+    assert all(saver.get_tuple(generate_config(t)) is not None for t in threads)
+    saver.prune(["ab"], strategy="delete")  # a list of one id: that thread only
+    assert [saver.get_tuple(generate_config(t)) is not None for t in threads] == [True, True, False]
+
+
 async def test_async_only_saver_refuses_sync_calls_and_closed_saver_refuses_all(
     servers: _Servers,
 ) -> None:

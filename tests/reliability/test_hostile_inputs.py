@@ -173,6 +173,19 @@ STORE_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
             "{hash}tag",
         )
     ),
+    # a bare string is refused, not read as one id per character
+    *(
+        (method, (bad,), {})
+        for method in ("get_many", "forget_many")
+        for bad in (None, 5, "ab", b"ab", [None], [ID, "../etc"], [ID, 5])
+    ),
+    ("expire_many", (None,), {}),
+    ("expire_many", ([ID],), {}),
+    ("expire_many", ({ID: None},), {}),
+    ("expire_many", ({ID: -1},), {}),
+    ("expire_many", ({ID: math.nan},), {}),
+    ("expire_many", ({ID: "60"},), {}),
+    ("expire_many", ({ID: 60, "../etc": 60},), {}),  # partly valid: no change
     ("update", (UNKNOWN_ID,), {"importance": 0.5}),
     ("update", (None,), {"importance": 0.5}),
     ("update", (ID,), {"content": ""}),
@@ -299,9 +312,12 @@ CLOSED_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("recall", ("q",), {}),
     ("recall_by_vector", ([1.0] * DIM,), {}),
     ("get", (UNKNOWN_ID,), {}),
+    ("get_many", ([UNKNOWN_ID],), {}),
     ("list", (), {}),
     ("update", (UNKNOWN_ID,), {"importance": 0.5}),
     ("forget", (UNKNOWN_ID,), {}),
+    ("forget_many", ([UNKNOWN_ID],), {}),
+    ("expire_many", ({UNKNOWN_ID: 60},), {}),
     ("forget_by_scope", (Scope(),), {}),
     ("stats", (), {}),
     ("refresh_config", (), {}),
@@ -415,6 +431,18 @@ async def _call(store: Any, method: str, args: tuple[Any, ...], kwargs: dict[str
     return result
 
 
+def _seeded(arg: Any, seeded: str) -> Any:
+    """``arg`` with ``ID`` replaced by the stored memory's id (also in a list or as the
+    key of a dict, for the methods taking many ids)."""
+    if arg is ID:
+        return seeded
+    if isinstance(arg, list):
+        return [seeded if a is ID else a for a in arg]
+    if isinstance(arg, dict):
+        return {(seeded if k is ID else k): v for k, v in arg.items()}
+    return arg
+
+
 @pytest.mark.filterwarnings("ignore:consolidate_facts:DeprecationWarning")
 async def test_every_method_rejects_hostile_arguments_and_changes_nothing(world: World) -> None:
     store = world.store
@@ -423,7 +451,7 @@ async def test_every_method_rejects_hostile_arguments_and_changes_nothing(world:
     leaked = []
     for case in STORE_CASES:
         method, args, kwargs = case
-        args = tuple(seeded if a is ID else a for a in args)
+        args = tuple(_seeded(a, seeded) for a in args)
         try:
             await _call(store, method, args, kwargs)
         except AgentMemoryError as exc:
@@ -441,6 +469,9 @@ async def test_every_method_rejects_hostile_arguments_and_changes_nothing(world:
     # Unknown but well-formed ids are not errors, and change nothing either.
     assert await store.get(UNKNOWN_ID) is None
     assert await store.forget(UNKNOWN_ID) is False
+    assert await store.get_many([UNKNOWN_ID, UNKNOWN_ID]) == [None, None]
+    assert await store.forget_many([UNKNOWN_ID]) == 0
+    assert await store.expire_many({UNKNOWN_ID: 60}) == []
     assert await store.forget_by_scope(Scope(namespace="nobody")) == 0
     assert world.snapshot() == before
 

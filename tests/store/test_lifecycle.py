@@ -126,6 +126,31 @@ async def test_update_changes_fields_and_reembeds(env: StoreEnv) -> None:
         await store.update("0" * 32, importance=0.1)
 
 
+async def test_many_ids_are_read_deleted_and_expired_in_one_batch(env: StoreEnv) -> None:
+    clock = Clock()
+    store = env.make(TableEmbedder(), clock=clock)
+    scope = Scope(namespace="many", agent_id="a", thread_id="t")
+    ids = [await store.remember(f"memory {i}", scope=scope) for i in range(3)]
+    unknown = "0" * 32
+    items = await store.get_many([ids[2], unknown, ids[0], ids[2]])
+    assert [i.id if i else None for i in items] == [ids[2], None, ids[0], ids[2]]
+
+    assert await store.expire_many({ids[0]: 30, ids[1]: 90, unknown: 10}) == ids[:2]
+    for memory_id, seconds in ((ids[0], 30), (ids[1], 90)):
+        pttl = int(await _raw(store, "PTTL", _key(store, memory_id)))
+        assert 0 < pttl <= seconds * 1000
+        item = await store.get(memory_id)
+        assert item is not None and item.expires_at == int(clock.now * 1000) + seconds * 1000
+    assert (await store.get(ids[2])).expires_at is None  # type: ignore[union-attr]
+    clock.now += 31  # ids[0] expired logically: gone from reads and listings
+    assert [i.id for i in (await store.list(scope=scope)).items] == [ids[2], ids[1]]
+    assert (await store.get_many(ids))[0] is None
+
+    assert await store.forget_many([ids[1], ids[2], ids[1], unknown]) == 2
+    assert await store.get_many(ids[1:]) == [None, None]
+    assert (await store.list(scope=Scope(namespace="many"))).total == 0
+
+
 async def test_index_dimension_mismatch_is_refused(env: StoreEnv) -> None:
     store = env.make(TableEmbedder(dim=16))
     await store.ensure_index()

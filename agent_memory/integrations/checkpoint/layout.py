@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,6 +126,21 @@ def thread_id_of(value: object, *, field: str = "thread_id") -> str:
     if not text:
         raise InvalidInputError(f"{field} must not be empty", field=field)
     return text
+
+
+def id_list(values: object, *, field: str) -> list[str]:
+    """A list of thread or run ids, each as :func:`thread_id_of` takes it. A bare
+    ``str`` (or ``bytes``) is refused: read as an iterable it would be one id per
+    character, and ``prune("ab")`` would prune threads ``"a"`` and ``"b"``.
+
+    Raises:
+        InvalidInputError: not an iterable of ids, or a bad id in it.
+    """
+    if isinstance(values, (str, bytes, bytearray)) or not isinstance(values, Iterable):
+        raise InvalidInputError(
+            f"{field} must be a list of ids, got {type(values).__name__}", field=field
+        )
+    return [thread_id_of(value, field=field) for value in values]
 
 
 @dataclass(frozen=True, slots=True)

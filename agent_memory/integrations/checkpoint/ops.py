@@ -8,7 +8,7 @@ operations, so the two sides cannot drift.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -31,6 +31,7 @@ from agent_memory.integrations.checkpoint.layout import (
     Layout,
     before_id,
     checkpoint_config,
+    id_list,
     list_scope,
     parse_run_member,
     run_member,
@@ -191,18 +192,20 @@ def _drop(layout: Layout, work: Sequence[tuple[Lane, str, Sequence[str]]]) -> Op
     yield from _unindex(layout, [(w[0], cmds.dropped(r)) for w, r in zip(work, got, strict=True)])
 
 
-def delete_threads(layout: Layout, thread_ids: Sequence[Any], mode: str) -> Operation[None]:
+def delete_threads(
+    layout: Layout, thread_ids: Iterable[Any], mode: str, *, field: str = "thread_ids"
+) -> Operation[None]:
     """Delete (``all``) or prune (``keep_latest``) every namespace of the threads."""
-    threads = [thread_id_of(t) for t in thread_ids]
+    threads = id_list(thread_ids, field=field)
     if not threads:
         return
     lanes = yield from _lanes(layout, threads)
     yield from _drop(layout, [(lane, mode, ()) for lane in lanes])
 
 
-def delete_for_runs(layout: Layout, run_ids: Sequence[Any]) -> Operation[None]:
+def delete_for_runs(layout: Layout, run_ids: Iterable[Any]) -> Operation[None]:
     """Delete every checkpoint (and its writes) of the runs, in any thread."""
-    runs = [thread_id_of(r, field="run_ids") for r in run_ids]
+    runs = id_list(run_ids, field="run_ids")
     if not runs:
         return
     got = yield from _batch([Command(("SMEMBERS", layout.run(r))) for r in runs])

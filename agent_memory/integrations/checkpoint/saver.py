@@ -328,11 +328,11 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
             InvalidInputError: a thread id that is not a ``str`` (or int / UUID).
             AgentMemoryError: the server failed.
         """
-        self._run(ops.delete_threads(self._layout, [thread_id], "all"))
+        self._run(ops.delete_threads(self._layout, [thread_id], "all", field="thread_id"))
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread` (same arguments, same errors)."""
-        await self._arun(ops.delete_threads(self._layout, [thread_id], "all"))
+        await self._arun(ops.delete_threads(self._layout, [thread_id], "all", field="thread_id"))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete every checkpoint whose metadata ``run_id`` is one of ``run_ids``, in
@@ -340,14 +340,15 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         written by :meth:`put`, which expires with ``ttl`` after the run's last put.
 
         Raises:
-            InvalidInputError: a run id that is not a ``str``.
+            InvalidInputError: ``run_ids`` is a bare string or not an iterable, or a
+                run id in it is not a ``str`` (or int / UUID); nothing was deleted.
             AgentMemoryError: the server failed.
         """
-        self._run(ops.delete_for_runs(self._layout, list(run_ids)))
+        self._run(ops.delete_for_runs(self._layout, run_ids))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Async :meth:`delete_for_runs` (same arguments, same errors)."""
-        await self._arun(ops.delete_for_runs(self._layout, list(run_ids)))
+        await self._arun(ops.delete_for_runs(self._layout, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint and write of a thread, in every namespace, into
@@ -371,16 +372,15 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         ``"delete"`` deletes them.
 
         Raises:
-            InvalidInputError: an unknown strategy or a bad thread id.
+            InvalidInputError: an unknown strategy, ``thread_ids`` a bare string or not
+                an iterable, or a bad thread id in it; nothing was pruned.
             AgentMemoryError: the server failed.
         """
-        self._run(ops.delete_threads(self._layout, list(thread_ids), ops.prune_mode(strategy)))
+        self._run(ops.delete_threads(self._layout, thread_ids, ops.prune_mode(strategy)))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`prune` (same arguments, same errors)."""
-        await self._arun(
-            ops.delete_threads(self._layout, list(thread_ids), ops.prune_mode(strategy))
-        )
+        await self._arun(ops.delete_threads(self._layout, thread_ids, ops.prune_mode(strategy)))
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """The next channel version, as LangGraph's in-memory, Postgres and Redis

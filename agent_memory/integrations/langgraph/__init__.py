@@ -35,16 +35,24 @@ Operations:
   nearest items of the prefix; a listing with a filter reads the whole prefix.
 * TTL (``supports_ttl = True``): ``put(..., ttl=minutes)`` sets a server-side expiry,
   applied atomically with the write; reads with ``refresh_ttl`` (the default, see
-  ``TTLConfig.refresh_on_read``) restart it. ``TTLConfig.default_ttl`` applies to puts
-  without ``ttl`` (one extra round trip per refreshed item). No sweeper is needed: the
-  server expires keys itself.
+  ``TTLConfig.refresh_on_read``) restart it: that is a write (the expiry of each item
+  returned is rewritten in its indexed record), one ``expire_many`` step (two round
+  trips) for all the items of a get batch or a search; ``refresh_on_read=False`` or
+  ``refresh_ttl=False`` turns it off. ``TTLConfig.default_ttl`` applies to puts without
+  ``ttl``. No sweeper is needed: the server expires keys itself.
 * ``list_namespaces(prefix=, suffix=, max_depth=, limit=, offset=)`` reads the
   namespaces of the items under the longest wildcard-free part of ``prefix``
   (every item when there is none): cost grows with that number of items.
-* A batch runs its operations in order; consecutive puts are grouped into one
-  ``remember_many`` round trip (the last put of a key wins). An overwrite deletes the
-  previous memory before writing the new one: a concurrent reader can miss the item
-  for that instant.
+* A batch checks every operation before it runs the first one: a bad namespace, key,
+  value (not a JSON object with string keys, NaN, a set...), ``ttl``, ``index``,
+  filter, limit, offset or depth refuses the whole batch with ``InvalidInputError``
+  and nothing is written or deleted. ``put(..., index="text")`` is refused (write
+  ``index=["text"]``), where LangGraph's ``InMemoryStore`` reads a string as one path
+  per character.
+* A batch runs its operations in order; consecutive puts are one step (one read of the
+  previous items, one deletion, one ``remember_many``; the last put of a key wins),
+  consecutive gets one read. An overwrite deletes the previous memory before writing
+  the new one: a concurrent reader can miss the item for that instant.
 
 ``batch`` drives a :class:`~agent_memory.SyncMemoryStore`, ``abatch`` a
 :class:`~agent_memory.MemoryStore` (or the sync store in a worker thread when only that

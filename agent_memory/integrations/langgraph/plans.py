@@ -5,9 +5,11 @@ async runner."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from agent_memory.backends.context import StoreContext
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations._optional import require
 
@@ -28,8 +30,14 @@ from langgraph.store.base import (  # noqa: E402 - after the check naming the ex
     tokenize_path,
 )
 
+from agent_memory.integrations.langgraph.checks import (  # noqa: E402
+    check_filter,
+    check_index,
+    check_op,
+    check_value,
+    ttl_seconds,
+)
 from agent_memory.integrations.langgraph.values import (  # noqa: E402
-    check_namespace,
     clean_text,
     digest,
     matches_filter,
@@ -37,9 +45,10 @@ from agent_memory.integrations.langgraph.values import (  # noqa: E402
     to_datetime,
 )
 from agent_memory.schema.types import MemoryItem, Scope  # noqa: E402
-from agent_memory.store.ops.write import MemoryInput  # noqa: E402
+from agent_memory.store.ops.write import MemoryInput, validate_input  # noqa: E402
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 MARKER_TAG = "langgraph:item"
 NOINDEX_TAG = "langgraph:unindexed"
@@ -59,7 +68,7 @@ def _call(method: str, *args: Any, **kwargs: Any) -> Generator[Call, Any, Any]:
     return (yield (method, args, kwargs))
 
 
-def _document(value: Mapping[str, Any], fields: Sequence[str]) -> str | None:
+def _document(value: Mapping[str, Any], fields: Sequence[str], max_bytes: int) -> str | None:
     """The text to embed for ``value``; ``None`` when no index field has text."""
     texts: list[str] = []
     for path in fields:
@@ -67,7 +76,7 @@ def _document(value: Mapping[str, Any], fields: Sequence[str]) -> str | None:
             texts.append(json.dumps(value, ensure_ascii=False, sort_keys=True))
         else:
             texts.extend(get_text_at_path(value, tokenize_path(path)))
-    text = clean_text("\n".join(t for t in texts if t))
+    text = clean_text("\n".join(t for t in texts if t), max_bytes)
     return text if text.strip() else None
 
 
@@ -93,30 +102,45 @@ class OperationPlans:
     _scope: Scope
     _fields: tuple[str, ...]
     _importance: float
+    _content_limit: int
+    _context: StoreContext
     _clock: Callable[[], float]
     ttl_config: TTLConfig | None
 
     def _plan(self, ops: list[Op]) -> Plan[list[Result]]:
+        # Every operation is checked before the first one runs: a refused batch writes
+        # (and deletes) nothing.
+        for op in ops:
+            check_op(op)
+            if isinstance(op, PutOp) and op.value is not None:
+                # the store's checks of the memory too (content, metadata size...)
+                memory_id = self._id(op.namespace, op.key)
+                validate_input(
+                    self._input(op, op.namespace, op.key, memory_id, None, now=0.0),
+                    self._content_limit,
+                )
         results: list[Result] = [None] * len(ops)
         i = 0
         while i < len(ops):
             op = ops[i]
-            if isinstance(op, PutOp):
+            if isinstance(op, (PutOp, GetOp)):
+                # a run of puts (or of gets) is one batched step: one store call per
+                # step, never one per item
+                kind = type(op)
                 j = i
-                while j < len(ops) and isinstance(ops[j], PutOp):
+                while j < len(ops) and isinstance(ops[j], kind):
                     j += 1
-                puts: list[PutOp] = [p for p in ops[i:j] if isinstance(p, PutOp)]
-                yield from self._put(puts)
+                if kind is PutOp:
+                    yield from self._put([p for p in ops[i:j] if isinstance(p, PutOp)])
+                else:
+                    gets = [g for g in ops[i:j] if isinstance(g, GetOp)]
+                    results[i:j] = yield from self._get(gets)
                 i = j
                 continue
-            if isinstance(op, GetOp):
-                results[i] = yield from self._get(op)
-            elif isinstance(op, SearchOp):
+            if isinstance(op, SearchOp):
                 results[i] = yield from self._search(op)
             elif isinstance(op, ListNamespacesOp):
                 results[i] = yield from self._list_namespaces(op)
-            else:
-                raise InvalidInputError(f"unknown operation {type(op).__name__}", field="ops")
             i += 1
         return results
 
@@ -137,45 +161,68 @@ class OperationPlans:
             score=score,
         )
 
-    def _refresh(self, memories: Sequence[MemoryItem], refresh: bool) -> Plan[None]:
-        if not refresh:
-            return
+    def _refresh(self, memories: Sequence[MemoryItem]) -> Plan[None]:
+        """Restart the TTL of the items read, all in one store call (a write: the
+        expiry of each indexed record is rewritten)."""
+        ttls: dict[str, float] = {}
         for memory in memories:
             meta = memory.metadata.get(META_KEY)
             minutes = meta.get("ttl_minutes") if isinstance(meta, Mapping) else None
-            if minutes:
-                yield from _call("update", memory.id, ttl=float(minutes) * 60)
+            if minutes is None:
+                continue
+            try:
+                ttls[memory.id] = ttl_seconds(minutes) or 0.0
+            except InvalidInputError as exc:
+                # written by another writer: the item is read, its TTL left as it is
+                logger.warning("LangGraph item %s: stored ttl unreadable (%s)", memory.id, exc)
+                self._context.count("corrupt_records")
+        if ttls:
+            yield from _call("expire_many", ttls)
 
-    def _get(self, op: GetOp) -> Plan[Item | None]:
-        check_namespace(op.namespace, what="namespace", allow_empty=True)
-        memory = yield from _call("get", self._id(op.namespace, str(op.key)))
-        found = self._item(memory) if isinstance(memory, MemoryItem) else None
-        if found is None or found.namespace != op.namespace or found.key != str(op.key):
-            return None
-        yield from self._refresh([memory], op.refresh_ttl)
-        return Item(
-            value=found.value,
-            key=found.key,
-            namespace=found.namespace,
-            created_at=found.created_at,
-            updated_at=found.updated_at,
-        )
+    def _get(self, ops: Sequence[GetOp]) -> Plan[list[Item | None]]:
+        ids = [self._id(op.namespace, op.key) for op in ops]
+        memories = yield from _call("get_many", ids)
+        results: list[Item | None] = []
+        refreshed: dict[str, MemoryItem] = {}
+        for op, memory in zip(ops, memories, strict=True):
+            found = self._item(memory) if isinstance(memory, MemoryItem) else None
+            if found is None or found.namespace != op.namespace or found.key != op.key:
+                results.append(None)
+                continue
+            if op.refresh_ttl:
+                refreshed[memory.id] = memory
+            results.append(
+                Item(
+                    value=found.value,
+                    key=found.key,
+                    namespace=found.namespace,
+                    created_at=found.created_at,
+                    updated_at=found.updated_at,
+                )
+            )
+        yield from self._refresh(list(refreshed.values()))
+        return results
 
     def _put(self, ops: Sequence[PutOp]) -> Plan[None]:
         latest: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:
-            check_namespace(op.namespace, what="namespace", allow_empty=False)
-            latest[(op.namespace, str(op.key))] = op
-        writes: list[MemoryInput] = []
-        for (namespace, key), op in latest.items():
-            memory_id = self._id(namespace, key)
-            previous = yield from _call("get", memory_id)
-            # Always delete first: a rewrite must not inherit fields or a TTL of the old
-            # hash (even one expired by the store's clock but not yet reaped).
-            yield from _call("forget", memory_id)
-            if op.value is None:
-                continue
-            writes.append(self._input(op, namespace, key, memory_id, previous))
+            latest[(op.namespace, op.key)] = op
+        ids = [self._id(namespace, key) for namespace, key in latest]
+        previous = yield from _call("get_many", ids)
+        now = float(self._clock())
+        writes = [
+            self._input(op, namespace, key, memory_id, before, now=now)
+            for ((namespace, key), op), memory_id, before in zip(
+                latest.items(), ids, previous, strict=True
+            )
+            if op.value is not None
+        ]
+        # The store's own checks, on the final inputs, before anything is deleted.
+        for write in writes:
+            validate_input(write, self._content_limit)
+        # Delete first: a rewrite must not inherit fields or a TTL of the old hash (even
+        # one expired by the store's clock but not yet reaped).
+        yield from _call("forget_many", ids)
         if writes:
             # Caller-chosen ids: the store refreshes portable vector mirrors itself.
             yield from _call("remember_many", writes)
@@ -187,13 +234,13 @@ class OperationPlans:
         key: str,
         memory_id: str,
         previous: MemoryItem | None,
+        *,
+        now: float,
     ) -> MemoryInput:
-        if not isinstance(op.value, Mapping):
-            raise InvalidInputError("a LangGraph value must be a mapping", field="value")
-        value = dict(op.value)
-        fields = self._fields if op.index is None else (op.index or ())
-        content = _document(value, fields) if fields else None
-        now = float(self._clock())
+        value = check_value(op.value)
+        index = check_index(op.index)
+        fields = self._fields if index is None else index
+        content = _document(value, fields, self._content_limit) if fields else None
         created, updated = now, now
         if previous is not None:
             before = self._item(previous)
@@ -213,10 +260,10 @@ class OperationPlans:
             "ttl_minutes": op.ttl,
         }
         return MemoryInput(
-            content=content or "/".join([*namespace, key]),
+            content=content or clean_text("/".join([*namespace, key]), self._content_limit),
             importance=self._importance,
             tags=tags,
-            ttl=None if op.ttl is None else float(op.ttl) * 60,
+            ttl=ttl_seconds(op.ttl),
             scope=self._scope,
             source=SOURCE,
             metadata={META_KEY: meta},
@@ -236,12 +283,11 @@ class OperationPlans:
 
     def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
         prefix = tuple(op.namespace_prefix)
-        check_namespace(prefix, what="namespace prefix", allow_empty=True)
-        limit, offset = int(op.limit), int(op.offset)
-        if limit <= 0 or offset < 0:
+        limit, offset = op.limit, op.offset  # checked ints >= 0 (check_op)
+        if limit == 0:
             return []
         tags = self._tags(prefix)
-        flt = op.filter or None
+        flt = check_filter(op.filter)
         matched: list[tuple[MemoryItem, float | None]] = []
         if op.query:
             scored = yield from self._nearest(op.query, tags, flt, offset + limit)
@@ -260,7 +306,8 @@ class OperationPlans:
             matched.extend((m, None) for m in page.items)
             offset = 0
         window = matched[offset : offset + limit]
-        yield from self._refresh([m for m, _ in window], op.refresh_ttl)
+        if op.refresh_ttl:
+            yield from self._refresh([m for m, _ in window])
         results = [self._item(m, score) for m, score in window]
         return [r for r in results if r is not None]
 
@@ -297,7 +344,6 @@ class OperationPlans:
         conditions = tuple(op.match_conditions or ())
         lead: tuple[str, ...] = ()
         for condition in conditions:
-            check_namespace(tuple(condition.path), what="namespace path", allow_empty=True)
             if condition.match_type == "prefix":
                 fixed = []
                 for label in condition.path:

@@ -15,7 +15,9 @@ require("langgraph.store.base", extra="langgraph", package="langgraph")
 
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig  # noqa: E402
 
+from agent_memory.integrations.langgraph.checks import check_config  # noqa: E402
 from agent_memory.integrations.langgraph.plans import OperationPlans  # noqa: E402
+from agent_memory.integrations.langgraph.values import MAX_CONTENT_BYTES  # noqa: E402
 from agent_memory.schema.types import Scope  # noqa: E402
 from agent_memory.store.memory_store import MemoryStore  # noqa: E402
 from agent_memory.store.sync_store import SyncMemoryStore  # noqa: E402
@@ -39,7 +41,8 @@ class AgentMemoryStore(OperationPlans, BaseStore):
             (microsecond resolution; injected for tests).
 
     Raises:
-        InvalidInputError: neither store given, or a store of the wrong kind.
+        InvalidInputError: neither store given, a store of the wrong kind, a bad
+            ``index_fields``, ``ttl`` or ``importance``.
     """
 
     supports_ttl: bool = True
@@ -65,11 +68,18 @@ class AgentMemoryStore(OperationPlans, BaseStore):
             raise InvalidInputError(
                 "index_fields must be a list of JSON paths", field="index_fields"
             )
+        check_config(ttl, importance)
         self._scope = Scope(namespace=memory_namespace)
         self._store = store
         self._async_store = async_store
         self._fields = tuple(index_fields)
-        self._importance = importance
+        self._importance = float(importance)
+        served = store if store is not None else async_store
+        assert served is not None  # one of them was given (checked above)
+        # the store's own context: its limit on the text embedded, and its counters of
+        # unreadable records (both stores of from_url share the settings)
+        self._context = served._ctx
+        self._content_limit = min(MAX_CONTENT_BYTES, served._ctx.settings.max_content_bytes)
         self._owned = False
         self._clock = clock
         self.ttl_config = ttl

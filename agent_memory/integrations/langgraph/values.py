@@ -17,6 +17,8 @@ from agent_memory.errors import InvalidInputError
 MAX_DEPTH = 60
 #: Longest text embedded for an item (UTF-8 bytes); the value itself is kept whole.
 MAX_CONTENT_BYTES = 16 * 1024
+#: The operators of ``search(filter=...)``, as LangGraph's ``InMemoryStore`` has them.
+FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -48,12 +50,11 @@ def to_datetime(epoch_seconds: float) -> datetime:
     return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc)
 
 
-def clean_text(text: str) -> str:
+def clean_text(text: str, max_bytes: int = MAX_CONTENT_BYTES) -> str:
+    """``text`` without control characters or lone surrogates, cut at ``max_bytes``."""
     text = _CONTROL.sub(" ", text)
     data = text.encode("utf-8", "replace")
-    if len(data) > MAX_CONTENT_BYTES:
-        text = data[:MAX_CONTENT_BYTES].decode("utf-8", "ignore")
-    return text
+    return data[:max_bytes].decode("utf-8", "ignore")
 
 
 def _compare(item_value: Any, filter_value: Any) -> bool:
@@ -87,7 +88,7 @@ def _operator(value: Any, operator: str, operand: Any) -> bool:
         return bool(value == operand)
     if operator == "$ne":
         return bool(value != operand)
-    if operator not in ("$gt", "$gte", "$lt", "$lte"):
+    if operator not in FILTER_OPERATORS:
         raise InvalidInputError(f"unsupported filter operator {operator!r}", field="filter")
     left, right = _number(value), _number(operand)
     if left is None or right is None:

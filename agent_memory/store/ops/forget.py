@@ -10,7 +10,7 @@ counters, the ``forgets`` counter and the term statistics).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from agent_memory.schema.versions import bump
 from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.read import exact_index, is_wrong_type, matching_ids
 from agent_memory.store.ops.settle import execute_writes
-from agent_memory.store.validation import check_id
+from agent_memory.store.validation import check_id, check_ids
 
 logger = logging.getLogger("agent_memory.store")
 
@@ -147,6 +147,12 @@ def forget(ctx: StoreContext, memory_id: str) -> Operation[bool]:
     check_id(memory_id)
     deleted = yield from delete_ids(ctx, [memory_id])
     return deleted > 0
+
+
+def forget_many(ctx: StoreContext, ids: Iterable[str]) -> Operation[int]:
+    """Delete memories by id (two round trips per 1000); returns how many existed."""
+    deleted = yield from delete_ids(ctx, list(dict.fromkeys(check_ids(ids))))
+    return deleted
 
 
 def forget_matching(ctx: StoreContext, flt: MemoryFilter) -> Operation[int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from agent_memory.schema.records import parse_item, retention_from_fields
 from agent_memory.schema.types import ListResult, MemoryItem
 from agent_memory.search.parse import parse_index_info
 from agent_memory.store.ops.namespaces import registry_keys
-from agent_memory.store.validation import check_id
+from agent_memory.store.validation import check_id, check_ids
 
 logger = logging.getLogger("agent_memory.store")
 
@@ -137,6 +137,15 @@ def get(ctx: StoreContext, memory_id: str) -> Operation[MemoryItem | None]:
     check_id(memory_id)
     found = yield from fetch_items(ctx, [memory_id])
     return found[0][2]
+
+
+def get_many(ctx: StoreContext, ids: Iterable[str]) -> Operation[list[MemoryItem | None]]:
+    """Memories by id, in the order of ``ids`` (``None``: missing or expired), read in
+    one round trip (duplicate ids are read once)."""
+    requested = check_ids(ids)
+    found = yield from fetch_items(ctx, list(dict.fromkeys(requested)))
+    items = {memory_id: item for memory_id, _, item in found}
+    return [items[memory_id] for memory_id in requested]
 
 
 def exact_index(ctx: StoreContext, flt: MemoryFilter) -> str | None:
