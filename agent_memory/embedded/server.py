@@ -12,6 +12,7 @@ started the server stops it on :meth:`EmbeddedServer.stop` or at interpreter exi
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import fcntl
@@ -50,6 +51,11 @@ class EmbeddedServer:
     owned: bool
     has_search: bool
     process: ServerProcess | None = None
+
+    async def stop_async(self) -> None:
+        """:meth:`stop` in a worker thread: it waits for the process to exit (up to
+        20 s) and for the folder's lock, which must not block an event loop."""
+        await asyncio.to_thread(self.stop)
 
     def stop(self) -> None:
         """Stop the server if this process started it (idempotent)."""

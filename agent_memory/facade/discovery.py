@@ -27,6 +27,7 @@ PROTOCOL_KEY = "__betterdb:protocol"
 HEARTBEAT_PREFIX = "__betterdb:heartbeat:"
 HEARTBEAT_TTL_SECONDS = 60
 HEARTBEAT_INTERVAL_SECONDS = 30.0
+MAX_HEARTBEAT_INTERVAL = HEARTBEAT_TTL_SECONDS / 2  # a late beat still lands in time
 MEMORY_TYPE = "agent_memory"
 CACHE_TYPE = "agent_cache"
 _MAX_TOOL_POLICIES = 500
