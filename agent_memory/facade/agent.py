@@ -218,19 +218,28 @@ class AgentMemory:
         self._status = await self.memory.ensure_index()
         if self._discovery and not self._initialized:
             self._tool_policies = await run_async(
-                protocol.tool_policy_names(self._name), self._executor
+                protocol.tool_policy_names(self._name, unreadable=self._unreadable),
+                self._executor,
             )
-            await run_async(protocol.register(self._markers()), self._executor)
+            await run_async(
+                protocol.register(self._markers(), unreadable=self._unreadable), self._executor
+            )
             self._heartbeat.start()
         self._initialized = True
         return self._status
 
     async def _beat(self) -> None:
         self._tool_policies = await run_async(
-            protocol.tool_policy_names(self._name), self._executor
+            protocol.tool_policy_names(self._name, unreadable=self._unreadable), self._executor
         )
         await run_async(protocol.heartbeat(self._markers()), self._executor)
         await self.memory.stats()  # refreshes the items gauge from the server
+
+    def _unreadable(self, what: str, why: str) -> None:
+        """Another writer's damage in the shared discovery keys: logged and counted
+        (``discovery_unreadable``), the value skipped or replaced."""
+        logger.warning("discovery of %s: %s is unreadable (%s); ignored", self._name, what, why)
+        self._telemetry.count("discovery_unreadable")
 
     def _beat_failed(self, exc: Exception) -> None:
         logger.warning("discovery heartbeat of %s failed: %s", self._name, exc)
