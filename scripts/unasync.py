@@ -62,6 +62,7 @@ FILES: list[tuple[str, str, dict[str, str]]] = [
             "EmbeddingCache": "SyncEmbeddingCache",
             "AsyncHeartbeat": "SyncHeartbeat",
             "agent_memory.store.memory_store": "agent_memory.store.sync_store",
+            "stop_async": "stop",
         },
     ),
 ]

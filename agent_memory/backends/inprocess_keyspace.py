@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from agent_memory.backends.glob import glob_match
 from agent_memory.errors import ServerResponseError, WrongTypeError
 
 Value = Any
@@ -86,7 +86,7 @@ class Keyspace:
         return int(alive)
 
     def keys(self, pattern: str) -> list[str]:
-        return [k for k in list(self.data) if self._alive(k) and fnmatch.fnmatchcase(k, pattern)]
+        return [k for k in list(self.data) if self._alive(k) and glob_match(pattern, k)]
 
     def execute(self, args: tuple[Any, ...]) -> Any:
         name = _s(args[0]).upper()

@@ -494,6 +494,15 @@ async def close_async_client(client: Any) -> None:
         await closer()
 
 
+def release_unused_client(client: Any) -> None:
+    """Release a client built by :func:`client_from_url` that was never used (its
+    owner's constructor refused its arguments). A blocking client may hold a connection
+    already (``single_connection_client``) and is closed; an asyncio client opens none
+    before its first awaited command, so there is nothing to release."""
+    if not is_async_client(client):
+        close_sync_client(client)
+
+
 def close_sync_client(client: Any) -> None:
     """Close a blocking client of either package."""
     with map_client_errors("close"):

@@ -68,13 +68,59 @@ class ServerProcess:
             self.process.wait()
 
 
-def _ping(port: int) -> bool:
+_PING_AND_INFO = b"*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"
+
+
+def parse_ready_reply(reply: bytes) -> int | None:
+    """The ``process_id`` of a server's answer to ``PING`` then ``INFO server``, or
+    ``None`` when the answer is incomplete or the server is not ready (an error reply
+    such as ``-LOADING`` or ``-NOAUTH``)."""
+    if not reply.startswith(b"+PONG\r\n"):
+        return None
+    header, _, body = reply[len(b"+PONG\r\n") :].partition(b"\r\n")
+    if not header.startswith(b"$") or not header[1:].isdigit():
+        return None
+    size = int(header[1:])
+    if len(body) < size:
+        return None
+    for line in body[:size].splitlines():
+        key, _, value = line.partition(b":")
+        if key == b"process_id" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def server_pid(port: int, timeout: float = 0.5) -> int | None:
+    """The pid of the server answering on loopback ``port`` (``None``: no ready server
+    answers there)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            sock.sendall(_PING_AND_INFO)
+            reply = b""
+            while (pid := parse_ready_reply(reply)) is None and len(reply) < 65536:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return None
+                reply += chunk
+            return pid
     except OSError:
-        return False
+        return None
+
+
+class _OwnServerProbe:
+    """Ready when the server answering on ``port`` is the process we started, not
+    another one that already listens there (ours then fails to bind and exits)."""
+
+    def __init__(self, port: int, pid: int) -> None:
+        self.port = port
+        self.pid = pid
+        self.foreign: int | None = None
+
+    def __call__(self) -> bool:
+        pid = server_pid(self.port)
+        if pid is not None and pid != self.pid:
+            self.foreign = pid
+        return pid == self.pid
 
 
 def start_server(
@@ -89,15 +135,17 @@ def start_server(
     startup_timeout: float = 20.0,
     log_name: str | None = None,
 ) -> ServerProcess:
-    """Start ``binary`` on ``127.0.0.1`` and block until it answers PING.
+    """Start ``binary`` on ``127.0.0.1`` and block until it answers PING (checked to be
+    this process answering, by the ``process_id`` of ``INFO server``: a server already
+    listening on ``port`` is never mistaken for it).
 
     ``module_args`` are passed to the module (``--use-coordinator``, say): the server's
     command line takes no module argument that starts with ``--``, so the module is then
     loaded from a one-line configuration file in ``data_dir``.
 
     Raises:
-        ServerUnavailableError: the process exited or did not answer in time; the
-            message carries the end of its log.
+        ServerUnavailableError: the process exited (``port`` taken, say) or did not
+            answer in time; the message carries the end of its log.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
@@ -135,7 +183,16 @@ def start_server(
         start_new_session=True,
     )
     server = ServerProcess(binary, port, process, log_path, data_dir, module)
-    return wait_until_ready(server, lambda: _ping(port), startup_timeout)
+    probe = _OwnServerProbe(port, process.pid)
+    try:
+        return wait_until_ready(server, probe, startup_timeout)
+    except ServerUnavailableError as exc:
+        if probe.foreign is None:
+            raise
+        raise ServerUnavailableError(
+            f"port {port} is already served by another server (pid {probe.foreign}); the "
+            f"one started there (pid {process.pid}) could not take it: {exc}"
+        ) from exc
 
 
 def wait_until_ready(
@@ -155,7 +212,9 @@ def wait_until_ready(
                 f"start-up:\n{server.log_tail()}"
             )
         if probe():
-            return server
+            if server.process.poll() is None:
+                return server
+            continue  # exited meanwhile: reported above
         time.sleep(0.05)
     server.kill()
     raise ServerUnavailableError(

@@ -12,20 +12,20 @@ started the server stops it on :meth:`EmbeddedServer.stop` or at interpreter exi
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import fcntl
 import json
 import logging
 import os
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent_memory.embedded.binaries import find_search_module, find_server_binary
-from agent_memory.embedded.launcher import ServerProcess, start_server
-from agent_memory.errors import CapabilityError
+from agent_memory.embedded.launcher import ServerProcess, server_pid, start_server
+from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +51,11 @@ class EmbeddedServer:
     owned: bool
     has_search: bool
     process: ServerProcess | None = None
+
+    async def stop_async(self) -> None:
+        """:meth:`stop` in a worker thread: it waits for the process to exit (up to
+        20 s) and for the folder's lock, which must not block an event loop."""
+        await asyncio.to_thread(self.stop)
 
     def stop(self) -> None:
         """Stop the server if this process started it (idempotent)."""
@@ -104,15 +109,6 @@ def _written_by(folder: Path) -> str | None:
     return last[0] if last[1] >= 0 else None
 
 
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"*1\r\n$4\r\nPING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -123,6 +119,31 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def data_folder(path: object) -> Path:
+    """``path`` as the absolute path of an existing folder (created when missing).
+
+    Raises:
+        InvalidInputError: ``path`` is not a path, is empty, or names something that is
+            not a folder or cannot be created (the OS error is the ``__cause__``).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidInputError(
+            f"path must be a folder path (str or os.PathLike), got {type(path).__name__}",
+            field="path",
+        )
+    raw = os.fspath(path)
+    if not isinstance(raw, str) or not raw:
+        raise InvalidInputError(f"path must be a non-empty folder path, got {raw!r}", field="path")
+    try:
+        folder = Path(raw).resolve()
+        folder.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(
+            f"path {raw!r} is not a folder the embedded server can use: {exc}", field="path"
+        ) from exc
+    return folder
+
+
 def open_embedded(
     path: str | os.PathLike[str] = "./agent-memory-data", *, port: int | None = None
 ) -> EmbeddedServer:
@@ -130,12 +151,26 @@ def open_embedded(
     else on a free loopback port).
 
     Raises:
+        InvalidInputError: ``path`` is not a usable folder (an existing file, say, or
+            one that cannot be created or written to).
         CapabilityError: no server binary on PATH and the ``embedded`` extra is not
             installed.
-        ServerUnavailableError: the server failed to start (with the end of its log).
+        ServerUnavailableError: the server failed to start (with the end of its log),
+            ``port`` being taken by another server, say.
     """
-    folder = Path(path).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = data_folder(path)
+    try:
+        return _open(folder, port)
+    except AgentMemoryError:
+        raise  # ServerUnavailableError is also an OSError (a ConnectionError)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"path {str(folder)!r} is not a folder the embedded server can use: {exc}",
+            field="path",
+        ) from exc
+
+
+def _open(folder: Path, port: int | None) -> EmbeddedServer:
     with _locked(folder):
         state_path = folder / STATE_FILE
         if state_path.exists():
@@ -145,7 +180,7 @@ def open_embedded(
                 isinstance(running, int)
                 and isinstance(pid, int)
                 and _pid_alive(pid)
-                and _answers(running)
+                and server_pid(running) == pid
             ):
                 return EmbeddedServer(
                     f"redis://127.0.0.1:{running}", folder, False, bool(state.get("search"))
@@ -160,13 +195,17 @@ def open_embedded(
         process = start_server(
             binary, folder, port=port, module=module, appendonly=True, log_name=LOG_FILE
         )
-        (folder / FAMILY_FILE).write_text(binary.family + "\n")
-        state_path.write_text(
-            json.dumps(
-                {"pid": process.process.pid, "port": process.port, "search": module is not None,
-                 "binary": str(binary.path)}
-            )
-        )  # fmt: skip
+        try:
+            (folder / FAMILY_FILE).write_text(binary.family + "\n")
+            state_path.write_text(
+                json.dumps(
+                    {"pid": process.process.pid, "port": process.port,
+                     "search": module is not None, "binary": str(binary.path)}
+                )
+            )  # fmt: skip
+        except BaseException:
+            process.stop()
+            raise
     server = EmbeddedServer(process.url, folder, True, module is not None, process)
     atexit.register(server.stop)
     return server

@@ -13,7 +13,12 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache import CacheStats, EmbeddingCache, LlmCache, SessionStore, ToolCache
-from agent_memory.core.clients import AsyncExecutor, client_from_url, close_async_client
+from agent_memory.core.clients import (
+    AsyncExecutor,
+    client_from_url,
+    close_async_client,
+    release_unused_client,
+)
 from agent_memory.core.runner import run_async
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
 from agent_memory.errors import AgentMemoryError
@@ -23,6 +28,7 @@ from agent_memory.facade.options import cache_options, check_flag, check_interva
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.ensure import IndexStatus
 from agent_memory.store.ops.read import MemoryStats
+from agent_memory.store.validation import check_name
 from agent_memory.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
@@ -56,7 +62,9 @@ class AgentMemory:
             ``id`` and the text, for ``embedding_cache_ttl`` seconds) so re-remembering or
             re-querying a text costs no embedding call; calls saved are counted in
             ``{name}:__stats`` (``embedding:hits``).
-        heartbeat_interval: seconds between heartbeats (expiry is 60 s).
+        heartbeat_interval: seconds between heartbeats, at most 30: a heartbeat expires
+            60 s after it is written, so a longer interval (or a late beat) would show
+            the instance as gone between beats.
 
     Raises:
         InvalidInputError: a bad argument.
@@ -77,7 +85,9 @@ class AgentMemory:
         embedding_cache_ttl: float = 7 * 86400.0,
     ) -> None:
         per_tier = cache_options(cache)
-        heartbeat_interval = check_interval(heartbeat_interval, "heartbeat_interval")
+        heartbeat_interval = check_interval(
+            heartbeat_interval, "heartbeat_interval", maximum=protocol.MAX_HEARTBEAT_INTERVAL
+        )
         discovery = check_flag(discovery, "discovery")
         memory_options = tier_options(memory, "memory", MemoryStore.__init__)
         tiers = {
@@ -113,13 +123,22 @@ class AgentMemory:
     def from_url(
         cls, url: str, *, name: str, embed: Callable[[str], Any], **kwargs: Any
     ) -> AgentMemory:
-        """Create with its own client for ``url`` (closed by :meth:`close`).
+        """Create with its own client for ``url`` (closed by :meth:`close`, or at once
+        when the constructor refuses its arguments).
 
         ``client_*`` keyword arguments go to the client, the rest to the constructor.
+
+        Raises:
+            InvalidInputError: unsupported URL scheme or bad argument.
         """
         client_options = {k[7:]: v for k, v in kwargs.items() if k.startswith("client_")}
         options = {k: v for k, v in kwargs.items() if not k.startswith("client_")}
-        agent = cls(client_from_url(url, asyncio=_ASYNC, **client_options), name, embed, **options)
+        client = client_from_url(url, asyncio=_ASYNC, **client_options)
+        try:
+            agent = cls(client, name, embed, **options)
+        except BaseException:
+            release_unused_client(client)
+            raise
         agent._owns_client = True
         return agent
 
@@ -140,11 +159,18 @@ class AgentMemory:
         this process started it; a second process opening ``path`` reuses it.
 
         Raises:
+            InvalidInputError: a bad argument (``name``, or a ``path`` that is not a
+                usable folder); a server started for it is stopped again.
             CapabilityError: no server binary available.
             ServerUnavailableError: the server failed to start.
         """
+        check_name(name)
         server = open_embedded(path)
-        agent = cls.from_url(server.url, name=name, embed=embed, **kwargs)
+        try:
+            agent = cls.from_url(server.url, name=name, embed=embed, **kwargs)
+        except BaseException:
+            server.stop()
+            raise
         agent._server = server
         return agent
 
@@ -192,27 +218,40 @@ class AgentMemory:
         self._status = await self.memory.ensure_index()
         if self._discovery and not self._initialized:
             self._tool_policies = await run_async(
-                protocol.tool_policy_names(self._name), self._executor
+                protocol.tool_policy_names(self._name, unreadable=self._unreadable),
+                self._executor,
             )
-            await run_async(protocol.register(self._markers()), self._executor)
+            await run_async(
+                protocol.register(self._markers(), unreadable=self._unreadable), self._executor
+            )
             self._heartbeat.start()
         self._initialized = True
         return self._status
 
     async def _beat(self) -> None:
         self._tool_policies = await run_async(
-            protocol.tool_policy_names(self._name), self._executor
+            protocol.tool_policy_names(self._name, unreadable=self._unreadable), self._executor
         )
         await run_async(protocol.heartbeat(self._markers()), self._executor)
         await self.memory.stats()  # refreshes the items gauge from the server
+
+    def _unreadable(self, what: str, why: str) -> None:
+        """Another writer's damage in the shared discovery keys: logged and counted
+        (``discovery_unreadable``), the value skipped or replaced."""
+        logger.warning("discovery of %s: %s is unreadable (%s); ignored", self._name, what, why)
+        self._telemetry.count("discovery_unreadable")
 
     def _beat_failed(self, exc: Exception) -> None:
         logger.warning("discovery heartbeat of %s failed: %s", self._name, exc)
         self._telemetry.count("heartbeat_failures")
 
     async def stats(self) -> AgentStats:
-        """Counters of the memory store and of the cache tiers."""
+        """Counters of the memory store and of the cache tiers (every tier's buffered
+        counters are sent first, so none lags behind)."""
         memory = await self.memory.stats()
+        for tier in (self.tool, self.session, self.embeddings):
+            if tier is not None:
+                await tier.flush_stats()
         cache = await self.llm.stats()
         return AgentStats(memory=memory, cache=cache)
 
@@ -220,7 +259,8 @@ class AgentMemory:
         """Stop the heartbeat, delete it, release the stores (idempotent).
 
         Closes the client only if this object created it, and stops the embedded server
-        only if this process started it. A failure to delete the heartbeat is logged:
+        only if this process started it (the async facade waits for that in a worker
+        thread, off the event loop). A failure to delete the heartbeat is logged:
         it expires by itself within 60 s.
         """
         if self._closed:
@@ -235,11 +275,13 @@ class AgentMemory:
         except AgentMemoryError as exc:
             self._beat_failed(exc)
         finally:
-            await self.memory.close()
-            if self._owns_client:
-                await close_async_client(self._client)
-            if self._server is not None:
-                self._server.stop()
+            try:
+                await self.memory.close()
+                if self._owns_client:
+                    await close_async_client(self._client)
+            finally:
+                if self._server is not None:
+                    await self._server.stop_async()
 
     async def __aenter__(self) -> AgentMemory:
         await self.initialize()

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
 from agent_memory._version import __version__
 from agent_memory.core.effects import Operation, command, execute, execute_batch
 from agent_memory.core.replies import optional_text, raise_first_error, text
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, ReplyParseError
 
 PROTOCOL_VERSION = 1
 REGISTRY_KEY = "__betterdb:caches"
@@ -27,9 +27,13 @@ PROTOCOL_KEY = "__betterdb:protocol"
 HEARTBEAT_PREFIX = "__betterdb:heartbeat:"
 HEARTBEAT_TTL_SECONDS = 60
 HEARTBEAT_INTERVAL_SECONDS = 30.0
+MAX_HEARTBEAT_INTERVAL = HEARTBEAT_TTL_SECONDS / 2  # a late beat still lands in time
 MEMORY_TYPE = "agent_memory"
 CACHE_TYPE = "agent_cache"
 _MAX_TOOL_POLICIES = 500
+
+Unreadable = Callable[[str, str], None]
+"""Report of a value another writer damaged: ``(what, why)``; the value is skipped."""
 
 
 def now_iso() -> str:
@@ -95,14 +99,14 @@ def heartbeat_key(field: str) -> str:
     return HEARTBEAT_PREFIX + field
 
 
-def _check_owner(field: str, existing: Any, expected_type: str) -> None:
-    raw = optional_text(existing)
-    if raw is None:
-        return
+def _check_owner(field: str, existing: Any, expected_type: str, unreadable: Unreadable) -> None:
     try:
-        found = json.loads(raw).get("type")
-    except (ValueError, AttributeError):
-        return  # an unreadable marker is simply replaced
+        raw = optional_text(existing)
+        found = None if raw is None else json.loads(raw).get("type")
+    except (ReplyParseError, ValueError, AttributeError) as exc:
+        # An unreadable marker (not UTF-8, not a JSON object) is simply replaced.
+        unreadable(f"the marker {field!r} of {REGISTRY_KEY}", f"{exc or type(exc).__name__}")
+        return
     if found and found != expected_type:
         raise InvalidInputError(
             f"discovery field {field!r} of {REGISTRY_KEY} is taken by a {found!r} "
@@ -111,8 +115,11 @@ def _check_owner(field: str, existing: Any, expected_type: str) -> None:
         )
 
 
-def register(markers: Mapping[str, tuple[str, dict[str, Any]]]) -> Operation[None]:
-    """Write markers (``field -> (type, marker)``), the protocol key and heartbeats.
+def register(
+    markers: Mapping[str, tuple[str, dict[str, Any]]], *, unreadable: Unreadable
+) -> Operation[None]:
+    """Write markers (``field -> (type, marker)``), the protocol key and heartbeats. An
+    existing marker that cannot be read is reported to ``unreadable`` and replaced.
 
     Raises:
         InvalidInputError: a field already holds a marker of another type.
@@ -120,7 +127,7 @@ def register(markers: Mapping[str, tuple[str, dict[str, Any]]]) -> Operation[Non
     fields = list(markers)
     existing = yield from execute("HMGET", REGISTRY_KEY, *fields)
     for field, value in zip(fields, existing or [None] * len(fields), strict=True):
-        _check_owner(field, value, markers[field][0])
+        _check_owner(field, value, markers[field][0], unreadable)
     yield from heartbeat(markers)
     yield from execute("SET", PROTOCOL_KEY, str(PROTOCOL_VERSION), "NX")
 
@@ -144,7 +151,15 @@ def unregister(fields: Sequence[str]) -> Operation[None]:
         yield from execute("DEL", *(heartbeat_key(f) for f in fields))
 
 
-def tool_policy_names(name: str) -> Operation[list[str]]:
-    """Names of the tools with a persisted TTL policy."""
-    reply = yield from execute("HKEYS", f"{name}:__tool_policies")
-    return sorted(text(x) for x in reply or [])
+def tool_policy_names(name: str, *, unreadable: Unreadable) -> Operation[list[str]]:
+    """Names of the tools with a persisted TTL policy; a name that is not text (another
+    writer's damage) is reported to ``unreadable`` and left out."""
+    key = f"{name}:__tool_policies"
+    reply = yield from execute("HKEYS", key)
+    names = []
+    for raw in reply or []:
+        try:
+            names.append(text(raw))
+        except ReplyParseError as exc:
+            unreadable(f"a tool name in {key} ({raw!r})", str(exc))
+    return sorted(names)

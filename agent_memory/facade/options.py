@@ -75,8 +75,8 @@ def check_flag(value: object, field: str) -> bool:
     return value
 
 
-def check_interval(value: object, field: str) -> float:
-    """``value`` as a finite number of seconds > 0.
+def check_interval(value: object, field: str, *, maximum: float = math.inf) -> float:
+    """``value`` as a finite number of seconds > 0 and <= ``maximum``.
 
     Raises:
         InvalidInputError: anything else.
@@ -87,4 +87,6 @@ def check_interval(value: object, field: str) -> float:
         or not (value > 0 and math.isfinite(value))
     ):
         raise InvalidInputError(f"{field} must be a finite number of seconds > 0", field=field)
+    if value > maximum:
+        raise InvalidInputError(f"{field} must be at most {maximum:g} seconds", field=field)
     return float(value)

@@ -29,6 +29,7 @@ from agent_memory.core.clients import (
     client_from_url,
     close_async_client,
     is_async_client,
+    release_unused_client,
 )
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async
@@ -227,7 +228,8 @@ class MemoryStore(MemoryMethods, UpkeepMethods):
     def from_url(
         cls, url: str, *, name: str, embed: Callable[[str], Any], **kwargs: Any
     ) -> MemoryStore:
-        """Create a store with its own client for ``url`` (closed by :meth:`close`).
+        """Create a store with its own client for ``url`` (closed by :meth:`close`, or
+        at once when the constructor refuses its arguments).
 
         ``client_*`` keyword arguments go to the client (``client_protocol=3`` becomes
         ``protocol=3``); the others to the constructor.
@@ -240,7 +242,11 @@ class MemoryStore(MemoryMethods, UpkeepMethods):
         }
         store_options = {k: v for k, v in kwargs.items() if not k.startswith("client_")}
         client = client_from_url(url, asyncio=_ASYNC, **client_options)
-        store = cls(client, name, embed, **store_options)
+        try:
+            store = cls(client, name, embed, **store_options)
+        except BaseException:
+            release_unused_client(client)
+            raise
         store._owns_client = True
         return store
 
