@@ -239,6 +239,26 @@ def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _update_text(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    current = _hmget(ks, [keys[0], argv[1]])[0]
+    expected = argv[2]
+    if current is None or _bytes(current) != _bytes(expected):
+        return -1
+    nterms = int(_s(argv[3]))
+    _hash_set(ks, [keys[0], *argv[4 + 2 * nterms :]])
+    if int(_s(argv[0])) > 0:
+        _expire(0.001)(ks, [keys[0], argv[0]])
+    if len(keys) > 1:
+        _adjust_stats(ks, keys[1:], argv[4 : 4 + 2 * nterms])
+    return 1
+
+
+def _bytes(value: Any) -> bytes:
+    return value if isinstance(value, bytes) else str(value).encode("utf-8")
+
+
 def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     value = _get(ks, [keys[0]])
     hits = int(_s(argv[0]))
@@ -332,6 +352,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.RECALL_EFFECTS: _recall_effects,
     scripts.TOUCH: _touch,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,
+    scripts.UPDATE_TEXT: _update_text,
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,
     cache_scripts.COUNTED_GET: _counted_get,
     scripts.COMPLETE: _complete,

@@ -92,6 +92,30 @@ return 1
 """
 """ARGV = [ttl_ms or 0 (keep), field, value, ...]: update only a memory that still exists."""
 
+UPDATE_TEXT = (
+    ADD_STAT_LUA
+    + """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HGET', KEYS[1], ARGV[2]) ~= ARGV[3] then return -1 end
+local nterms = tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], unpack(ARGV, 5 + 2 * nterms))
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+if #KEYS > 1 then
+  for i = 5, 4 + 2 * nterms, 2 do
+    if add_stat(KEYS[2], ARGV[i], ARGV[i + 1]) <= 0 then redis.call('HDEL', KEYS[2], ARGV[i]) end
+  end
+end
+return 1
+"""
+)
+"""A new text for a memory, written only over the text it was computed against.
+KEYS = [memory, term statistics (standalone servers)]; ARGV = [ttl_ms or 0 (keep),
+content field, expected content, term count, (term field, delta) ..., field, value, ...].
+Returns 0 when the memory is gone, -1 when its text is no longer the expected one
+(another writer changed it: nothing written), 1 when written, with the statistics
+trading the old text's terms for the new one's in the same step."""
+
 HMGET_MANY = """
 local out = {}
 for i = 1, #KEYS do

@@ -25,7 +25,8 @@ from agent_memory.store.ops.expiry import expire_many
 from agent_memory.store.ops.forget import forget, forget_many, forget_matching
 from agent_memory.store.ops.read import get, get_many, list_items
 from agent_memory.store.ops.recall import make_request, recall_by_vector, recall_text
-from agent_memory.store.ops.write import MemoryInput, remember_many, update
+from agent_memory.store.ops.update import update
+from agent_memory.store.ops.write import MemoryInput, remember_many
 from agent_memory.store.validation import (
     check_k,
     check_scope,

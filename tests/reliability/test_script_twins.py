@@ -236,6 +236,9 @@ def single_memory(draw: Any) -> Scenario:
         (scripts.TOUCH, ["1000", "500"]),
         (scripts.UPDATE_IF_EXISTS, ["0", "importance", "0.9"]),
         (scripts.UPDATE_IF_EXISTS, ["4000", "content", "new"]),
+        (scripts.UPDATE_TEXT, ["0", "content", "", "0", "content", "new"]),
+        (scripts.UPDATE_TEXT, ["4000", "content", "a note", "0", "content", "new", "importance", "1"]),
+        (scripts.UPDATE_TEXT, ["0", "content", "ü", "0", "content", "new"]),
         (scripts.REFRESH_DUPLICATE, ["1200", "0.9"]),
         (scripts.FEEDBACK, ["set", "0.5", "1300"]),
         (scripts.FEEDBACK, ["clear", "0", "1300"]),
@@ -252,7 +255,13 @@ def single_memory(draw: Any) -> Scenario:
 @st.composite
 def many(draw: Any) -> Scenario:
     hashes, strings = draw(memories())
-    kind = draw(st.sampled_from(["hmget", "complete", "stats", "counted", "publish"]))
+    kind = draw(st.sampled_from(["hmget", "complete", "stats", "counted", "publish", "text"]))
+    if kind == "text":
+        expected = draw(st.sampled_from(["a note", "", "ü"]))
+        start = {"terms": {"t:a": "1", "n": "2"}} if draw(st.booleans()) else {}
+        return Scenario(scripts.UPDATE_TEXT, ["mem:m1", "terms"],
+                        ["0", "content", expected, "2", "t:a", "-1", "t:b", "1", "content", "b"],
+                        {**hashes, **start}, strings=strings)  # fmt: skip
     if kind == "hmget":
         fields = draw(st.lists(WORDS, min_size=1, max_size=3, unique=True))
         return Scenario(scripts.HMGET_MANY, ["mem:m1", "mem:m2", "mem:m3"], fields, hashes,
@@ -291,6 +300,7 @@ def many(draw: Any) -> Scenario:
 def test_every_script_has_a_scenario() -> None:
     covered = {
         scripts.RECALL_EFFECTS, scripts.WRITE_MEMORY, scripts.TOUCH, scripts.UPDATE_IF_EXISTS,
+        scripts.UPDATE_TEXT,
         scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory import MemoryInput, MemoryStore, RecallWeights, Scope
+from agent_memory import MemoryInput, MemoryStore, NotFoundError, RecallWeights, Scope
 from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
 from agent_memory.schema import lexical
 from agent_memory.schema.encoding import namespace_token
@@ -191,6 +191,28 @@ async def test_term_statistics_follow_writes_updates_and_forgets(env: StoreEnv) 
     await store.forget_by_scope(Scope())
     assert await _stats(store) == {}
     assert await _stats(store, "other") == _expected(["namespaced text"])
+
+
+async def test_term_statistics_stay_exact_under_racing_updates_and_forgets(env: StoreEnv) -> None:
+    """Each update removes from the statistics the text it replaced, whatever another
+    writer did between its read and its write (two updates both read the same old
+    text; a forget deletes the memory an update read)."""
+    store = env.make(TableEmbedder())
+    for _ in range(3):
+        a, b = await store.remember_many([MemoryInput(t) for t in CORPUS[:2]])
+        await asyncio.gather(
+            store.update(a, content="Caroline moved to Lisbon"),
+            store.update(a, content="Caroline moved to Porto"),
+        )
+        outcome = await asyncio.gather(
+            store.update(b, content="Melanie sold a painting"),
+            store.forget(b),
+            return_exceptions=True,
+        )
+        assert all(not isinstance(o, Exception) or isinstance(o, NotFoundError) for o in outcome)
+        contents = [i.content for i in (await store.list(limit=100)).items]
+        assert await _stats(store) == _expected(contents)
+        await store.forget_by_scope(Scope())
 
 
 async def test_term_statistics_of_a_batch_spanning_namespaces(env: StoreEnv) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import uuid
@@ -11,29 +10,23 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
-from agent_memory.core.replies import integer, optional_text, raise_first_error, text
-from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError, WrongTypeError
-from agent_memory.schema import layout as L
+from agent_memory.core.effects import Command, Operation, command, execute_batch
+from agent_memory.core.replies import integer, raise_first_error
+from agent_memory.errors import AgentMemoryError, InvalidInputError, WrongTypeError
 from agent_memory.schema import scripts
-from agent_memory.schema.encoding import SHARED_SESSION_TOKEN, encode_value
 from agent_memory.schema.labels import LabelPolicy, Labels, check_labels
 from agent_memory.schema.lexical import adjust_args, stats_delta
 from agent_memory.schema.records import (
     NewMemory,
     label_fields,
-    lexical_fields,
-    parse_item,
     record_fields,
-    session_vector_fields,
-    vector_blob,
 )
-from agent_memory.schema.types import Durability, MemoryItem, Scope
+from agent_memory.schema.types import Durability, Scope
 from agent_memory.schema.versions import bump, fresh_token
 from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
 from agent_memory.store.ops.durability import check_replicated, wait_commands
-from agent_memory.store.ops.embedding import embed_one, embed_texts
+from agent_memory.store.ops.embedding import embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.forget import delete_ids
 from agent_memory.store.ops.labeling import labeler_failed, run_labeler
@@ -393,80 +386,3 @@ def write_memories(
     if cap is not None:
         for bucket, (ns, indexes) in buckets.items():
             yield from evict_over_capacity(ctx, ns, bucket, cap, indexes)
-
-
-def update(
-    ctx: StoreContext,
-    memory_id: str,
-    *,
-    content: str | None,
-    importance: float | None,
-    tags: Sequence[str] | None,
-    ttl: float | None,
-) -> Operation[MemoryItem]:
-    """Change fields of an existing memory; re-embeds when the content changes.
-
-    Raises:
-        NotFoundError: no memory with that id (or it expired / was forgotten meanwhile).
-        InvalidInputError: a bad value; nothing was changed.
-    """
-    check_id(memory_id)
-    new_content = (
-        check_text(content, field="content", max_bytes=ctx.settings.max_content_bytes)
-        if content is not None
-        else None
-    )
-    new_importance = check_importance(importance) if importance is not None else None
-    new_tags = check_tags(tags) if tags is not None else None
-    new_ttl = check_ttl(ttl)
-    yield from ensure_ready(ctx)
-    key = ctx.keys.memory(memory_id)
-    current = yield from execute("HMGET", key, *L.ITEM_FIELDS)
-    fields = {n: v for n, v in zip(L.ITEM_FIELDS, current or [], strict=False) if v is not None}
-    if L.F_CONTENT not in fields:
-        raise NotFoundError(f"no memory with id {memory_id!r}")
-    item = parse_item(memory_id, fields)
-    changes: list[str | bytes] = []
-    content_changed = new_content is not None and new_content != item.content
-    if new_content is not None and content_changed:
-        vector = yield from embed_one(ctx, new_content)
-        changes += [L.F_CONTENT, new_content, L.F_VECTOR, vector_blob(vector)]
-        session = optional_text(fields.get(L.F_SESSION)) or SHARED_SESSION_TOKEN
-        changes += session_vector_fields(session, vector)
-        changes += lexical_fields(new_content, ctx.lexical_form)
-    if new_importance is not None:
-        changes += [L.F_IMPORTANCE, repr(new_importance)]
-    if new_tags is not None:
-        changes += [L.F_TAGS_RAW, json.dumps(list(new_tags), ensure_ascii=False)]
-        changes += [L.F_TAGS, L.TAG_SEPARATOR.join(encode_value(t) for t in new_tags)]
-    ttl_ms = max(1, math.ceil(new_ttl * 1000)) if new_ttl is not None else 0
-    expires = ctx.now_ms() + ttl_ms if new_ttl is not None else None
-    if expires is not None:
-        changes += [L.F_EXPIRES, str(expires)]
-    ns_token = text(fields[L.F_NAMESPACE])
-    commands = [Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, str(ttl_ms), *changes))]
-    if expires is not None:
-        agent, thread = (optional_text(fields.get(f)) for f in (L.F_AGENT, L.F_THREAD))
-        commands += [
-            command("ZADD", key, "XX", str(expires), memory_id)
-            for key in ctx.keys.expiry_sets(ns_token, agent, thread)
-        ]
-        commands.append(bump(ctx.keys.registry_version(ns_token)))
-    if new_tags is not None or new_content is not None:
-        commands.append(bump(ctx.keys.epoch(ns_token)))
-    if new_content is not None and content_changed:
-        delta = stats_delta([new_content], 1)
-        for name, amount in stats_delta([item.content], -1).items():
-            delta[name] = delta.get(name, 0) + amount
-        adjust = adjust_args(ctx.keys.term_stats(ns_token), {k: v for k, v in delta.items() if v})
-        if adjust is not None:
-            commands.append(Command(adjust))
-    replies = yield from execute_writes(ctx, commands)
-    raise_first_error(replies)
-    if not integer(replies[0]):
-        raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")
-    refreshed = yield from execute("HMGET", key, *L.ITEM_FIELDS)
-    fields = {n: v for n, v in zip(L.ITEM_FIELDS, refreshed or [], strict=False) if v is not None}
-    if L.F_CONTENT not in fields:
-        raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")
-    return parse_item(memory_id, fields)
