@@ -26,6 +26,7 @@ from agent_memory.backends.inprocess_keyspace import (
     _srem,
     _type,
     _zadd,
+    _zrem,
 )
 from agent_memory.cache import scripts as cache_scripts
 from agent_memory.core.clients import script_sha
@@ -239,6 +240,22 @@ def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _unregister(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if ks._alive(keys[0]):
+        return 0
+    failed = 0
+    steps: list[tuple[Callable[[Keyspace, list[Any]], Any], list[Any]]] = []
+    if len(argv) > 1:
+        steps.append((_hdel, [keys[1], *argv[1:]]))
+    steps += [(_zrem, [key, argv[0]]) for key in keys[2:]]
+    for step, args in steps:
+        try:
+            step(ks, args)
+        except ServerResponseError:
+            failed = 1
+    return 1 + failed
+
+
 def _update_text(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
@@ -353,6 +370,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.TOUCH: _touch,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,
     scripts.UPDATE_TEXT: _update_text,
+    scripts.UNREGISTER: _unregister,
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,
     cache_scripts.COUNTED_GET: _counted_get,
     scripts.COMPLETE: _complete,

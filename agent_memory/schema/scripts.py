@@ -83,6 +83,24 @@ agent token, thread token, session token]`` (nil when it did not exist; only the
 content when the key held no hash). Only the caller that deleted it gets them, so
 counters and term statistics stay exact under concurrency."""
 
+UNREGISTER = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local failed = 0
+if #ARGV > 1 then
+  local reset = redis.pcall('HDEL', KEYS[2], unpack(ARGV, 2))
+  if type(reset) == 'table' then failed = 1 end
+end
+for i = 3, #KEYS do
+  if type(redis.pcall('ZREM', KEYS[i], ARGV[1])) == 'table' then failed = 1 end
+end
+return 1 + failed
+"""
+"""Unregister a deleted memory unless a writer has stored it again since (standalone
+servers). KEYS = [memory, usage counters, sorted set that lists it, ...]; ARGV = [id,
+usage field, ...]. Returns 0 when the memory exists again (its registrations are the new
+write's: nothing removed), 1 when done, 2 when a set or the usage hash was another type
+(the rest done; the caller reports it)."""
+
 UPDATE_IF_EXISTS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local ttl = tonumber(ARGV[1])

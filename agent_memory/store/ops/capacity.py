@@ -9,7 +9,13 @@ from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import integer, number, raise_first_error, text
 from agent_memory.schema import layout as L
 from agent_memory.schema.scoring import eviction_order
-from agent_memory.store.ops.forget import bookkeeping, delete_command, deleted_from
+from agent_memory.store.ops.forget import (
+    bookkeeping,
+    delete_command,
+    deleted_from,
+    raise_unless_wrong_type,
+    unregister_command,
+)
 
 
 def evict_over_capacity(
@@ -69,13 +75,13 @@ def evict_over_capacity(
     # and the statistics stay exact across processes.
     deleted = [d for v, r in zip(victims, replies, strict=True) if (d := deleted_from(v, r))]
     commands = bookkeeping(ctx, deleted, counter="evictions")
-    if gone:  # expired or deleted elsewhere: their entries only
-        commands += [
-            command("ZREM", bucket_key, *gone),
-            command("ZREM", ctx.keys.registry(namespace_token), *gone),
-            *(command("ZREM", index, *gone) for index in indexes),
-        ]
+    if not ctx.settings.cluster:  # expired or deleted elsewhere: their entries only
+        sets = [bucket_key, ctx.keys.registry(namespace_token), *indexes]
+        commands += [unregister_command(ctx, memory_id, sets) for memory_id in gone]
+    # On a cluster a member whose memory is missing may be a write in flight (it is
+    # registered a round trip before its record): prune removes such entries once they
+    # are old enough to be dead.
     done = yield from execute_batch(commands)
-    raise_first_error(done)
+    raise_unless_wrong_type(ctx, commands, done)
     ctx.count("evictions", len(deleted))
     return len(deleted)

@@ -17,7 +17,7 @@ from typing import Any
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import lenient_text, optional_text, raise_first_error
-from agent_memory.errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.filters import MemoryFilter
@@ -68,24 +68,39 @@ def bookkeeping(
 ) -> list[Command]:
     """Unregister deleted memories everywhere, count them (``counter``: the store
     counter to add them to, ``None`` for none) and remove their texts from the term
-    statistics (one batch)."""
+    statistics (one batch).
+
+    On a standalone server each memory is unregistered by a script that first checks
+    it was not stored again since its deletion (an import, a caller-chosen id): that
+    write registered it itself, atomically, and its registrations must stay. A cluster
+    keeps the registrations in other slots than the memory, so there they are removed
+    as they are.
+    """
     if not deleted:
         return []
     by_key: dict[str, list[str]] = {}
     texts: dict[str, list[str]] = {}
+    guarded: list[Command] = []
+    unlisted: list[str] = []  # not written by this library: in none of its sets
     for d in deleted:
         if d.namespace is None:
-            continue  # not written by this library: in none of its sets
+            unlisted.append(d.id)
+            continue
         keys = ctx.keys.expiry_sets(d.namespace, d.agent, d.thread)
         bucket = L.bucket_digest(d.namespace, d.agent or "", d.thread or "", d.session or "")
         keys.append(ctx.keys.scope_bucket(bucket))
-        for key in keys:
-            by_key.setdefault(key, []).append(d.id)
         texts.setdefault(d.namespace, []).append(d.content)
-    commands = [command("ZREM", key, *ids) for key, ids in by_key.items()]
+        if ctx.settings.cluster:
+            unlisted.append(d.id)
+            for key in keys:
+                by_key.setdefault(key, []).append(d.id)
+        else:
+            guarded.append(unregister_command(ctx, d.id, keys))
+    commands = [*guarded, *(command("ZREM", key, *ids) for key, ids in by_key.items())]
     commands += [bump(ctx.keys.registry_version(ns)) for ns in sorted(texts)]
-    usage = [f for d in deleted for f in ctx.keys.usage_fields(d.id)]
-    commands.append(command("HDEL", ctx.keys.usage, *usage))
+    usage = [f for memory_id in unlisted for f in ctx.keys.usage_fields(memory_id)]
+    if usage:
+        commands.append(command("HDEL", ctx.keys.usage, *usage))
     if counter is not None:
         commands.append(command("HINCRBY", ctx.keys.stats, counter, str(len(deleted))))
     for ns in sorted(texts):
@@ -93,6 +108,18 @@ def bookkeeping(
         if adjust is not None:
             commands.append(Command(adjust))
     return commands
+
+
+def unregister_command(ctx: StoreContext, memory_id: str, sets: Sequence[str]) -> Command:
+    """The removal of a deleted memory from ``sets`` and of its usage counters, unless it
+    was stored again meanwhile (:data:`~agent_memory.schema.scripts.UNREGISTER`)."""
+    return Command(
+        (
+            "EVAL", scripts.UNREGISTER, str(2 + len(sets)),
+            ctx.keys.memory(memory_id), ctx.keys.usage, *sets,
+            memory_id, *ctx.keys.usage_fields(memory_id),
+        )
+    )  # fmt: skip
 
 
 def delete_ids(
@@ -115,21 +142,29 @@ def delete_ids(
             commands.append(command("ZREM", listed_in, *chunk))
         waits = wait_commands(ctx) if commands else []
         done = yield from execute_batch([*commands, *waits])
-        _raise_unless_wrong_type(ctx, commands, done)
+        raise_unless_wrong_type(ctx, commands, done)
         if waits:
             check_replicated(ctx, done[-1], f"a deletion of {len(deleted)} memories")
         total += len(deleted)
     return total
 
 
-def _raise_unless_wrong_type(
+def is_unregister(cmd: Command) -> bool:
+    """Whether ``cmd`` is an :func:`unregister_command`."""
+    return cmd.name.upper() == "EVAL" and cmd.args[1] == scripts.UNREGISTER
+
+
+def raise_unless_wrong_type(
     ctx: StoreContext, commands: Sequence[Command], replies: Sequence[Any]
 ) -> None:
     """Raise the first error of a deletion's bookkeeping, except a key another writer
     replaced by another type (the usage counters, a registry, the store counters): the
     memories are deleted and the rest of their bookkeeping done; that one is logged and
     counted."""
-    for cmd, reply in zip(commands, replies, strict=False):
+    for cmd, answer in zip(commands, replies, strict=False):
+        reply = answer
+        if is_unregister(cmd) and reply == 2:
+            reply = WrongTypeError(f"a set or {ctx.keys.usage} is not of its type")
         if is_wrong_type(reply):
             logger.warning(
                 "store %s: %s failed during a deletion (%s); the memories are deleted",
