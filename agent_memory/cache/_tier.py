@@ -43,6 +43,7 @@ class TierCore:
         self.layout = KeyLayout(name)
         self.buffer = StatsBuffer()
         self._stored = 0
+        self._lookups = [0, 0, 0]  # hits, misses, micro-dollars saved
         self._lock = threading.Lock()
         # Set by tiers that track sessions: the count the active-sessions gauge shows.
         self.active_sessions: Callable[[], int] | None = None
@@ -90,6 +91,7 @@ class TierCore:
         (``stats_failures``), and where the script read the entry otherwise than this
         library (another JSON decoder), the difference rides on the tier's next batch.
         """
+        self.note_lookups(int(hit), int(not hit), cost if hit else 0)
         if counted is None:
             counts = dict.fromkeys(fields[0] if hit else fields[1], 1)
             self.buffer.add({**counts, "cost_saved_micros": cost} if hit else counts)
@@ -109,6 +111,21 @@ class TierCore:
                 if field not in counted.failed
             }
         )
+
+    def note_lookups(self, hits: int, misses: int, saved: int = 0) -> None:
+        """Count lookups for the tier's metrics (read by the facade after each call,
+        whatever the operation returns: a wrapped call's response, a list of vectors)."""
+        with self._lock:
+            self._lookups[0] += hits
+            self._lookups[1] += misses
+            self._lookups[2] += saved
+
+    def take_lookups(self) -> tuple[int, int, int]:
+        """(hits, misses, micro-dollars saved) since the last call."""
+        with self._lock:
+            hits, misses, saved = self._lookups
+            self._lookups = [0, 0, 0]
+            return hits, misses, saved
 
     def unreadable(self, key: str, reason: str) -> None:
         """An entry no writer of this library (or of agent-cache) makes: logged and
@@ -225,11 +242,12 @@ def _record(
         telemetry.count(event, amount)
     if core.active_sessions is not None:
         telemetry.cache_sessions(core.active_sessions())
-    hit = getattr(result, "hit", None)
-    if isinstance(hit, bool):
-        telemetry.cache_request(tier, hit)
-        if hit:
-            telemetry.cache_cost_saved(int(getattr(result, "cost_saved_micros", 0) or 0))
+    hits, misses, saved = core.take_lookups()
+    telemetry.cache_request(tier, True, amount=hits)
+    telemetry.cache_request(tier, False, amount=misses)
+    telemetry.cache_cost_saved(saved)
+    if hits + misses == 1 and not isinstance(getattr(result, "hit", None), bool):
+        scope.set("cache.hit", hits == 1)  # a wrapped call: its one lookup
 
 
 class AsyncTier:

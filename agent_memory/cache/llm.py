@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.cache._bulk import get_values, scan_and_unlink, unlink_keys
-from agent_memory.cache._tier import TierCore, read_entry
+from agent_memory.cache._tier import TierCore, logger, read_entry
 from agent_memory.cache.keys import plain, ttl_ms
 from agent_memory.cache.llm_params import model_of, request_digest
 from agent_memory.cache.prices import (
@@ -244,9 +244,33 @@ class LlmCore:
         if found.hit:
             return found.response
         response = yield from call(lambda: fn(**params), what="completion function")
-        tokens = usage(response) if usage is not None else _usage_of(response)
+        tokens = yield from self._usage(response, usage)
         yield from self.store(params, response, tokens, ttl)
         return response
+
+    def _usage(
+        self,
+        response: Any,
+        usage: Callable[[Any], TokenUsage | Mapping[str, Any] | None] | None,
+    ) -> Operation[TokenUsage | None]:
+        """The token usage of a paid-for response: ``usage(response)`` (called off the
+        event loop, awaited when async), else the response's own ``usage`` mapping. A
+        ``usage`` that fails or returns no usage is logged and counted
+        (``usage_failures``) and the response is stored without one, never lost."""
+        if usage is None:
+            return _usage_of(response)
+        try:
+            found = yield from call(usage, response, what="usage function")
+            return TokenUsage.parse(found)
+        except Exception as exc:  # noqa: BLE001 - logged and counted; the response is kept
+            logger.warning(
+                "cache %s: the usage function failed (%s: %s); response stored without token usage",
+                self.tier.layout.name,
+                type(exc).__name__,
+                exc,
+            )
+            self.tier.buffer.note("usage_failures")
+            return None
 
 
 def _check_args(args: tuple[Any, ...]) -> None:
