@@ -151,6 +151,8 @@ def _int64(raw: Any) -> int:
 def _hincrby(ks: Keyspace, a: list[Any]) -> int:
     h = ks.create(_s(a[0]), Hash)
     value = _int64(h.get(_s(a[1]), "0")) + _int64(a[2])
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise ValueError("increment or decrement would overflow")
     h[_s(a[1])] = str(value)
     return value
 

@@ -279,18 +279,33 @@ def _bytes(value: Any) -> bytes:
 def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     value = _get(ks, [keys[0]])
     hits = int(_s(argv[0]))
-    fields = argv[1 : 1 + hits] if value is not None else argv[1 + hits :]
-    for field in fields:
-        _hincrby(ks, [keys[1], field, "1"])
+    hit, cost = 0, 0
     if value is not None:
         try:
             entry = json.loads(_s(value))
-        except ValueError:
+        except (ValueError, UnicodeDecodeError):
             entry = None
-        cost = entry.get("costMicros") if isinstance(entry, dict) else None
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
-            _hincrby(ks, [keys[1], "cost_saved_micros", str(math.floor(cost))])
-    return value
+        if isinstance(entry, dict) and "response" in entry:
+            hit = 1
+            cost = _counted_cost(entry.get("costMicros")) if _s(argv[1]) == "1" else 0
+    fields = argv[2 : 2 + hits] if hit else argv[2 + hits :]
+    reply: list[Any] = [value, hit, cost]
+    for field, amount in [*((f, 1) for f in fields), *([("cost_saved_micros", cost)] * (cost > 0))]:
+        try:
+            _hincrby(ks, [keys[1], field, str(amount)])
+        except (ValueError, ServerResponseError):
+            reply.append(field)
+    return reply
+
+
+def _counted_cost(value: Any) -> int:
+    """The script's reading of an entry's ``costMicros``: a whole number of micro-dollars
+    in (0, ``MAX_COST_MICROS``], else nothing."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if not math.isfinite(value) or value != math.floor(value):
+        return 0
+    return int(value) if 0 < value <= cache_scripts.MAX_COST_MICROS else 0
 
 
 def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:

@@ -6,6 +6,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -26,7 +27,7 @@ from agent_memory.core.clients import (
     is_cluster_client,
 )
 from agent_memory.core.effects import Command, Operation, T
-from agent_memory.core.replies import raise_first_error, text
+from agent_memory.core.replies import integer, raise_first_error, text
 from agent_memory.core.runner import run_async, run_sync
 from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.telemetry import OperationScope, Telemetry
@@ -42,6 +43,7 @@ class TierCore:
         self.layout = KeyLayout(name)
         self.buffer = StatsBuffer()
         self._stored = 0
+        self._lookups = [0, 0, 0]  # hits, misses, micro-dollars saved
         self._lock = threading.Lock()
         # Set by tiers that track sessions: the count the active-sessions gauge shows.
         self.active_sessions: Callable[[], int] | None = None
@@ -51,27 +53,79 @@ class TierCore:
         self.cluster = False
 
     def counted_get(
-        self, key: str, hit: Sequence[str], miss: Sequence[str]
-    ) -> Operation[tuple[Any, bool]]:
-        """GET ``key`` and count the outcome: ``(value, counted)``.
+        self, key: str, hit: Sequence[str], miss: Sequence[str], *, priced: bool = False
+    ) -> Operation[tuple[Any, Counted | None]]:
+        """GET ``key`` (undecoded: a value that is not UTF-8 is the caller's to report)
+        and count the outcome: ``(value, what the script counted)``.
 
-        ``counted`` is False on a cluster, where the caller must buffer the outcome.
+        What was counted is ``None`` on a cluster, where :meth:`settle` buffers the
+        outcome instead.
         """
         if self.cluster:
-            (raw,) = yield from batch_with_stats(self.layout, self.buffer, [Command(("GET", key))])
+            (raw,) = yield from batch_with_stats(
+                self.layout, self.buffer, [Command(("GET", key), binary=True)]
+            )
             raise_first_error([raw])
-            return raw, False
-        (raw,) = yield from batch_with_stats(
-            self.layout,
-            self.buffer,
-            [
-                Command(
-                    ("EVAL", COUNTED_GET, "2", key, self.layout.stats, str(len(hit)), *hit, *miss)
-                )
-            ],
+            return raw, None
+        script = (
+            "EVAL", COUNTED_GET, "2", key, self.layout.stats, str(len(hit)), "1" if priced else "0"
+        )  # fmt: skip
+        (reply,) = yield from batch_with_stats(
+            self.layout, self.buffer, [Command((*script, *hit, *miss), binary=True)]
         )
-        raise_first_error([raw])
-        return raw, True
+        raise_first_error([reply])
+        return counted_reply(reply)
+
+    def settle(
+        self,
+        counted: Counted | None,
+        hit: bool,
+        fields: tuple[Sequence[str], Sequence[str]],
+        cost: int = 0,
+    ) -> None:
+        """Make the counters say what the lookup returned: ``hit`` (and ``cost`` saved),
+        with ``fields`` = (hit fields, miss fields).
+
+        On a cluster the outcome is buffered. On a standalone server the script counted
+        already: counter updates the server refused are logged and counted
+        (``stats_failures``), and where the script read the entry otherwise than this
+        library (another JSON decoder), the difference rides on the tier's next batch.
+        """
+        self.note_lookups(int(hit), int(not hit), cost if hit else 0)
+        if counted is None:
+            counts = dict.fromkeys(fields[0] if hit else fields[1], 1)
+            self.buffer.add({**counts, "cost_saved_micros": cost} if hit else counts)
+            return
+        if counted.failed:
+            logger.warning(
+                "cache %s: counter update failed on %s (fields %s); the lookup goes on",
+                self.layout.name,
+                self.layout.stats,
+                ", ".join(counted.failed),
+            )
+            self.buffer.note("stats_failures", len(counted.failed))
+        self.buffer.add(
+            {
+                field: amount
+                for field, amount in corrections(counted, hit, fields, cost).items()
+                if field not in counted.failed
+            }
+        )
+
+    def note_lookups(self, hits: int, misses: int, saved: int = 0) -> None:
+        """Count lookups for the tier's metrics (read by the facade after each call,
+        whatever the operation returns: a wrapped call's response, a list of vectors)."""
+        with self._lock:
+            self._lookups[0] += hits
+            self._lookups[1] += misses
+            self._lookups[2] += saved
+
+    def take_lookups(self) -> tuple[int, int, int]:
+        """(hits, misses, micro-dollars saved) since the last call."""
+        with self._lock:
+            hits, misses, saved = self._lookups
+            self._lookups = [0, 0, 0]
+            return hits, misses, saved
 
     def unreadable(self, key: str, reason: str) -> None:
         """An entry no writer of this library (or of agent-cache) makes: logged and
@@ -97,6 +151,54 @@ class TierCore:
 
     def flush_stats(self) -> Operation[None]:
         return flush_op(self.layout, self.buffer)
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """What the counting script counted for one lookup.
+
+    Attributes:
+        hit: counted as a hit (else as a miss).
+        cost: micro-dollars it added to ``cost_saved_micros``.
+        failed: the counters whose update the server refused.
+    """
+
+    hit: bool
+    cost: int
+    failed: tuple[str, ...]
+
+
+def counted_reply(reply: Any) -> tuple[Any, Counted]:
+    """The value and the counts of a :data:`~agent_memory.cache.scripts.COUNTED_GET`
+    reply (pure).
+
+    Raises:
+        ReplyParseError: not the script's reply.
+    """
+    if not isinstance(reply, (list, tuple)) or len(reply) < 3:
+        raise ReplyParseError(f"unexpected reply of the cache lookup script: {reply!r:.100}")
+    value, hit, cost, *failed = reply
+    names = tuple(
+        bytes(f).decode("utf-8", "replace") if isinstance(f, bytes) else str(f) for f in failed
+    )
+    return value, Counted(integer(hit) == 1, integer(cost), names)
+
+
+def corrections(
+    counted: Counted, hit: bool, fields: tuple[Sequence[str], Sequence[str]], cost: int
+) -> dict[str, int]:
+    """The counter increments that turn what the script counted into the outcome the
+    lookup returned (pure; empty when they agree)."""
+    out: dict[str, int] = {}
+    if counted.hit != hit:
+        for field in fields[0]:
+            out[field] = 1 if hit else -1
+        for field in fields[1]:
+            out[field] = -1 if hit else 1
+    saved = cost if hit else 0
+    if saved != counted.cost:
+        out["cost_saved_micros"] = saved - counted.cost
+    return out
 
 
 def read_entry(core: TierCore, key: str, raw: Any) -> dict[str, Any] | None:
@@ -140,11 +242,12 @@ def _record(
         telemetry.count(event, amount)
     if core.active_sessions is not None:
         telemetry.cache_sessions(core.active_sessions())
-    hit = getattr(result, "hit", None)
-    if isinstance(hit, bool):
-        telemetry.cache_request(tier, hit)
-        if hit:
-            telemetry.cache_cost_saved(int(getattr(result, "cost_saved_micros", 0) or 0))
+    hits, misses, saved = core.take_lookups()
+    telemetry.cache_request(tier, True, amount=hits)
+    telemetry.cache_request(tier, False, amount=misses)
+    telemetry.cache_cost_saved(saved)
+    if hits + misses == 1 and not isinstance(getattr(result, "hit", None), bool):
+        scope.set("cache.hit", hits == 1)  # a wrapped call: its one lookup
 
 
 class AsyncTier:

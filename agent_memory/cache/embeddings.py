@@ -5,20 +5,23 @@ canonical JSON; the value is the vector as a little-endian float32 blob, read wi
 binary replies whatever the client's ``decode_responses``. Entries expire after ``ttl``
 seconds (default 7 days; ``None``: never).
 
-Counters: ``embedding:hits`` (embedding calls saved) and ``embedding:misses``. Lookups
+Counters: ``embedding:hits`` (embedding calls saved) and ``embedding:misses``:
+``get_many`` counts each text it looks up, ``embed_many`` and ``wrap`` each text served
+without an embedding call (a repeat in one batch included) and each text embedded. Lookups
 are buffered and ride on the tier's next pipeline (see :mod:`agent_memory.cache.stats`).
 
 Every method raises :class:`~agent_memory.errors.ServerUnavailableError`,
 :class:`~agent_memory.errors.OperationTimeoutError` or
 :class:`~agent_memory.errors.ServerResponseError` when the server fails, and
 :class:`~agent_memory.errors.InvalidInputError` for an empty embedder id, a non-string
-text, a vector that is empty, not one-dimensional or not finite, or an embed function
-returning the wrong number of vectors (nothing is written then).
+text, vectors that are not a sequence (or a two-dimensional array) of vectors, a vector
+that is empty, not one-dimensional or not finite, or an embed function returning the
+wrong number of vectors (nothing is written then).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -70,6 +73,28 @@ def _texts(texts: Sequence[str]) -> list[str]:
     return list(texts)
 
 
+def vectors_of(value: Any, field: str) -> list[Any]:
+    """The vectors of a batch (pure): a list, tuple or other iterable of vectors, or a
+    two-dimensional array (what sentence-transformers' ``encode`` returns), as a list.
+
+    Raises:
+        InvalidInputError: anything else (a number, text, a mapping, a 1-D array).
+    """
+    if isinstance(value, np.ndarray):
+        if value.ndim != 2:
+            raise InvalidInputError(
+                f"{field}: an array of vectors must be two-dimensional, got {value.ndim} "
+                "dimension(s)",
+                field=field,
+            )
+        return list(value)
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidInputError(
+            f"{field}: expected a sequence of vectors, got {type(value).__name__}", field=field
+        )
+    return list(value)
+
+
 class EmbeddingCore:
     """The operations of the embedding cache (no I/O)."""
 
@@ -80,9 +105,8 @@ class EmbeddingCore:
     def _key(self, embedder_id: str, text: str) -> str:
         return self.tier.layout.embedding(digest([embedder_id, text]))
 
-    def get_many(self, embedder_id: str, texts: Sequence[str]) -> Operation[list[Vector | None]]:
+    def _lookup(self, embedder_id: str, items: list[str]) -> Operation[list[Vector | None]]:
         check_text(embedder_id, field="embedder_id")
-        items = _texts(texts)
         if not items:
             return []
         commands = [Command(("GET", self._key(embedder_id, t)), binary=True) for t in items]
@@ -94,8 +118,17 @@ class EmbeddingCore:
             if why is not None:
                 self.tier.unreadable(self._key(embedder_id, text), why)
             vectors.append(vector)
+        return vectors
+
+    def _count(self, hits: int, misses: int) -> None:
+        self.tier.buffer.add({"embedding:hits": hits, "embedding:misses": misses})
+        self.tier.note_lookups(hits, misses)
+
+    def get_many(self, embedder_id: str, texts: Sequence[str]) -> Operation[list[Vector | None]]:
+        items = _texts(texts)
+        vectors = yield from self._lookup(embedder_id, items)
         hits = sum(v is not None for v in vectors)
-        self.tier.buffer.add({"embedding:hits": hits, "embedding:misses": len(items) - hits})
+        self._count(hits, len(items) - hits)
         return vectors
 
     def put_many(
@@ -107,13 +140,17 @@ class EmbeddingCore:
     ) -> Operation[None]:
         check_text(embedder_id, field="embedder_id")
         items = _texts(texts)
-        if len(vectors) != len(items):
-            raise InvalidInputError(
-                f"{len(items)} texts but {len(vectors)} vectors", field="vectors"
-            )
+        given = vectors_of(vectors, "vectors")
+        if len(given) != len(items):
+            raise InvalidInputError(f"{len(items)} texts but {len(given)} vectors", field="vectors")
         expiry = ttl_ms(ttl) if ttl is not None else self.ttl_ms
+        blobs = [_blob(v, "vectors") for v in given]
+        yield from self._write(embedder_id, items, blobs, expiry)
+
+    def _write(
+        self, embedder_id: str, items: list[str], blobs: list[bytes], expiry: int | None
+    ) -> Operation[None]:
         tail: tuple[Any, ...] = ("PX", expiry) if expiry is not None else ()
-        blobs = [_blob(v, "vectors") for v in vectors]
         commands = [
             Command(("SET", self._key(embedder_id, t), blob, *tail))
             for t, blob in zip(items, blobs, strict=True)
@@ -130,12 +167,15 @@ class EmbeddingCore:
         embed: Callable[..., Any],
         batched: bool,
     ) -> Operation[list[Vector]]:
+        """Counts one hit per text served without an embedding call (a cached text, or a
+        repeat of a text in ``texts``) and one miss per text embedded."""
         items = _texts(texts)
-        found = yield from self.get_many(embedder_id, items)
+        found = yield from self._lookup(embedder_id, items)
         missing = list(dict.fromkeys(t for t, v in zip(items, found, strict=True) if v is None))
+        self._count(len(items) - len(missing), len(missing))
         fresh: list[Any] = []
         if batched and missing:
-            fresh = list((yield from call(embed, missing, what="embed function")) or [])
+            fresh = vectors_of((yield from call(embed, missing, what="embed function")), "embed")
         elif missing:
             for text in missing:
                 fresh.append((yield from call(embed, text, what="embed function")))
@@ -145,7 +185,7 @@ class EmbeddingCore:
                 field="embed",
             )
         blobs = [_blob(v, "embed") for v in fresh]
-        yield from self.put_many(embedder_id, missing, fresh, None)
+        yield from self._write(embedder_id, missing, blobs, self.ttl_ms)
         computed = {
             t: [float(x) for x in np.frombuffer(b, dtype="<f4")]
             for t, b in zip(missing, blobs, strict=True)

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from agent_memory.core.checks import check_str
+from agent_memory.core.checks import check_str, check_ttl_seconds
 from agent_memory.errors import InvalidInputError
 
 DIGEST_CHARS = 64
@@ -184,18 +184,15 @@ def tool_segment(tool: str) -> str:
 
 
 def ttl_ms(ttl: object, *, field: str = "ttl") -> int | None:
-    """A TTL in seconds (int or float, > 0) as whole milliseconds; ``None`` stays ``None``.
+    """A TTL in seconds (int or float, > 0, at most ten years: the memory store's bound,
+    :func:`~agent_memory.core.checks.check_ttl_seconds`) as whole milliseconds; ``None``
+    stays ``None``.
 
     Raises:
-        InvalidInputError: not a positive finite number.
+        InvalidInputError: not a positive finite number of at most ten years.
     """
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise InvalidInputError(f"{field} must be a number of seconds or None", field=field)
-    if not math.isfinite(ttl) or ttl <= 0:
-        raise InvalidInputError(f"{field} must be positive and finite, got {ttl!r}", field=field)
-    return max(1, round(ttl * 1000))
+    seconds = check_ttl_seconds(ttl, field=field)
+    return None if seconds is None else max(1, round(seconds * 1000))
 
 
 class KeyLayout:

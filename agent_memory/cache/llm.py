@@ -15,14 +15,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.cache._bulk import get_values, scan_and_unlink, unlink_keys
-from agent_memory.cache._tier import TierCore, read_entry
+from agent_memory.cache._tier import TierCore, logger, read_entry
 from agent_memory.cache.keys import plain, ttl_ms
 from agent_memory.cache.llm_params import model_of, request_digest
-from agent_memory.cache.prices import ModelPrice, PriceTable, resolve_prices
+from agent_memory.cache.prices import (
+    ModelPrice,
+    PriceTable,
+    counted_micros,
+    micros_of_usd,
+    resolve_prices,
+)
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core.effects import Command, Operation, call, scan_keys
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError
+
+_FIELDS = (("llm:hits",), ("llm:misses",))
+MAX_TOKENS = 10**9
+"""The most tokens of one kind a completion may report (more is a mistake, refused)."""
+MAX_STORED_AT_MS = 2**53
+"""A stored ``storedAt`` beyond this (about 285,000 years) is damage."""
 
 _TOKEN_ALIASES = (
     ("input", "output"),
@@ -36,7 +48,8 @@ class TokenUsage:
     """Tokens of one completion.
 
     Raises:
-        InvalidInputError: a count is negative or not an integer.
+        InvalidInputError: a count is negative, not an integer or over
+            :data:`MAX_TOKENS`.
     """
 
     input: int = 0
@@ -45,9 +58,13 @@ class TokenUsage:
     def __post_init__(self) -> None:
         for label in ("input", "output"):
             value = getattr(self, label)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or not 0 <= value <= MAX_TOKENS
+            ):
                 raise InvalidInputError(
-                    f"token count {label} must be an integer >= 0, got {value!r}",
+                    f"token count {label} must be an integer in [0, {MAX_TOKENS}], got {value!r:.40}",
                     field="tokens",
                 )
 
@@ -127,36 +144,42 @@ class LlmCore:
         price = self.prices.lookup(model)
         if price is not None:
             return price.cost_micros(tokens.input, tokens.output)
-        if isinstance(stored_cost, (int, float)) and not isinstance(stored_cost, bool):
-            return max(0, round(stored_cost * 1_000_000))
-        return 0
+        return micros_of_usd(stored_cost) or 0
 
     def check(self, params: Mapping[str, Any]) -> Operation[LlmCacheResult]:
         model = model_of(params)
         key = self.tier.layout.llm(request_digest(params))
-        raw, counted = yield from self.tier.counted_get(key, ["llm:hits"], ["llm:misses"])
+        raw, counted = yield from self.tier.counted_get(key, *_FIELDS, priced=True)
         entry = read_entry(self.tier, key, raw)
         if entry is None:
-            if not counted:
-                self.tier.buffer.add({"llm:misses": 1})
+            self.tier.settle(counted, False, _FIELDS)
             return LlmCacheResult(False, None, key, model)
+        tokens = self._tokens(key, entry)
+        stored_micros = entry.get("costMicros")
+        saved = counted_micros(stored_micros)  # priced when stored: what the script counts
+        if saved is None:
+            if stored_micros is not None:
+                self.tier.unreadable(f"the cost of {key}", f"not a cost: {stored_micros!r:.40}")
+            saved = self._cost(str(entry.get("model") or model), tokens, entry.get("cost"))
+        self.tier.settle(counted, True, _FIELDS, saved)
+        stored_at = self._stored_at(key, entry.get("storedAt"))
+        return LlmCacheResult(True, entry["response"], key, model, tokens, saved, stored_at)
+
+    def _tokens(self, key: str, entry: Mapping[str, Any]) -> TokenUsage | None:
         try:
-            tokens = TokenUsage.parse(entry.get("tokens"))
+            return TokenUsage.parse(entry.get("tokens"))
         except InvalidInputError as exc:
             self.tier.unreadable(f"the token usage of {key}", str(exc))
-            tokens = None
-        stored_micros = entry.get("costMicros")
-        if isinstance(stored_micros, int) and not isinstance(stored_micros, bool):
-            saved = max(0, stored_micros)  # priced when stored: what the server counted
-        else:
-            saved = self._cost(str(entry.get("model") or model), tokens, entry.get("cost"))
-            if counted and saved:
-                self.tier.buffer.add({"cost_saved_micros": saved})
-        if not counted:
-            self.tier.buffer.add({"llm:hits": 1, "cost_saved_micros": saved})
-        stored = entry.get("storedAt")
-        stored_at = stored / 1000 if isinstance(stored, (int, float)) else None
-        return LlmCacheResult(True, entry["response"], key, model, tokens, saved, stored_at)
+            return None
+
+    def _stored_at(self, key: str, stored: Any) -> float | None:
+        if stored is None:
+            return None
+        number = not isinstance(stored, bool) and isinstance(stored, (int, float))
+        if number and 0 <= stored <= MAX_STORED_AT_MS:
+            return float(stored / 1000)
+        self.tier.unreadable(f"the storedAt of {key}", f"not a time: {stored!r:.40}")
+        return None
 
     def store(
         self,
@@ -221,9 +244,33 @@ class LlmCore:
         if found.hit:
             return found.response
         response = yield from call(lambda: fn(**params), what="completion function")
-        tokens = usage(response) if usage is not None else _usage_of(response)
+        tokens = yield from self._usage(response, usage)
         yield from self.store(params, response, tokens, ttl)
         return response
+
+    def _usage(
+        self,
+        response: Any,
+        usage: Callable[[Any], TokenUsage | Mapping[str, Any] | None] | None,
+    ) -> Operation[TokenUsage | None]:
+        """The token usage of a paid-for response: ``usage(response)`` (called off the
+        event loop, awaited when async), else the response's own ``usage`` mapping. A
+        ``usage`` that fails or returns no usage is logged and counted
+        (``usage_failures``) and the response is stored without one, never lost."""
+        if usage is None:
+            return _usage_of(response)
+        try:
+            found = yield from call(usage, response, what="usage function")
+            return TokenUsage.parse(found)
+        except Exception as exc:  # noqa: BLE001 - logged and counted; the response is kept
+            logger.warning(
+                "cache %s: the usage function failed (%s: %s); response stored without token usage",
+                self.tier.layout.name,
+                type(exc).__name__,
+                exc,
+            )
+            self.tier.buffer.note("usage_failures")
+            return None
 
 
 def _check_args(args: tuple[Any, ...]) -> None:

@@ -20,7 +20,11 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from agent_memory.cache.scripts import MAX_COST_MICROS
 from agent_memory.errors import InvalidInputError
+
+MAX_PRICE = 100_000
+"""The highest price a table takes, in USD per one million tokens."""
 
 _DATE_SUFFIX = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
 
@@ -30,7 +34,8 @@ class ModelPrice:
     """Price of one model in USD per one million tokens.
 
     Raises:
-        InvalidInputError: a price is negative, not finite or not a number.
+        InvalidInputError: a price is negative, over :data:`MAX_PRICE`, not finite or not
+            a number.
     """
 
     input: float
@@ -41,14 +46,41 @@ class ModelPrice:
             value = getattr(self, label)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise InvalidInputError(f"price {label} must be a number", field="prices")
-            if not math.isfinite(value) or value < 0:
+            if not math.isfinite(value) or not 0 <= value <= MAX_PRICE:
                 raise InvalidInputError(
-                    f"price {label} must be finite and >= 0, got {value!r}", field="prices"
+                    f"price {label} must be in [0, {MAX_PRICE}] USD per 1M tokens, got {value!r}",
+                    field="prices",
                 )
 
     def cost_micros(self, input_tokens: int, output_tokens: int) -> int:
-        """Cost of a call in micro-dollars (rounded to a whole micro-dollar)."""
+        """Cost of a call in micro-dollars (rounded to a whole micro-dollar; at most
+        :data:`~agent_memory.cache.scripts.MAX_COST_MICROS` for token counts a
+        :class:`~agent_memory.cache.llm.TokenUsage` takes)."""
         return round(input_tokens * self.input + output_tokens * self.output)
+
+
+def counted_micros(value: Any) -> int | None:
+    """An entry's stored ``costMicros`` as the lookup script counts it (pure): a whole
+    number in [0, ``MAX_COST_MICROS``], else ``None`` (absent or damaged)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if 0 <= value <= MAX_COST_MICROS else None
+
+
+def micros_of_usd(value: Any) -> int | None:
+    """An entry's stored ``cost`` (USD) in whole micro-dollars (pure): ``None`` unless a
+    finite number in [0, ``MAX_COST_MICROS``] micro-dollars."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        micros = float(value) * 1_000_000
+    except OverflowError:  # an int beyond any float
+        return None
+    if not math.isfinite(micros) or not 0 <= micros <= MAX_COST_MICROS:
+        return None
+    return round(micros)
 
 
 def _as_price(value: ModelPrice | Mapping[str, Any]) -> ModelPrice:

@@ -1,18 +1,40 @@
 """Server-side script of the cache tiers (standalone servers only: two keys)."""
 
-COUNTED_GET = """
+MAX_COST_MICROS = 10**15
+"""The largest cost of one entry (micro-dollars) a hit counts: a ``costMicros`` above it,
+negative or not a whole number is damage, never added to ``cost_saved_micros``."""
+
+COUNTED_GET = f"""
 local value = redis.call('GET', KEYS[1])
 local hits = tonumber(ARGV[1])
-local first, last = 2, 1 + hits
-if not value then first, last = 2 + hits, #ARGV end
-for i = first, last do redis.call('HINCRBY', KEYS[2], ARGV[i], 1) end
+local hit, cost = 0, 0
 if value then
   local ok, entry = pcall(cjson.decode, value)
-  if ok and type(entry) == 'table' and type(entry['costMicros']) == 'number' then
-    redis.call('HINCRBY', KEYS[2], 'cost_saved_micros', math.floor(entry['costMicros']))
+  if ok and type(entry) == 'table' and entry['response'] ~= nil then
+    hit = 1
+    local c = entry['costMicros']
+    if ARGV[2] == '1' and type(c) == 'number' and c == math.floor(c)
+        and c > 0 and c <= {MAX_COST_MICROS} then
+      cost = c
+    end
   end
 end
-return value
+local first, last = 3, 2 + hits
+if hit == 0 then first, last = 3 + hits, #ARGV end
+local reply = {{value, hit, cost}}
+local function add(field, amount)
+  local done = redis.pcall('HINCRBY', KEYS[2], field, amount)
+  if type(done) == 'table' and done.err then reply[#reply + 1] = field end
+end
+for i = first, last do add(ARGV[i], 1) end
+if cost > 0 then add('cost_saved_micros', string.format('%.0f', cost)) end
+return reply
 """
-"""KEYS = [entry, stats]; ARGV = [n, hit fields (n)..., miss fields...]: read an entry and
-count the hit or miss (and an LLM entry's ``costMicros``) in the same atomic step."""
+"""KEYS = [entry, stats]; ARGV = [n, priced (1/0), hit fields (n)..., miss fields...]:
+read an entry and count its outcome in the same atomic step.
+
+An entry is a hit when it is a JSON object with a ``response``; a hit of a priced tier
+also adds the entry's ``costMicros`` (a whole number in (0, :data:`MAX_COST_MICROS`]).
+A counter the server refuses (the stats key of another type, a field that is not a
+count) fails alone, never the read. Reply: ``[value (nil when absent), 1 (counted as a
+hit) or 0, the cost counted, the fields whose update failed...]``."""

@@ -4,13 +4,16 @@ A thread is one hash, ``{name}:session:{thread_id}``, one field per state key, s
 ``get_all`` is one ``HGETALL`` and ``destroy_thread`` one ``UNLINK``: nothing ever
 SCANs. Values are any JSON value and are stored JSON-encoded (a ``str`` value ``"x"`` is
 stored as ``"\\"x\\""``); a field written by someone else that is not valid JSON is
-returned as its text. Every read or write refreshes the thread's TTL (``PEXPIRE`` in
-the same pipeline); ``ttl=None`` keeps threads forever.
+returned as its text, and one that is not even UTF-8 text is read as absent (``get``
+returns ``None``, ``get_all`` leaves it out), logged and counted (``corrupt_entries``).
+Every read or write refreshes the thread's TTL (``PEXPIRE`` in the same pipeline);
+``ttl=None`` keeps threads forever.
 
 Counters: ``session:reads`` (get, get_all) and ``session:writes`` (set, delete,
 destroy_thread), sent in the operation's own pipeline. The active-sessions gauge
-(``agent_cache_active_sessions``) counts the threads this process has touched whose TTL
-has not run out since (destroyed threads excluded): a per-process view, no SCAN.
+(``agent_cache_active_sessions``) counts the threads this process has touched that
+existed afterwards and whose TTL has not run out since (destroyed threads and reads of
+threads that do not exist excluded): a per-process view, no SCAN.
 
 Every method raises :class:`~agent_memory.errors.ServerUnavailableError`,
 :class:`~agent_memory.errors.OperationTimeoutError` or
@@ -24,7 +27,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent_memory.cache._tier import TierCore
@@ -33,16 +36,32 @@ from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
+from agent_memory.errors import ReplyParseError
 
 DEFAULT_SESSION_TTL = 86_400.0
 
 
-def _decode(raw: Any) -> Any:
-    text = replies.text(raw)
+def _decode(raw: Any) -> tuple[Any, bool]:
+    """A stored field's value and whether it is readable: JSON, else its text when it
+    is text (a foreign writer's); ``(None, False)`` when it is not UTF-8."""
+    text = replies.lenient_text(raw)
+    if text is None:
+        return None, False
     try:
-        return json.loads(text)
+        return json.loads(text), True
     except ValueError:
-        return text
+        return text, True
+
+
+def _raw_pairs(reply: Any) -> list[tuple[Any, Any]]:
+    """An undecoded ``HGETALL`` reply (dict, or flat list) as its (name, value) pairs."""
+    if reply is None:
+        return []
+    if isinstance(reply, Mapping):
+        return list(reply.items())
+    if isinstance(reply, (list, tuple)) and len(reply) % 2 == 0:
+        return list(zip(reply[::2], reply[1::2], strict=True))
+    raise ReplyParseError(f"expected a map reply, got {type(reply).__name__}")
 
 
 class SessionCore:
@@ -78,20 +97,35 @@ class SessionCore:
             return len(self._live)
 
     def _access(self, key: str, command: Command, counter: str | None) -> Operation[Any]:
-        self._seen(key)
-        commands = [command]
-        if self.ttl_ms is not None:
-            commands.append(Command(("PEXPIRE", key, self.ttl_ms)))
+        """Run ``command`` on the thread ``key`` with its TTL refresh (or, without a TTL,
+        an ``EXISTS``), whose reply says whether the thread exists afterwards."""
+        probe = (
+            Command(("PEXPIRE", key, self.ttl_ms))
+            if self.ttl_ms is not None
+            else Command(("EXISTS", key))
+        )
         counts = {counter: 1} if counter else None
-        got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, commands, counts)
+        got = yield from batch_with_stats(
+            self.tier.layout, self.tier.buffer, [command, probe], counts
+        )
         raise_first_error(got)
+        self._seen(key, alive=replies.integer(got[1]) > 0)
         return got[0]
+
+    def _unreadable(self, key: str, field: str) -> None:
+        self.tier.unreadable(f"field {field!r} of {key}", "not UTF-8 text")
 
     def get(self, thread_id: str, key: str) -> Operation[Any]:
         hkey = self._key(thread_id)
         field = check_text(key, field="key")
-        raw = yield from self._access(hkey, Command(("HGET", hkey, field)), "session:reads")
-        return None if raw is None else _decode(raw)
+        command = Command(("HGET", hkey, field), binary=True)
+        raw = yield from self._access(hkey, command, "session:reads")
+        if raw is None:
+            return None
+        value, readable = _decode(raw)
+        if not readable:
+            self._unreadable(hkey, field)
+        return value
 
     def set(self, thread_id: str, key: str, value: Any) -> Operation[None]:
         hkey = self._key(thread_id)
@@ -102,8 +136,17 @@ class SessionCore:
 
     def get_all(self, thread_id: str) -> Operation[dict[str, Any]]:
         hkey = self._key(thread_id)
-        raw = yield from self._access(hkey, Command(("HGETALL", hkey)), "session:reads")
-        return {field: _decode(value) for field, value in replies.pairs(raw).items()}
+        command = Command(("HGETALL", hkey), binary=True)
+        raw = yield from self._access(hkey, command, "session:reads")
+        found: dict[str, Any] = {}
+        for raw_field, raw_value in _raw_pairs(raw):
+            field = replies.lenient_text(raw_field)
+            value, readable = _decode(raw_value)
+            if field is None or not readable:
+                self._unreadable(hkey, field if field is not None else repr(raw_field))
+                continue
+            found[field] = value
+        return found
 
     def delete(self, thread_id: str, key: str) -> Operation[bool]:
         hkey = self._key(thread_id)

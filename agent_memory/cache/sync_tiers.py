@@ -33,7 +33,8 @@ class SyncLlmCache(SyncTier):
     Args:
         client: an blocking client.
         name: the cache name (key prefix).
-        ttl: default entry lifetime in seconds; ``None`` keeps entries until evicted.
+        ttl: default entry lifetime in seconds (at most ten years); ``None`` keeps
+            entries until evicted.
         prices: overrides merged over the default price table, or a full
             :class:`PriceTable`.
         clock: time source in seconds.
@@ -108,8 +109,10 @@ class SyncLlmCache(SyncTier):
 
         The wrapper returns the cached response on a hit and otherwise calls ``fn``,
         stores its (JSON-serialisable) response with the token usage found by ``usage``
-        (default: the ``usage`` mapping of a dict response) and returns it. Calls with
-        ``stream=True`` bypass the cache. The wrapper raises what :meth:`check` and
+        (default: the ``usage`` mapping of a dict response; ``usage`` runs off the event
+        loop and may be async; when it fails or returns no usage the failure is logged
+        and counted in ``usage_failures`` and the response is stored without token
+        usage) and returns it. Calls with ``stream=True`` bypass the cache. The wrapper raises what :meth:`check` and
         :meth:`store` raise, InvalidInputError for positional arguments, and whatever
         ``fn`` raises.
 
@@ -310,14 +313,18 @@ class SyncEmbeddingCache(SyncTier):
         *,
         ttl: float | None = None,
     ) -> None:
-        """Cache one vector per text (stored as float32), in one round trip."""
+        """Cache one vector per text (stored as float32), in one round trip. ``vectors``:
+        a sequence (or any iterable) of vectors, or a two-dimensional array. Raises
+        InvalidInputError (texts, vectors, TTL), before anything is written."""
         self._run(self._core.put_many(embedder_id, texts, vectors, ttl))
 
     def embed_many(
         self, embedder_id: str, texts: Sequence[str], embed: Callable[..., Any]
     ) -> list[Vector]:
         """Vectors of ``texts``, calling ``embed(list_of_texts)`` (sync or async) once with
-        only the distinct texts that were not cached; caches what it returns."""
+        only the distinct texts that were not cached (it may return a list of vectors or
+        a two-dimensional array); caches what it returns. Raises InvalidInputError (texts,
+        or what ``embed`` returned) before anything is written."""
         return self._run(self._core.embed_many(embedder_id, texts, embed, True))
 
     def wrap(

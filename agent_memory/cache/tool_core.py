@@ -7,8 +7,8 @@ JSON, so argument order never matters. The value is a JSON string ``{"response",
 
 Per-tool TTL policies live in the hash ``{name}:__tool_policies`` (field: tool name,
 value ``{"ttl": seconds}``). Each tier instance keeps a copy and re-reads the hash when
-it is older than ``policy_refresh`` seconds (inside the batch of the next ``check``, or
-just before a ``store``). TTL of a stored entry: the ``ttl`` argument, else the tool's
+it is older than ``policy_refresh`` seconds, just before a ``store`` that needs it (one
+without a ``ttl``); a ``check`` never reads the policies. TTL of a stored entry: the ``ttl`` argument, else the tool's
 policy, else the tier default, else none.
 
 ``tool_effectiveness()`` recommends, per tool, from its hit rate over its lookups:
@@ -33,6 +33,7 @@ from agent_memory.cache._tier import TierCore, read_entry
 from agent_memory.cache.keys import check_text, digest, plain, tool_segment, ttl_ms
 from agent_memory.cache.stats import batch_with_stats, parse_stats, unreadable_field
 from agent_memory.core import replies
+from agent_memory.core.checks import check_ttl_seconds
 from agent_memory.core.effects import Command, Operation, execute_batch
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import AgentMemoryError, InvalidInputError
@@ -114,7 +115,7 @@ def recommend(hits: int, misses: int, ttl: float | None) -> tuple[str, float | N
 
 def _parse_policies(reply: Any, unreadable: Callable[[str, str], None]) -> dict[str, ToolPolicy]:
     """The tools' policies of an ``HGETALL`` of the policies hash; one that is not a JSON
-    object with a positive ``ttl`` is left out and reported to ``unreadable(tool, why)``."""
+    object with a ``ttl`` a tier accepts (positive, finite, at most ten years) is left out and reported to ``unreadable(tool, why)``."""
     policies: dict[str, ToolPolicy] = {}
     for tool, raw in replies.pairs(reply).items():
         try:
@@ -122,10 +123,14 @@ def _parse_policies(reply: Any, unreadable: Callable[[str, str], None]) -> dict[
         except (ValueError, AttributeError, AgentMemoryError) as exc:
             unreadable(tool, f"not a JSON object: {exc}")
             continue
-        if isinstance(ttl, (int, float)) and not isinstance(ttl, bool) and ttl > 0:
-            policies[tool] = ToolPolicy(float(ttl))
+        try:
+            seconds = check_ttl_seconds(ttl)
+        except InvalidInputError:
+            seconds = None
+        if seconds is None:
+            unreadable(tool, f"its ttl is not a positive number of at most ten years: {ttl!r}")
         else:
-            unreadable(tool, f"its ttl is not a positive number: {ttl!r}")
+            policies[tool] = ToolPolicy(seconds)
     return policies
 
 
@@ -187,14 +192,10 @@ class ToolCore:
 
     def check(self, tool: str, args: Any) -> Operation[ToolCacheResult]:
         key = self._key(tool, args)
-        yield from self._refresh_policies()
-        raw, counted = yield from self.tier.counted_get(
-            key, ["tool:hits", f"tool:{tool}:hits"], ["tool:misses", f"tool:{tool}:misses"]
-        )
+        fields = (("tool:hits", f"tool:{tool}:hits"), ("tool:misses", f"tool:{tool}:misses"))
+        raw, counted = yield from self.tier.counted_get(key, *fields)
         entry = read_entry(self.tier, key, raw)
-        outcome = "misses" if entry is None else "hits"
-        if not counted:
-            self.tier.buffer.add({f"tool:{outcome}": 1, f"tool:{tool}:{outcome}": 1})
+        self.tier.settle(counted, entry is not None, fields)
         if entry is None:
             return ToolCacheResult(False, None, key, tool)
         # Our entries keep the JSON value; agent-cache's hold the response text only.

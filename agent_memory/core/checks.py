@@ -1,4 +1,5 @@
-"""The one text check every user-supplied string goes through (pure).
+"""The one text check every user-supplied string goes through, and the one TTL check of
+the memory store and the cache tiers (pure).
 
 Each caller states its rules by keyword: the embedders accept any valid Unicode (an empty
 text embeds), cache identifiers must be non-empty and short, a memory's content must
@@ -8,9 +9,13 @@ Whatever the rules, a rejected value raises :class:`InvalidInputError` naming th
 
 from __future__ import annotations
 
+import math
 import re
 
 from agent_memory.errors import InvalidInputError
+
+MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
+"""The longest TTL anything of the library sets: ten years."""
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -60,3 +65,28 @@ def check_str(
     if no_controls and _CONTROL.search(value):
         raise InvalidInputError(f"{field} contains control characters", field=field)
     return value
+
+
+def check_ttl_seconds(value: object, *, field: str = "ttl") -> float | None:
+    """A TTL in seconds: ``None`` (no expiry) or a finite number in (0, 10 years].
+
+    Raises:
+        InvalidInputError: not a number, not finite, not positive or over ten years.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(
+            f"{field} must be a number of seconds or None, got {type(value).__name__}",
+            field=field,
+        )
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond any float
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds <= 0 or seconds > MAX_TTL_SECONDS:
+        raise InvalidInputError(
+            f"{field} must be > 0 and at most {MAX_TTL_SECONDS} seconds, got {value!r:.40}",
+            field=field,
+        )
+    return seconds

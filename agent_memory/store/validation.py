@@ -11,13 +11,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from agent_memory.core.checks import check_str
+from agent_memory.core.checks import check_str, check_ttl_seconds
 from agent_memory.errors import InvalidInputError
 from agent_memory.schema.types import Scope
 
 MAX_TAGS = 64
 MAX_TAG_CHARS = 256
-MAX_TTL_SECONDS = 10 * 365 * 24 * 3600
 MAX_METADATA_BYTES = 64 * 1024
 _NAME = re.compile(r"[A-Za-z0-9_.\-:]{1,128}")
 
@@ -71,19 +70,9 @@ def check_importance(value: object) -> float:
 
 
 def check_ttl(value: object) -> float | None:
-    """TTL in seconds: ``None`` (no expiry) or a finite number in (0, 10 years]."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInputError(
-            f"ttl must be a number of seconds or None, got {type(value).__name__}", field="ttl"
-        )
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds <= 0 or seconds > MAX_TTL_SECONDS:
-        raise InvalidInputError(
-            f"ttl must be > 0 and at most {MAX_TTL_SECONDS} seconds, got {value}", field="ttl"
-        )
-    return seconds
+    """TTL in seconds: ``None`` (no expiry) or a finite number in (0, 10 years] (the one
+    check the cache tiers share: :func:`agent_memory.core.checks.check_ttl_seconds`)."""
+    return check_ttl_seconds(value)
 
 
 def check_tags(tags: object) -> tuple[str, ...]:

@@ -140,9 +140,12 @@ class Telemetry:
         if self.families is not None:
             self.families.memory_items.labels(self.name).set(count)
 
-    def cache_request(self, tier: str, hit: bool, *, tool: str | None = None) -> None:
-        if self.families is not None:
-            self.families.cache_requests.labels(self.name, tier, "hit" if hit else "miss").inc()
+    def cache_request(
+        self, tier: str, hit: bool, *, tool: str | None = None, amount: int = 1
+    ) -> None:
+        if self.families is not None and amount > 0:
+            result = "hit" if hit else "miss"
+            self.families.cache_requests.labels(self.name, tier, result).inc(amount)
 
     def cache_cost_saved(self, micros: int) -> None:
         if self.families is not None and micros > 0:

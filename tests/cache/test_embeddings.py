@@ -81,10 +81,11 @@ async def test_embed_many_and_batched_wrap(env: Env) -> None:
     assert await cached(["y", "known"]) == [pytest.approx(fake_embed(t)) for t in ["y", "known"]]
     assert batches == [["x", "y"]]
     stats = await cache.stats()
-    assert (stats.embedding_hits, stats.embedding_misses) == (3, 3)
+    # 6 texts, 2 embedded: the repeated "x" was served without a call, a call saved.
+    assert (stats.embedding_hits, stats.embedding_misses) == (4, 2)
     assert env.raw.hgetall(f"{env.name}:__stats") == {
-        "embedding:hits": "3",
-        "embedding:misses": "3",
+        "embedding:hits": "4",
+        "embedding:misses": "2",
     }
 
 

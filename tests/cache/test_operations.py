@@ -44,11 +44,45 @@ def names(batch: Batch) -> list[tuple[Any, ...]]:
 
 def test_standalone_check_counts_its_outcome_in_its_own_script() -> None:
     core = LlmCore("n", None, None, lambda: 0.0)
-    miss, (batch,) = drive(core.check(PARAMS), [[None]])
+    miss, (batch,) = drive(core.check(PARAMS), [[[None, 0, 0]]])
     (command,) = batch.commands
-    assert not miss.hit and command.args[0] == "EVAL"
-    assert command.args[2:] == ("2", miss.key, "n:__stats", "1", "llm:hits", "llm:misses")
+    assert not miss.hit and command.args[0] == "EVAL" and command.binary
+    assert command.args[2:] == ("2", miss.key, "n:__stats", "1", "1", "llm:hits", "llm:misses")
     assert core.tier.buffer.pending() == {}
+
+
+def test_what_the_script_counted_otherwise_is_corrected_by_the_next_batch() -> None:
+    core = LlmCore("n", None, None, lambda: 0.0)
+    # The script's JSON decoder took a value this library cannot read for a hit.
+    miss, _ = drive(core.check(PARAMS), [[[b"\xff{", 1, 0]]])
+    assert not miss.hit
+    assert core.tier.buffer.pending() == {"llm:hits": -1, "llm:misses": 1}
+    core.tier.buffer.take()
+    # An entry priced from the table at the hit: the script counted nothing of it.
+    entry = {"response": "r", "model": "gpt-4o", "tokens": {"input": 1000, "output": 0}}
+    hit, _ = drive(core.check(PARAMS), [[[json.dumps(entry).encode(), 1, 0]]])
+    assert hit.cost_saved_micros == 2500
+    assert core.tier.buffer.pending() == {"cost_saved_micros": 2500}
+    core.tier.buffer.take()
+    entry["costMicros"] = 700  # priced when stored: what the script counted
+    hit, _ = drive(core.check(PARAMS), [[[json.dumps(entry).encode(), 1, 700]]])
+    assert hit.cost_saved_micros == 700 and core.tier.buffer.pending() == {}
+
+
+def test_counters_the_script_could_not_update_are_reported_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    core = LlmCore("n", None, None, lambda: 0.0)
+    entry = {"response": "r", "model": "m", "costMicros": 5}
+    with caplog.at_level(logging.WARNING):
+        hit, _ = drive(
+            core.check(PARAMS),
+            [[[json.dumps(entry).encode(), 1, 5, b"llm:hits", b"cost_saved_micros"]]],
+        )
+    assert hit.hit and hit.response == "r" and hit.cost_saved_micros == 5
+    assert core.tier.buffer.take_events() == {"stats_failures": 2}
+    assert core.tier.buffer.pending() == {}
+    assert "llm:hits, cost_saved_micros" in caplog.text
 
 
 def test_cluster_check_buffers_the_outcome_and_the_next_batch_carries_it() -> None:

@@ -281,11 +281,20 @@ def many(draw: Any) -> Scenario:
         source = draw(st.sampled_from([lexical.ADJUST_STATS, lexical.REPLACE_STATS]))
         return Scenario(source, ["terms"], [x for kv in delta for x in kv], start)
     if kind == "counted":
+        costs = (12, 12.7, -1.5, True, 0, 1e20, 10**15, 10**15 + 1, "7", None)
         entry = draw(st.sampled_from([{}, {"entry": "plain"}, {"entry": "[1]"}] + [
-            {"entry": json.dumps({"costMicros": cost})} for cost in (12, 12.7, -1.5, True)
+            {"entry": json.dumps({"costMicros": cost})} for cost in costs
+        ] + [{"entry": json.dumps({"response": "r", "costMicros": cost})} for cost in costs]
+        ))  # fmt: skip
+        stats = draw(st.sampled_from([
+            {}, {"stats": {"llm:hits": "lots"}}, {"stats": {"llm:misses": "x"}},
+            {"stats": {"cost_saved_micros": str(2**63 - 5)}}, {"stats": {"llm:hits": "4"}},
         ]))  # fmt: skip
+        if draw(st.booleans()):  # the stats key replaced by another type
+            entry, stats = {**entry, "stats": "a string"}, {}
+        priced = draw(st.sampled_from(["1", "0"]))
         return Scenario(cache_scripts.COUNTED_GET, ["entry", "stats"],
-                        ["1", "llm:hits", "llm:misses"], strings=entry)  # fmt: skip
+                        ["1", priced, "llm:hits", "llm:misses"], stats, strings=entry)  # fmt: skip
     preset = draw(st.sampled_from([
         {}, {"config": {"recall.threshold": "0.4"}},
         {"config": {"recall.threshold": "0.4", "maxItemsPerScope": "9"}},
@@ -342,4 +351,33 @@ def test_single_memory_twins(server: ServerInfo, sc: Scenario) -> None:
 @SETTINGS
 @given(many())
 def test_other_twins(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+_COSTS = (12, 12.7, -1.5, True, 0, 1e20, 10**15, 10**15 + 1, "7", None)
+
+
+@pytest.mark.parametrize(
+    ("entry", "stats", "priced"),
+    [({"entry": json.dumps({"response": "r", "costMicros": c})}, {}, "1") for c in _COSTS]
+    + [
+        ({"entry": json.dumps({"response": "r", "costMicros": 9})}, {"stats": damage}, "1")
+        for damage in (
+            {"llm:hits": "lots"},
+            {"cost_saved_micros": str(2**63 - 5)},
+            {"cost_saved_micros": "x", "llm:hits": "1"},
+        )
+    ]
+    + [({"entry": json.dumps({"response": "r", "costMicros": 9})}, {}, "0")]
+    + [({}, {"stats": {"llm:misses": "x"}}, "1")]
+    + [({"entry": "[1]", "stats": "a string"}, {}, "1")],
+)
+def test_counted_get_twin(
+    server: ServerInfo, entry: dict[str, str], stats: dict[str, dict[str, str]], priced: str
+) -> None:
+    """Every reading of an entry's cost and every counter the server refuses, each once."""
+    sc = Scenario(
+        cache_scripts.COUNTED_GET, ["entry", "stats"], ["1", priced, "llm:hits", "llm:misses"],
+        stats, strings=entry,
+    )  # fmt: skip
     _run_both(server, sc)
