@@ -22,14 +22,12 @@ from langgraph.store.base import (  # noqa: E402 - after the check naming the ex
     SearchOp,
 )
 
+from agent_memory.core.checks import MAX_TTL_SECONDS  # noqa: E402
 from agent_memory.integrations.langgraph.values import (  # noqa: E402
     FILTER_OPERATORS,
     check_namespace,
 )
-from agent_memory.store.validation import (  # noqa: E402
-    MAX_TTL_SECONDS,
-    check_importance,
-)
+from agent_memory.store.validation import check_importance  # noqa: E402
 
 
 def check_count(value: object, *, field: str) -> int:
