@@ -152,6 +152,24 @@ async def test_a_write_survives_broken_bookkeeping_keys_on_a_cluster(
     assert {h.item.id for h in hits} == {first, second}
 
 
+async def test_a_write_by_id_replaces_a_memory_of_another_scope_on_a_cluster(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """A caller-chosen id moved to another scope leaves nothing of the old memory: the
+    old scope no longer lists it, and forgetting that scope spares the new one."""
+    store, _, _ = cluster_store
+    a, b = Scope(namespace="tenant-a", agent_id="x"), Scope(namespace="tenant-b")
+    (mid,) = await store.remember_many([MemoryInput(content="walrus", id="moved-1", scope=a)])
+    await store.remember_many(
+        [MemoryInput(content="penguin", id="moved-1", scope=b, ttl=None, tags=())]
+    )
+    assert (await store.list(scope=Scope(namespace="tenant-a"))).total == 0
+    assert [i.id for i in (await store.list(scope=b)).items] == [mid]
+    assert await store.forget_by_scope(Scope(namespace="tenant-a")) == 0
+    item = await store.get(mid)
+    assert item is not None and item.content == "penguin" and item.scope == b
+
+
 async def test_complete_reaches_every_memory_when_one_is_damaged_on_a_cluster(
     cluster_store: tuple[Any, Any, TableEmbedder],
 ) -> None:

@@ -31,6 +31,8 @@ from agent_memory.store.validation import check_id, check_ids
 logger = logging.getLogger("agent_memory.store")
 
 _CHUNK = 1000
+# What a deleted memory's bookkeeping needs, in the order DELETE_MEMORY returns them.
+_DELETED_FIELDS = (L.F_CONTENT, L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_SESSION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,37 @@ def delete_ids(
             check_replicated(ctx, done[-1], f"a deletion of {len(deleted)} memories")
         total += len(deleted)
     return total
+
+
+def clear_for_replacement(ctx: StoreContext, ids: Sequence[str]) -> Operation[None]:
+    """Delete the memories that writes under these caller-chosen ids will replace, with
+    their bookkeeping (not counted as forgets).
+
+    On a cluster the records are then written by plain commands, which valkey-search
+    1.0.x holds back on a key a script changed until a search reaches that key's node:
+    there the memories are read and deleted by plain commands too (the fields read
+    just before the ``DEL`` that deleted them give their bookkeeping).
+    """
+    if not ctx.settings.cluster:
+        yield from delete_ids(ctx, ids, counter=None)
+        return
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        keys = [ctx.keys.memory(m) for m in chunk]
+        read = yield from execute_batch([command("HMGET", key, *_DELETED_FIELDS) for key in keys])
+        gone = yield from execute_batch([command("DEL", key) for key in keys])
+        raise_first_error(gone)
+        deleted = [
+            d
+            for m, fields, count in zip(chunk, read, gone, strict=True)
+            if count
+            and not isinstance(fields, AgentMemoryError)
+            and (d := deleted_from(m, fields)) is not None
+        ]
+        commands = bookkeeping(ctx, deleted, counter=None)
+        if commands:
+            done = yield from execute_batch(commands)
+            raise_unless_wrong_type(ctx, commands, done)
 
 
 def is_unregister(cmd: Command) -> bool:

@@ -28,7 +28,7 @@ from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
 from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.embedding import embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.forget import delete_ids
+from agent_memory.store.ops.forget import clear_for_replacement
 from agent_memory.store.ops.labeling import labeler_failed, run_labeler
 from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import (
@@ -357,7 +357,7 @@ def write_memories(
             # A caller-chosen id replaces whatever memory holds it, entirely: written
             # over, the old one's registrations in its scope (possibly another), its
             # other fields, its TTL and its terms in the statistics would stay.
-            yield from delete_ids(ctx, chosen, counter=None)
+            yield from clear_for_replacement(ctx, chosen)
         terms_apart = ctx.settings.cluster or len(chunk) > 1  # added up once per batch
         if ctx.settings.cluster:
             chunk = yield from _registered_and_numbered(ctx, chunk)
