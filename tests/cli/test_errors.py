@@ -101,4 +101,5 @@ def test_unusable_data_folder(cli: Any, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     run = cli("--path", str(blocker / "data"), "--embedder", "hashing", "stats")
-    assert run.code == 1 and run.err.startswith(f"error: cannot use --path {blocker / 'data'}")
+    assert run.code == 1 and run.err.startswith(f"error: path '{blocker / 'data'}' is not a folder")
+    assert "Traceback" not in run.err

@@ -255,7 +255,15 @@ def single_memory(draw: Any) -> Scenario:
 @st.composite
 def many(draw: Any) -> Scenario:
     hashes, strings = draw(memories())
-    kind = draw(st.sampled_from(["hmget", "complete", "stats", "counted", "publish", "text"]))
+    kind = draw(
+        st.sampled_from(["hmget", "complete", "stats", "counted", "publish", "text", "unregister"])
+    )
+    if kind == "unregister":
+        usage = draw(st.sampled_from([{"usage": {"x:m1": "2", "a:m2": "1"}}, {}]))
+        listed = draw(st.sampled_from([{"set": {"m1": 1.0, "m2": 2.0}}, {}]))
+        broken = {"set": "not a set"} if not listed and draw(st.booleans()) else {}
+        return Scenario(scripts.UNREGISTER, ["mem:m1", "usage", "set"], ["m1", "x:m1", "a:m1"],
+                        {**hashes, **usage}, zsets=listed, strings={**strings, **broken})  # fmt: skip
     if kind == "text":
         expected = draw(st.sampled_from(["a note", "", "ü"]))
         start = {"terms": {"t:a": "1", "n": "2"}} if draw(st.booleans()) else {}
@@ -309,7 +317,7 @@ def many(draw: Any) -> Scenario:
 def test_every_script_has_a_scenario() -> None:
     covered = {
         scripts.RECALL_EFFECTS, scripts.WRITE_MEMORY, scripts.TOUCH, scripts.UPDATE_IF_EXISTS,
-        scripts.UPDATE_TEXT,
+        scripts.UPDATE_TEXT, scripts.UNREGISTER,
         scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
