@@ -4,15 +4,28 @@ server, and the check that every acknowledged write survived."""
 from __future__ import annotations
 
 import asyncio
+from types import TracebackType
 from typing import Any
 
-from agent_memory import AgentMemoryError
+from agent_memory import AgentMemoryError, OperationTimeoutError, ServerUnavailableError
 from tests.support import random_unit
+
+OUTAGE_ERRORS = (ServerUnavailableError, OperationTimeoutError)
+
+
+def not_outage_errors(failures: list[BaseException]) -> list[str]:
+    """The failures that are not what a call meets when its server is down: refused or
+    dropped connections, or a socket timeout for a call already in flight when the
+    server died (a server in the middle of an fsync can take seconds to die)."""
+    return [repr(f) for f in failures if not isinstance(f, OUTAGE_ERRORS)]
 
 
 class WriteRecallLoad:
     """Writes numbered memories and recalls one of them until stopped, recording what
-    was acknowledged and what failed (a failed call backs off ``backoff`` seconds)."""
+    was acknowledged and what failed (a failed call backs off ``backoff`` seconds).
+
+    Use it as ``async with``: the load stops when the block ends, also when the test
+    fails inside it (left running, it would keep calling into later tests)."""
 
     def __init__(self, store: Any, *, backoff: float = 0.02) -> None:
         self.store = store
@@ -35,6 +48,18 @@ class WriteRecallLoad:
     async def stop(self) -> None:
         self._stop.set()
         await asyncio.gather(*self._tasks)
+
+    async def __aenter__(self) -> WriteRecallLoad:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
 
     async def _write(self) -> None:
         i = 0
