@@ -28,7 +28,7 @@ from google.adk.runners import Runner
 from google.genai import types
 
 from agent_memory import MemoryStore
-from agent_memory.core.clients import client_from_url
+from agent_memory.core.client_factory import client_from_url
 from agent_memory.embedded.server import open_embedded
 from agent_memory.embedders import HashingEmbedder
 from agent_memory.integrations.adk import AgentMemoryMemoryService, AgentMemorySessionService

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from agent_memory import AgentMemory, InvalidInputError, SyncAgentMemory, SyncMemoryStore
-from agent_memory.core import clients
+from agent_memory.core import client_factory
 from agent_memory.embedded.server import EmbeddedServer
 from agent_memory.facade import discovery
 from tests.conftest import ServerInfo, _Servers
@@ -118,7 +118,7 @@ def test_from_url_closes_the_client_it_made_when_refused(
     server: ServerInfo, monkeypatch: pytest.MonkeyPatch, module: str, make: Any
 ) -> None:
     made: list[Any] = []  # keeps the client alive: only close() may drop its connection
-    real = clients.client_from_url
+    real = client_factory.client_from_url
 
     def spy(url: str, **kwargs: Any) -> Any:
         made.append(real(url, **kwargs))

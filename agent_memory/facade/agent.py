@@ -13,12 +13,12 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache import CacheStats, EmbeddingCache, LlmCache, SessionStore, ToolCache
-from agent_memory.core.clients import (
-    AsyncExecutor,
+from agent_memory.core.client_factory import (
     client_from_url,
     close_async_client,
     release_unused_client,
 )
+from agent_memory.core.clients import AsyncExecutor
 from agent_memory.core.runner import run_async
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
 from agent_memory.errors import AgentMemoryError

@@ -19,12 +19,12 @@ from agent_memory.cache import (
     SyncSessionStore,
     SyncToolCache,
 )
-from agent_memory.core.clients import (
-    SyncExecutor,
+from agent_memory.core.client_factory import (
     client_from_url,
     close_sync_client,
     release_unused_client,
 )
+from agent_memory.core.clients import SyncExecutor
 from agent_memory.core.runner import run_sync
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
 from agent_memory.errors import AgentMemoryError

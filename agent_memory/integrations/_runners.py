@@ -17,12 +17,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
-from agent_memory.core.clients import (
-    client_from_url,
-    close_async_client,
-    close_sync_client,
-    is_async_client,
-)
+from agent_memory.core.client_factory import client_from_url, close_async_client, close_sync_client
+from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import CapabilityError, InvalidInputError
 

@@ -24,13 +24,12 @@ from agent_memory.backends.context import (
     LiveConfig,
     StoreContext,
 )
-from agent_memory.core.clients import (
-    AsyncExecutor,
+from agent_memory.core.client_factory import (
     client_from_url,
     close_async_client,
-    is_async_client,
     release_unused_client,
 )
+from agent_memory.core.clients import AsyncExecutor, is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async
 from agent_memory.errors import (

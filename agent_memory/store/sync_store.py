@@ -17,13 +17,12 @@ from agent_memory.backends.context import (
     LiveConfig,
     StoreContext,
 )
-from agent_memory.core.clients import (
-    SyncExecutor,
+from agent_memory.core.client_factory import (
     client_from_url,
     close_sync_client,
-    is_async_client,
     release_unused_client,
 )
+from agent_memory.core.clients import SyncExecutor, is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_sync
 from agent_memory.errors import (

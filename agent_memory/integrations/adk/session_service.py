@@ -20,12 +20,8 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
-from agent_memory.core.clients import (
-    AsyncExecutor,
-    client_from_url,
-    close_async_client,
-    is_async_client,
-)
+from agent_memory.core.client_factory import client_from_url, close_async_client
+from agent_memory.core.clients import AsyncExecutor, is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async
 from agent_memory.errors import InvalidInputError, StoreClosedError

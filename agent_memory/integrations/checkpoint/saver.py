@@ -18,14 +18,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from agent_memory.core.clients import (
-    AsyncExecutor,
-    SyncExecutor,
-    client_from_url,
-    close_async_client,
-    close_sync_client,
-    is_async_client,
-)
+from agent_memory.core.client_factory import client_from_url, close_async_client, close_sync_client
+from agent_memory.core.clients import AsyncExecutor, SyncExecutor, is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async, run_sync
 from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError

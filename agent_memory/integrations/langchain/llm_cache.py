@@ -48,7 +48,7 @@ from langchain_core.outputs import (
 from agent_memory.cache import LlmCache, SyncLlmCache, TokenUsage
 from agent_memory.cache.keys import plain
 from agent_memory.cache.llm import LlmCacheResult
-from agent_memory.core.clients import close_async_client, close_sync_client
+from agent_memory.core.client_factory import close_async_client, close_sync_client
 from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
 from agent_memory.integrations._runners import clients_from_url
 

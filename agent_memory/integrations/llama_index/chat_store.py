@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_name, check_text, ttl_ms
-from agent_memory.core.clients import client_from_url
+from agent_memory.core.client_factory import client_from_url
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations._runners import Runners
 from agent_memory.integrations.llama_index import ops

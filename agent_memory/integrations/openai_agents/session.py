@@ -29,7 +29,8 @@ from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import AsyncTier, TierCore
 from agent_memory.cache.keys import check_name, check_text, ttl_ms
-from agent_memory.core.clients import client_from_url, close_async_client, is_async_client
+from agent_memory.core.client_factory import client_from_url, close_async_client
+from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import InvalidInputError, StoreClosedError
 from agent_memory.integrations.openai_agents import ops

@@ -32,12 +32,8 @@ from pydantic_ai.messages import ModelMessage
 
 from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
 from agent_memory.cache.keys import check_name, check_text, ttl_ms
-from agent_memory.core.clients import (
-    client_from_url,
-    close_async_client,
-    close_sync_client,
-    is_async_client,
-)
+from agent_memory.core.client_factory import client_from_url, close_async_client, close_sync_client
+from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
 from agent_memory.integrations.pydantic_ai import ops

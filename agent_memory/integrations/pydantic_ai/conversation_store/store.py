@@ -19,7 +19,8 @@ from pydantic_ai.conversation_store import (
 
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_name, check_text
-from agent_memory.core.clients import client_from_url, is_async_client
+from agent_memory.core.client_factory import client_from_url
+from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import InvalidInputError, StoreClosedError
 from agent_memory.integrations._runners import Runners
