@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.context import StoreContext
+from agent_memory.backends.reads import fields_of
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
 from agent_memory.core.replies import integer, optional_text, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, NotFoundError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.encoding import SHARED_SESSION_TOKEN, encode_value
+from agent_memory.schema.layout import Keys
 from agent_memory.schema.lexical import adjust_args, stats_delta
 from agent_memory.schema.records import (
     lexical_fields,
@@ -36,10 +40,101 @@ from agent_memory.store.validation import (
     check_ttl,
 )
 
-# A text change is written only over the text it was computed against (the statistics
-# trade that text's terms for the new ones); another writer's change in between makes
-# the update read again, this many times at most.
+# How many times an update reads again after another writer changed the text.
 _ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The checked new values of an update (``None``: leave the field as it is)."""
+
+    content: str | None = None
+    importance: float | None = None
+    tags: tuple[str, ...] | None = None
+    ttl: float | None = None
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """The commands of one update attempt. The first one's reply says how it went (1
+    written, 0 the memory is gone, below 0 its text changed since it was read);
+    ``cluster_terms`` are the term statistics to trade after the write (only on a
+    cluster, where they live in another slot than the memory)."""
+
+    commands: list[Command]
+    cluster_terms: dict[str, int]
+
+
+def plan_update(
+    *,
+    keys: Keys,
+    cluster: bool,
+    lexical_form: str,
+    memory_id: str,
+    fields: Mapping[str, Any],
+    current_content: str,
+    changes: Changes,
+    vector: NDArray[np.float32] | None,
+    now_ms: int,
+) -> UpdatePlan:
+    """The commands that update the memory whose record read as ``fields`` (its text
+    ``current_content``): the record's new fields, its listings' expiry when the TTL
+    changes, and the version and epoch bumps that tell readers. ``vector`` is the new
+    text's embedding, needed only when the text changes."""
+    key = keys.memory(memory_id)
+    writes: list[str | bytes] = []
+    new_text = changes.content if changes.content != current_content else None
+    if new_text is not None:
+        if vector is None:
+            raise ValueError("a changed text needs its embedding")
+        session = optional_text(fields.get(L.F_SESSION)) or SHARED_SESSION_TOKEN
+        writes += [L.F_CONTENT, new_text, L.F_VECTOR, vector_blob(vector)]
+        writes += session_vector_fields(session, vector)
+        writes += lexical_fields(new_text, lexical_form)
+    if changes.importance is not None:
+        writes += [L.F_IMPORTANCE, repr(changes.importance)]
+    if changes.tags is not None:
+        writes += [L.F_TAGS_RAW, json.dumps(list(changes.tags), ensure_ascii=False)]
+        writes += [L.F_TAGS, L.TAG_SEPARATOR.join(encode_value(t) for t in changes.tags)]
+    ttl_ms = max(1, math.ceil(changes.ttl * 1000)) if changes.ttl is not None else 0
+    expires = now_ms + ttl_ms if changes.ttl is not None else None
+    if expires is not None:
+        writes += [L.F_EXPIRES, str(expires)]
+    ns_token = text(fields[L.F_NAMESPACE])
+    terms: dict[str, int] = {}
+    if new_text is not None:
+        terms = term_trade(current_content, new_text)
+        stats = () if cluster else (keys.term_stats(ns_token),)
+        write = Command(
+            (
+                "EVAL", scripts.UPDATE_TEXT, str(1 + len(stats)), key, *stats,
+                str(ttl_ms), L.F_CONTENT, current_content, str(len(terms)),
+                *(x for name, amount in sorted(terms.items()) for x in (name, str(amount))),
+                *writes,
+            )
+        )  # fmt: skip
+    else:
+        write = Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, str(ttl_ms), *writes))
+    commands = [write]
+    if expires is not None:
+        agent, thread = (optional_text(fields.get(f)) for f in (L.F_AGENT, L.F_THREAD))
+        commands += [
+            command("ZADD", listed, "XX", str(expires), memory_id)
+            for listed in keys.expiry_sets(ns_token, agent, thread)
+        ]
+        commands.append(bump(keys.registry_version(ns_token)))
+    if changes.tags is not None or changes.content is not None:
+        commands.append(bump(keys.epoch(ns_token)))
+    return UpdatePlan(commands, terms if cluster else {})
+
+
+def term_trade(old: str, new: str) -> dict[str, int]:
+    """The change of each term's document count when a memory's text ``old`` becomes
+    ``new`` (terms both hold cancel out)."""
+    terms = stats_delta([new], 1)
+    for name, amount in stats_delta([old], -1).items():
+        terms[name] = terms.get(name, 0) + amount
+    return {name: amount for name, amount in terms.items() if amount}
 
 
 def update(
@@ -53,69 +148,45 @@ def update(
 ) -> Operation[MemoryItem]:
     """Change fields of an existing memory; re-embeds when the content changes.
 
+    A new text is written only over the text it was computed against (on a standalone
+    server the statistics trade that text's terms for the new ones in the same script);
+    if another writer changed the text in between, the update reads again. On a cluster
+    the statistics live in another slot and are traded once the write succeeded, so
+    racing updates or a racing forget may leave them slightly off there (a count below
+    zero is dropped).
+
     Raises:
         NotFoundError: no memory with that id (or it expired / was forgotten meanwhile).
         InvalidInputError: a bad value; nothing was changed.
         AgentMemoryError: other writers changed the memory's text at every attempt.
     """
     check_id(memory_id)
-    new_content = (
-        check_text(content, field="content", max_bytes=ctx.settings.max_content_bytes)
-        if content is not None
-        else None
+    changes = Changes(
+        content=(
+            check_text(content, field="content", max_bytes=ctx.settings.max_content_bytes)
+            if content is not None
+            else None
+        ),
+        importance=check_importance(importance) if importance is not None else None,
+        tags=check_tags(tags) if tags is not None else None,
+        ttl=check_ttl(ttl),
     )
-    new_importance = check_importance(importance) if importance is not None else None
-    new_tags = check_tags(tags) if tags is not None else None
-    new_ttl = check_ttl(ttl)
     yield from ensure_ready(ctx)
     key = ctx.keys.memory(memory_id)
-    vector: NDArray[np.float32] | None = None
+    vector: NDArray[np.float32] | None = None  # the text to write is the same at every attempt
     for _ in range(_ATTEMPTS):
-        current = yield from execute("HMGET", key, *L.ITEM_FIELDS)
-        fields = {n: v for n, v in zip(L.ITEM_FIELDS, current or [], strict=False) if v is not None}
+        fields = fields_of((yield from execute("HMGET", key, *L.ITEM_FIELDS)))
         if L.F_CONTENT not in fields:
             raise NotFoundError(f"no memory with id {memory_id!r}")
-        item = parse_item(memory_id, fields)
-        changes: list[str | bytes] = []
-        content_changed = new_content is not None and new_content != item.content
-        if new_content is not None and content_changed:
-            if vector is None:  # the text to write is the same at every attempt
-                vector = yield from embed_one(ctx, new_content)
-            changes += [L.F_CONTENT, new_content, L.F_VECTOR, vector_blob(vector)]
-            session = optional_text(fields.get(L.F_SESSION)) or SHARED_SESSION_TOKEN
-            changes += session_vector_fields(session, vector)
-            changes += lexical_fields(new_content, ctx.lexical_form)
-        if new_importance is not None:
-            changes += [L.F_IMPORTANCE, repr(new_importance)]
-        if new_tags is not None:
-            changes += [L.F_TAGS_RAW, json.dumps(list(new_tags), ensure_ascii=False)]
-            changes += [L.F_TAGS, L.TAG_SEPARATOR.join(encode_value(t) for t in new_tags)]
-        ttl_ms = max(1, math.ceil(new_ttl * 1000)) if new_ttl is not None else 0
-        expires = ctx.now_ms() + ttl_ms if new_ttl is not None else None
-        if expires is not None:
-            changes += [L.F_EXPIRES, str(expires)]
-        ns_token = text(fields[L.F_NAMESPACE])
-        terms: dict[str, int] = {}
-        if new_content is not None and content_changed:
-            terms = stats_delta([new_content], 1)
-            for name, amount in stats_delta([item.content], -1).items():
-                terms[name] = terms.get(name, 0) + amount
-            terms = {name: amount for name, amount in terms.items() if amount}
-            write = _text_change(ctx, key, ns_token, ttl_ms, item.content, terms, changes)
-        else:
-            write = Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, str(ttl_ms), *changes))
-        commands = [write]
-        cluster_terms = ctx.settings.cluster and bool(terms)
-        if expires is not None:
-            agent, thread = (optional_text(fields.get(f)) for f in (L.F_AGENT, L.F_THREAD))
-            commands += [
-                command("ZADD", listed, "XX", str(expires), memory_id)
-                for listed in ctx.keys.expiry_sets(ns_token, agent, thread)
-            ]
-            commands.append(bump(ctx.keys.registry_version(ns_token)))
-        if new_tags is not None or new_content is not None:
-            commands.append(bump(ctx.keys.epoch(ns_token)))
-        replies = yield from execute_writes(ctx, commands)
+        current = parse_item(memory_id, fields).content
+        if changes.content is not None and changes.content != current and vector is None:
+            vector = yield from embed_one(ctx, changes.content)
+        plan = plan_update(
+            keys=ctx.keys, cluster=ctx.settings.cluster, lexical_form=ctx.lexical_form,
+            memory_id=memory_id, fields=fields, current_content=current, changes=changes,
+            vector=vector, now_ms=ctx.now_ms(),
+        )  # fmt: skip
+        replies = yield from execute_writes(ctx, plan.commands)
         raise_first_error(replies)
         outcome = integer(replies[0])
         if outcome == 0:
@@ -123,15 +194,12 @@ def update(
         if outcome < 0:
             continue  # its text changed since it was read
         reads = [Command(("HMGET", key, *L.ITEM_FIELDS))]
-        adjust = adjust_args(ctx.keys.term_stats(ns_token), terms) if cluster_terms else None
-        if adjust is not None:  # not atomic with the write: see _text_change
+        adjust = adjust_args(ctx.keys.term_stats(text(fields[L.F_NAMESPACE])), plan.cluster_terms)
+        if adjust is not None:  # not atomic with the write (see above)
             reads.insert(0, Command(adjust))
         done = yield from execute_batch(reads)
         raise_first_error(done)
-        refreshed = done[-1]
-        fields = {
-            n: v for n, v in zip(L.ITEM_FIELDS, refreshed or [], strict=False) if v is not None
-        }
+        fields = fields_of(done[-1])
         if L.F_CONTENT not in fields:
             raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")
         return parse_item(memory_id, fields)
@@ -140,28 +208,4 @@ def update(
     )
 
 
-def _text_change(
-    ctx: StoreContext,
-    key: str,
-    ns_token: str,
-    ttl_ms: int,
-    expected: str,
-    terms: dict[str, int],
-    changes: list[str | bytes],
-) -> Command:
-    """The write of a new text over ``expected``, trading its terms in the statistics in
-    the same script on a standalone server. A cluster keeps the statistics in another
-    slot: the caller adds the terms once the write succeeded, so racing updates or a
-    racing forget may leave them slightly off there (a count below zero is dropped)."""
-    stats = () if ctx.settings.cluster else (ctx.keys.term_stats(ns_token),)
-    return Command(
-        (
-            "EVAL", scripts.UPDATE_TEXT, str(1 + len(stats)), key, *stats,
-            str(ttl_ms), L.F_CONTENT, expected, str(len(terms)),
-            *(x for name, amount in sorted(terms.items()) for x in (name, str(amount))),
-            *changes,
-        )
-    )  # fmt: skip
-
-
-__all__ = ["update"]
+__all__ = ["Changes", "UpdatePlan", "plan_update", "term_trade", "update"]
