@@ -241,13 +241,19 @@ def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
 
 
 def _unregister(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
-    if ks._alive(keys[0]):
+    nsets = int(_s(argv[0]))
+    sets, memories = keys[1 : 1 + nsets], keys[1 + nsets :]
+    gone = [
+        memory_id for key, memory_id in zip(memories, argv[3:], strict=True) if not ks._alive(key)
+    ]
+    if not gone:
         return 0
+    fields = [prefix + _s(m) for m in gone for prefix in (_s(argv[1]), _s(argv[2]))]
+    steps: list[tuple[Callable[[Keyspace, list[Any]], Any], list[Any]]] = [
+        (_hdel, [keys[0], *fields]),
+        *((_zrem, [key, *gone]) for key in sets),
+    ]
     failed = 0
-    steps: list[tuple[Callable[[Keyspace, list[Any]], Any], list[Any]]] = []
-    if len(argv) > 1:
-        steps.append((_hdel, [keys[1], *argv[1:]]))
-    steps += [(_zrem, [key, argv[0]]) for key in keys[2:]]
     for step, args in steps:
         try:
             step(ks, args)

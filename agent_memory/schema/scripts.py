@@ -84,22 +84,31 @@ content when the key held no hash). Only the caller that deleted it gets them, s
 counters and term statistics stay exact under concurrency."""
 
 UNREGISTER = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local failed = 0
-if #ARGV > 1 then
-  local reset = redis.pcall('HDEL', KEYS[2], unpack(ARGV, 2))
-  if type(reset) == 'table' then failed = 1 end
+local nsets = tonumber(ARGV[1])
+local gone = {}
+local fields = {}
+for i = 2 + nsets, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    local id = ARGV[i + 2 - nsets]
+    gone[#gone + 1] = id
+    fields[#fields + 1] = ARGV[2] .. id
+    fields[#fields + 1] = ARGV[3] .. id
+  end
 end
-for i = 3, #KEYS do
-  if type(redis.pcall('ZREM', KEYS[i], ARGV[1])) == 'table' then failed = 1 end
+if #gone == 0 then return 0 end
+local failed = 0
+if type(redis.pcall('HDEL', KEYS[1], unpack(fields))) == 'table' then failed = 1 end
+for i = 2, 1 + nsets do
+  if type(redis.pcall('ZREM', KEYS[i], unpack(gone))) == 'table' then failed = 1 end
 end
 return 1 + failed
 """
-"""Unregister a deleted memory unless a writer has stored it again since (standalone
-servers). KEYS = [memory, usage counters, sorted set that lists it, ...]; ARGV = [id,
-usage field, ...]. Returns 0 when the memory exists again (its registrations are the new
-write's: nothing removed), 1 when done, 2 when a set or the usage hash was another type
-(the rest done; the caller reports it)."""
+"""Unregister deleted memories that share their listings, except those a writer has
+stored again since (standalone servers). KEYS = [usage counters, sorted set that lists
+them, ..., memory, ...]; ARGV = [number of sets, exposure field prefix, access field
+prefix, id, ...] (an id per memory key). Returns 0 when every memory exists again (their
+registrations are the new writes': nothing removed), 1 when done, 2 when a set or the
+usage hash was another type (the rest done; the caller reports it)."""
 
 UPDATE_IF_EXISTS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end

@@ -262,7 +262,8 @@ def many(draw: Any) -> Scenario:
         usage = draw(st.sampled_from([{"usage": {"x:m1": "2", "a:m2": "1"}}, {}]))
         listed = draw(st.sampled_from([{"set": {"m1": 1.0, "m2": 2.0}}, {}]))
         broken = {"set": "not a set"} if not listed and draw(st.booleans()) else {}
-        return Scenario(scripts.UNREGISTER, ["mem:m1", "usage", "set"], ["m1", "x:m1", "a:m1"],
+        return Scenario(scripts.UNREGISTER, ["usage", "set", "mem:m1", "mem:m2", "mem:m3"],
+                        ["1", "x:", "a:", "m1", "m2", "m3"],
                         {**hashes, **usage}, zsets=listed, strings={**strings, **broken})  # fmt: skip
     if kind == "text":
         expected = draw(st.sampled_from(["a note", "", "ü"]))

@@ -11,8 +11,7 @@ from agent_memory.schema import layout as L
 from agent_memory.schema.scoring import eviction_order
 from agent_memory.store.ops.forget import (
     bookkeeping,
-    delete_command,
-    deleted_from,
+    delete_memories,
     raise_unless_wrong_type,
     unregister_command,
 )
@@ -69,15 +68,14 @@ def evict_over_capacity(
     )
     if not gone and not victims:
         return 0
-    replies = yield from execute_batch([delete_command(ctx, v) for v in victims])
     # Concurrent writers may pick the same victims: only the deletions that happened here
     # are unregistered, counted and removed from the term statistics, so ``evictions``
     # and the statistics stay exact across processes.
-    deleted = [d for v, r in zip(victims, replies, strict=True) if (d := deleted_from(v, r))]
+    deleted = yield from delete_memories(ctx, victims)
     commands = bookkeeping(ctx, deleted, counter="evictions")
-    if not ctx.settings.cluster:  # expired or deleted elsewhere: their entries only
+    if gone and not ctx.settings.cluster:  # expired or deleted elsewhere: their entries only
         sets = [bucket_key, ctx.keys.registry(namespace_token), *indexes]
-        commands += [unregister_command(ctx, memory_id, sets) for memory_id in gone]
+        commands.append(unregister_command(ctx, gone, sets))
     # On a cluster a member whose memory is missing may be a write in flight (it is
     # registered a round trip before its record): prune removes such entries once they
     # are old enough to be dead.

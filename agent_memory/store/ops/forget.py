@@ -72,8 +72,8 @@ def bookkeeping(
     counter to add them to, ``None`` for none) and remove their texts from the term
     statistics (one batch).
 
-    On a standalone server each memory is unregistered by a script that first checks
-    it was not stored again since its deletion (an import, a caller-chosen id): that
+    On a standalone server the memories listed in the same sets are unregistered by
+    one script that first checks each was not stored again since its deletion (an import, a caller-chosen id): that
     write registered it itself, atomically, and its registrations must stay. A cluster
     keeps the registrations in other slots than the memory, so there they are removed
     as they are.
@@ -82,7 +82,7 @@ def bookkeeping(
         return []
     by_key: dict[str, list[str]] = {}
     texts: dict[str, list[str]] = {}
-    guarded: list[Command] = []
+    by_sets: dict[tuple[str, ...], list[str]] = {}
     unlisted: list[str] = []  # not written by this library: in none of its sets
     for d in deleted:
         if d.namespace is None:
@@ -97,8 +97,9 @@ def bookkeeping(
             for key in keys:
                 by_key.setdefault(key, []).append(d.id)
         else:
-            guarded.append(unregister_command(ctx, d.id, keys))
-    commands = [*guarded, *(command("ZREM", key, *ids) for key, ids in by_key.items())]
+            by_sets.setdefault(tuple(keys), []).append(d.id)
+    commands = [unregister_command(ctx, ids, sets) for sets, ids in by_sets.items()]
+    commands += [command("ZREM", key, *ids) for key, ids in by_key.items()]
     commands += [bump(ctx.keys.registry_version(ns)) for ns in sorted(texts)]
     usage = [f for memory_id in unlisted for f in ctx.keys.usage_fields(memory_id)]
     if usage:
@@ -112,16 +113,25 @@ def bookkeeping(
     return commands
 
 
-def unregister_command(ctx: StoreContext, memory_id: str, sets: Sequence[str]) -> Command:
-    """The removal of a deleted memory from ``sets`` and of its usage counters, unless it
-    was stored again meanwhile (:data:`~agent_memory.schema.scripts.UNREGISTER`)."""
+def unregister_command(ctx: StoreContext, ids: Sequence[str], sets: Sequence[str]) -> Command:
+    """The removal of deleted memories from ``sets`` (all of them listed in the same
+    sets) and of their usage counters, except those stored again meanwhile
+    (:data:`~agent_memory.schema.scripts.UNREGISTER`)."""
     return Command(
         (
-            "EVAL", scripts.UNREGISTER, str(2 + len(sets)),
-            ctx.keys.memory(memory_id), ctx.keys.usage, *sets,
-            memory_id, *ctx.keys.usage_fields(memory_id),
+            "EVAL", scripts.UNREGISTER, str(1 + len(sets) + len(ids)),
+            ctx.keys.usage, *sets, *(ctx.keys.memory(m) for m in ids),
+            str(len(sets)), L.USAGE_EXPOSURES, L.USAGE_ACCESSES, *ids,
         )
     )  # fmt: skip
+
+
+def delete_memories(ctx: StoreContext, ids: Sequence[str]) -> Operation[list[Deleted]]:
+    """Delete these memories (one round trip, a script per memory that reads and deletes
+    it atomically); returns the ones this caller deleted, with what their bookkeeping
+    needs (not those already gone or deleted by a racing caller)."""
+    replies = yield from execute_writes(ctx, [delete_command(ctx, m) for m in ids])
+    return [d for m, r in zip(ids, replies, strict=True) if (d := deleted_from(m, r))]
 
 
 def delete_ids(
@@ -133,12 +143,12 @@ def delete_ids(
 ) -> Operation[int]:
     """Delete memories by id with all their bookkeeping; returns how many were deleted
     here. ``listed_in``: a set the ids were read from, cleared of all of them (also of
-    those already gone, expired say); ``counter``: see :func:`bookkeeping`."""
+    those already gone, expired say); ``counter``: see :func:`bookkeeping` (``None``
+    for the memories that writes under caller-chosen ids replace)."""
     total = 0
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
-        replies = yield from execute_writes(ctx, [delete_command(ctx, m) for m in chunk])
-        deleted = [d for m, r in zip(chunk, replies, strict=True) if (d := deleted_from(m, r))]
+        deleted = yield from delete_memories(ctx, chunk)
         commands = bookkeeping(ctx, deleted, counter=counter)
         if listed_in is not None:
             commands.append(command("ZREM", listed_in, *chunk))
@@ -155,10 +165,11 @@ def clear_for_replacement(ctx: StoreContext, ids: Sequence[str]) -> Operation[No
     """Delete the memories that writes under these caller-chosen ids will replace, with
     their bookkeeping (not counted as forgets).
 
-    On a cluster the records are then written by plain commands, which valkey-search
-    1.0.x holds back on a key a script changed until a search reaches that key's node:
-    there the memories are read and deleted by plain commands too (the fields read
-    just before the ``DEL`` that deleted them give their bookkeeping).
+    A cluster writes its records by plain commands, which valkey-search 1.0.x holds
+    back on a key a script changed until a search reaches that key's node (and a script
+    write there is not searchable until then): there the memories are read and deleted
+    by plain commands too, pipelined in order, so the replacing write is answered (the
+    fields read just before the ``DEL`` that deleted a memory give its bookkeeping).
     """
     if not ctx.settings.cluster:
         yield from delete_ids(ctx, ids, counter=None)
@@ -166,16 +177,20 @@ def clear_for_replacement(ctx: StoreContext, ids: Sequence[str]) -> Operation[No
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
         keys = [ctx.keys.memory(m) for m in chunk]
-        read = yield from execute_batch([command("HMGET", key, *_DELETED_FIELDS) for key in keys])
-        gone = yield from execute_batch([command("DEL", key) for key in keys])
-        raise_first_error(gone)
-        deleted = [
-            d
-            for m, fields, count in zip(chunk, read, gone, strict=True)
-            if count
-            and not isinstance(fields, AgentMemoryError)
-            and (d := deleted_from(m, fields)) is not None
-        ]
+        replies = yield from execute_batch(
+            [
+                c
+                for key in keys
+                for c in (command("HMGET", key, *_DELETED_FIELDS), command("DEL", key))
+            ]
+        )
+        raise_first_error(replies[1::2])
+        deleted: list[Deleted] = []
+        for memory_id, fields, count in zip(chunk, replies[0::2], replies[1::2], strict=True):
+            # a key that held no hash reads as an error: deleted, nothing to unregister
+            readable = [] if isinstance(fields, AgentMemoryError) else fields
+            if count and (d := deleted_from(memory_id, readable)) is not None:
+                deleted.append(d)
         commands = bookkeeping(ctx, deleted, counter=None)
         if commands:
             done = yield from execute_batch(commands)
