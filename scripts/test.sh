@@ -33,8 +33,11 @@ step "generated sync twins are up to date"
 .venv/bin/python scripts/unasync.py --check
 step "mypy --strict"
 .venv/bin/mypy --strict agent_memory
-step "pytest (starts its own servers on loopback ports)"
-.venv/bin/python -m pytest "$@"
+# Two pytest-xdist workers (each starts its own servers): most of a test's time is spent
+# waiting on a server, so two halve the run on a two-core machine. AGENT_MEMORY_TEST_WORKERS
+# sets another count (0: one process, in order).
+step "pytest with ${AGENT_MEMORY_TEST_WORKERS:-2} workers (they start their own servers on loopback ports)"
+.venv/bin/python -m pytest -n "${AGENT_MEMORY_TEST_WORKERS:-2}" "$@"
 # CrewAI pins mcp 1.x, which cannot share .venv with the mcp extra: its adapter's tests
 # run in their own virtualenv. Arguments select tests of the main suite only.
 if [ "$#" -eq 0 ]; then

@@ -40,8 +40,12 @@ class Seeded:
 
 
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Any:
-    """``cli(*argv)`` runs the command in process and returns code, stdout, stderr."""
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``cli(*argv)`` runs the command in process and returns code, stdout, stderr.
+
+    Tables are as wide as for a pipe with no ``$COLUMNS`` (some runners, pytest-xdist's
+    workers among them, export ``COLUMNS=80``); tests of the width set it themselves."""
+    monkeypatch.delenv("COLUMNS", raising=False)
 
     def run(*argv: str) -> Run:
         capsys.readouterr()
