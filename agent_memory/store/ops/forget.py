@@ -73,10 +73,10 @@ def bookkeeping(
     statistics (one batch).
 
     On a standalone server the memories listed in the same sets are unregistered by
-    one script that first checks each was not stored again since its deletion (an import, a caller-chosen id): that
-    write registered it itself, atomically, and its registrations must stay. A cluster
-    keeps the registrations in other slots than the memory, so there they are removed
-    as they are.
+    one script that first checks each was not stored again since its deletion (an
+    import, a caller-chosen id): that write registered it itself, atomically, and its
+    registrations must stay. A cluster keeps the registrations in other slots than the
+    memory, so there they are removed as they are.
     """
     if not deleted:
         return []
