@@ -102,6 +102,13 @@ async def _close(client: Any) -> None:
         await result
 
 
+# A chat completion's parameters, the key of the LLM cache tests' entries.
+CHAT_PARAMS: dict[str, Any] = {
+    "model": "gpt-4o-mini",
+    "messages": [{"role": "user", "content": "hi"}],
+}
+
+
 @dataclass
 class Env:
     """One test's world: flavour, server URL, a unique cache name and a raw client."""
@@ -121,6 +128,13 @@ class Env:
 
     def keys(self, pattern: str = "*") -> list[str]:
         return sorted(self.raw.scan_iter(match=f"{self.name}:{pattern}"))
+
+    def events(self, registry: Any, event: str) -> float:
+        """This cache's ``agent_memory_events_total`` for ``event`` in ``registry``."""
+        found = registry.get_sample_value(
+            "agent_memory_events_total", {"name": self.name, "event": event}
+        )
+        return 0.0 if found is None else float(found)
 
 
 def _raw(url: str, cluster: bool) -> Any:

@@ -31,8 +31,8 @@ from agent_memory.core.checks import MAX_TTL_SECONDS
 from agent_memory.core.effects import Batch
 from agent_memory.errors import InvalidInputError
 from agent_memory.store.validation import check_ttl
+from tests.cache.conftest import CHAT_PARAMS
 
-PARAMS = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
 TIERS = (LlmCache, ToolCache, SessionStore, EmbeddingCache)
 SYNC_TIERS = (SyncLlmCache, SyncToolCache, SyncSessionStore, SyncEmbeddingCache)
 
@@ -132,7 +132,7 @@ def test_wrapped_calls_and_embedding_lookups_reach_the_metrics() -> None:
 
         cached = llm.wrap(complete)
         for _ in range(3):
-            await cached(**PARAMS)
+            await cached(**CHAT_PARAMS)
         emb = EmbeddingCache(AsyncInProcessClient(), "w", registry=registry)
         wrapped = emb.wrap(lambda t: [1.0, 2.0], embedder_id="m")
         await wrapped("a")
@@ -163,9 +163,9 @@ def test_a_failing_usage_function_keeps_the_paid_for_response(usage: Any) -> Non
         return "paid"
 
     cached = llm.wrap(complete, usage=usage)
-    assert cached(**PARAMS) == "paid"
-    assert cached(**PARAMS) == "paid" and calls == [1]  # stored, without token usage
-    assert llm.check(PARAMS).tokens is None
+    assert cached(**CHAT_PARAMS) == "paid"
+    assert cached(**CHAT_PARAMS) == "paid" and calls == [1]  # stored, without token usage
+    assert llm.check(CHAT_PARAMS).tokens is None
     events = _sample(registry, "agent_memory_events_total", name="u", event="usage_failures")
     assert events == 1
 
@@ -176,8 +176,8 @@ def test_an_async_usage_function_is_awaited() -> None:
 
     async def main() -> Any:
         llm = LlmCache(AsyncInProcessClient(), "a")
-        await llm.wrap(lambda **p: "r", usage=usage)(**PARAMS)
-        return (await llm.check(PARAMS)).tokens
+        await llm.wrap(lambda **p: "r", usage=usage)(**CHAT_PARAMS)
+        return (await llm.check(CHAT_PARAMS)).tokens
 
     tokens = asyncio.run(main())
     assert tokens is not None and tokens.input == 10

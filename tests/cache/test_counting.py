@@ -20,16 +20,7 @@ from agent_memory.cache import (
     ToolCache,
 )
 from agent_memory.errors import InvalidInputError
-from tests.cache.conftest import Env
-
-PARAMS = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
-
-
-def _events(registry: CollectorRegistry, env: Env, event: str) -> float:
-    found = registry.get_sample_value(
-        "agent_memory_events_total", {"name": env.name, "event": event}
-    )
-    return 0.0 if found is None else found
+from tests.cache.conftest import CHAT_PARAMS, Env
 
 
 async def test_a_stats_key_of_another_type_never_fails_a_lookup(
@@ -38,14 +29,14 @@ async def test_a_stats_key_of_another_type_never_fails_a_lookup(
     registry = CollectorRegistry()
     llm = env.make(LlmCache, SyncLlmCache, registry=registry)
     tool = env.make(ToolCache, SyncToolCache, registry=registry)
-    await llm.store(PARAMS, "answer")
+    await llm.store(CHAT_PARAMS, "answer")
     await tool.store("t", {"q": 1}, "r")
     env.raw.set(f"{env.name}:__stats", "not a hash")
     with caplog.at_level(logging.WARNING, logger="agent_memory.cache"):
-        assert (await llm.check(PARAMS)).response == "answer"
+        assert (await llm.check(CHAT_PARAMS)).response == "answer"
         assert (await tool.check("t", {"q": 1})).result == "r"
         assert not (await tool.check("t", {"q": 2})).hit
-    assert _events(registry, env, "stats_failures") == 5  # 1 + 2 + 2 counters refused
+    assert env.events(registry, "stats_failures") == 5  # 1 + 2 + 2 counters refused
     assert "counter update failed" in caplog.text
     assert env.raw.get(f"{env.name}:__stats") == "not a hash"
 
@@ -53,12 +44,12 @@ async def test_a_stats_key_of_another_type_never_fails_a_lookup(
 async def test_a_stats_field_that_is_not_a_count_fails_only_itself(env: Env) -> None:
     registry = CollectorRegistry()
     llm = env.make(LlmCache, SyncLlmCache, registry=registry)
-    await llm.store(PARAMS, "answer", tokens={"input": 1000, "output": 1000})
+    await llm.store(CHAT_PARAMS, "answer", tokens={"input": 1000, "output": 1000})
     env.raw.hset(f"{env.name}:__stats", "llm:hits", "lots")
-    found = await llm.check(PARAMS)
+    found = await llm.check(CHAT_PARAMS)
     assert found.hit and found.cost_saved_micros == 750
-    assert not (await llm.check({**PARAMS, "seed": 1})).hit
-    assert _events(registry, env, "stats_failures") == 1
+    assert not (await llm.check({**CHAT_PARAMS, "seed": 1})).hit
+    assert env.events(registry, "stats_failures") == 1
     stats = env.raw.hgetall(f"{env.name}:__stats")
     assert stats == {"llm:hits": "lots", "llm:misses": "1", "cost_saved_micros": "750"}
 
@@ -70,13 +61,13 @@ async def test_a_stats_field_that_is_not_a_count_fails_only_itself(env: Env) -> 
 async def test_what_a_hit_saved_is_what_the_stats_count(env: Env, stored: Any, saved: int) -> None:
     """An entry's ``costMicros`` (damaged or not): the call and the stats agree."""
     llm = env.make(LlmCache, SyncLlmCache)
-    key = await llm.store(PARAMS, "answer", tokens={"input": 1000, "output": 1000})
+    key = await llm.store(CHAT_PARAMS, "answer", tokens={"input": 1000, "output": 1000})
     entry = json.loads(env.raw.get(key))
     assert entry["costMicros"] == 750
     env.raw.set(key, json.dumps({**entry, "costMicros": stored}))
     if stored in (1e20, -5000):  # nothing to price it from either
         env.raw.set(key, json.dumps({"response": "answer", "costMicros": stored}))
-    found = await llm.check(PARAMS)
+    found = await llm.check(CHAT_PARAMS)
     assert found.hit and found.cost_saved_micros == saved
     stats = await llm.stats()
     assert (stats.llm_hits, stats.cost_saved_micros) == (1, saved)
@@ -88,9 +79,9 @@ async def test_a_value_another_decoder_reads_otherwise_is_counted_as_returned(
     """Bytes that are not UTF-8 inside a JSON string: the server's decoder takes them,
     this library reads a miss, and the counters follow what the lookup returned."""
     llm = env.make(LlmCache, SyncLlmCache)
-    key = await llm.store(PARAMS, "answer")
+    key = await llm.store(CHAT_PARAMS, "answer")
     env.raw.set(key, b'{"response":"\xff","costMicros":40}')
-    assert not (await llm.check(PARAMS)).hit
+    assert not (await llm.check(CHAT_PARAMS)).hit
     stats = await llm.stats()
     assert (stats.llm_hits, stats.llm_misses, stats.cost_saved_micros) == (0, 1, 0)
 
@@ -99,7 +90,7 @@ async def test_a_value_another_decoder_reads_otherwise_is_counted_as_returned(
 async def test_token_counts_out_of_range_are_refused_before_writing(env: Env, count: int) -> None:
     llm = env.make(LlmCache, SyncLlmCache)
     with pytest.raises(InvalidInputError) as caught:
-        await llm.store(PARAMS, "answer", tokens={"input": count, "output": 0})
+        await llm.store(CHAT_PARAMS, "answer", tokens={"input": count, "output": 0})
     assert caught.value.field == "tokens"
     assert env.keys() == []
 
@@ -107,15 +98,15 @@ async def test_token_counts_out_of_range_are_refused_before_writing(env: Env, co
 async def test_entry_numbers_out_of_range_are_reported(env: Env) -> None:
     registry = CollectorRegistry()
     llm = env.make(LlmCache, SyncLlmCache, registry=registry)
-    key = await llm.store(PARAMS, "answer")
+    key = await llm.store(CHAT_PARAMS, "answer")
     huge = "9" * 400
     env.raw.set(key, f'{{"response":"x","model":"gpt-4o-mini","storedAt":{huge}}}')
-    found = await llm.check(PARAMS)
+    found = await llm.check(CHAT_PARAMS)
     assert found.hit and found.stored_at is None
     env.raw.set(key, f'{{"response":"x","tokens":{{"input":{huge},"output":0}},"cost":{huge}}}')
-    found = await llm.check(PARAMS)
+    found = await llm.check(CHAT_PARAMS)
     assert found.hit and found.tokens is None and found.cost_saved_micros == 0
-    assert _events(registry, env, "corrupt_entries") == 2
+    assert env.events(registry, "corrupt_entries") == 2
 
 
 async def test_values_that_are_not_utf8_are_reported_misses(
@@ -124,12 +115,12 @@ async def test_values_that_are_not_utf8_are_reported_misses(
     registry = CollectorRegistry()
     llm = env.make(LlmCache, SyncLlmCache, registry=registry)
     tool = env.make(ToolCache, SyncToolCache, registry=registry)
-    env.raw.set(await llm.store(PARAMS, "x"), b"\xff\xfe not utf8")
+    env.raw.set(await llm.store(CHAT_PARAMS, "x"), b"\xff\xfe not utf8")
     env.raw.set(await tool.store("t", {"a": 1}, "x"), b"\xff\xfe")
     with caplog.at_level(logging.WARNING, logger="agent_memory.cache"):
-        assert not (await llm.check(PARAMS)).hit
+        assert not (await llm.check(CHAT_PARAMS)).hit
         assert not (await tool.check("t", {"a": 1})).hit
-    assert _events(registry, env, "corrupt_entries") == 2
+    assert env.events(registry, "corrupt_entries") == 2
     stats = await llm.stats()
     assert (stats.llm_hits, stats.llm_misses, stats.tool_hits, stats.tool_misses) == (0, 1, 0, 1)
 
@@ -141,10 +132,10 @@ async def test_session_fields_that_are_not_utf8_are_left_out(env: Env) -> None:
     env.raw.hset(f"{env.name}:session:th", mapping={"bad": b"\xff\xfe", "text": "plain"})
     env.raw.hset(f"{env.name}:session:th", b"\xfe\xff", "1")
     assert await store.get_all("th") == {"good": {"v": 1}, "text": "plain"}
-    assert _events(registry, env, "corrupt_entries") == 2
+    assert env.events(registry, "corrupt_entries") == 2
     assert await store.get("th", "bad") is None
     assert await store.get("th", "good") == {"v": 1}
-    assert _events(registry, env, "corrupt_entries") == 3
+    assert env.events(registry, "corrupt_entries") == 3
 
 
 async def test_reads_of_threads_that_do_not_exist_are_not_active_sessions(env: Env) -> None:
@@ -167,10 +158,10 @@ async def test_reads_of_threads_that_do_not_exist_are_not_active_sessions(env: E
 async def test_on_a_cluster(cluster_env: Env) -> None:
     registry = CollectorRegistry()
     llm = cluster_env.make(LlmCache, SyncLlmCache, registry=registry)
-    key = await llm.store(PARAMS, "x", tokens={"input": 1000, "output": 0})
-    assert (await llm.check(PARAMS)).cost_saved_micros == 150
+    key = await llm.store(CHAT_PARAMS, "x", tokens={"input": 1000, "output": 0})
+    assert (await llm.check(CHAT_PARAMS)).cost_saved_micros == 150
     cluster_env.raw.set(key, b"\xff\xfe")
-    assert not (await llm.check(PARAMS)).hit
+    assert not (await llm.check(CHAT_PARAMS)).hit
     stats = await llm.stats()
     assert (stats.llm_hits, stats.llm_misses, stats.cost_saved_micros) == (1, 1, 150)
-    assert _events(registry, cluster_env, "corrupt_entries") == 1
+    assert cluster_env.events(registry, "corrupt_entries") == 1

@@ -20,16 +20,7 @@ from agent_memory.cache import (
     SyncToolCache,
     ToolCache,
 )
-from tests.cache.conftest import Env, Tier
-
-PARAMS = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
-
-
-def _events(registry: CollectorRegistry, env: Env, event: str) -> float:
-    found = registry.get_sample_value(
-        "agent_memory_events_total", {"name": env.name, "event": event}
-    )
-    return 0.0 if found is None else found
+from tests.cache.conftest import CHAT_PARAMS, Env, Tier
 
 
 def _core(cache: Tier) -> Any:
@@ -41,43 +32,43 @@ async def test_llm_entry_not_json_or_without_response(
 ) -> None:
     registry = CollectorRegistry()
     cache = env.make(LlmCache, SyncLlmCache, registry=registry)
-    key = (await cache.check(PARAMS)).key
-    assert _events(registry, env, "corrupt_entries") == 0
+    key = (await cache.check(CHAT_PARAMS)).key
+    assert env.events(registry, "corrupt_entries") == 0
     env.raw.set(key, "not json")
     with caplog.at_level(logging.WARNING, logger="agent_memory.cache"):
-        assert not (await cache.check(PARAMS)).hit
-    assert _events(registry, env, "corrupt_entries") == 1
+        assert not (await cache.check(CHAT_PARAMS)).hit
+    assert env.events(registry, "corrupt_entries") == 1
     assert key in caplog.text and "unreadable" in caplog.text
     env.raw.set(key, json.dumps({"no": "response"}))
-    assert not (await cache.check(PARAMS)).hit
-    assert _events(registry, env, "corrupt_entries") == 2
-    await cache.store(PARAMS, "fresh")  # a store replaces the damaged entry
-    assert (await cache.check(PARAMS)).response == "fresh"
-    assert _events(registry, env, "corrupt_entries") == 2
+    assert not (await cache.check(CHAT_PARAMS)).hit
+    assert env.events(registry, "corrupt_entries") == 2
+    await cache.store(CHAT_PARAMS, "fresh")  # a store replaces the damaged entry
+    assert (await cache.check(CHAT_PARAMS)).response == "fresh"
+    assert env.events(registry, "corrupt_entries") == 2
 
 
 async def test_llm_token_usage_unreadable(env: Env) -> None:
     registry = CollectorRegistry()
     cache = env.make(LlmCache, SyncLlmCache, registry=registry)
-    key = await cache.store(PARAMS, "answer", tokens={"input_tokens": 3, "output_tokens": 4})
+    key = await cache.store(CHAT_PARAMS, "answer", tokens={"input_tokens": 3, "output_tokens": 4})
     entry = json.loads(env.raw.get(key))
     entry["tokens"] = {"input_tokens": "many"}
     env.raw.set(key, json.dumps(entry))
-    result = await cache.check(PARAMS)
+    result = await cache.check(CHAT_PARAMS)
     assert result.hit and result.response == "answer" and result.tokens is None
-    assert _events(registry, env, "corrupt_entries") == 1
+    assert env.events(registry, "corrupt_entries") == 1
 
 
 async def test_invalidate_by_model_counts_what_it_cannot_read(env: Env) -> None:
     registry = CollectorRegistry()
     cache = env.make(LlmCache, SyncLlmCache, registry=registry)
-    kept = await cache.store(PARAMS, "answer")
-    other = {**PARAMS, "messages": [{"role": "user", "content": "other"}]}
+    kept = await cache.store(CHAT_PARAMS, "answer")
+    other = {**CHAT_PARAMS, "messages": [{"role": "user", "content": "other"}]}
     damaged = await cache.store(other, "answer")
     env.raw.set(damaged, "\x00 not json")
     assert await cache.invalidate_by_model("gpt-4o-mini") == 1
     assert env.raw.exists(kept) == 0 and env.raw.exists(damaged) == 1
-    assert _events(registry, env, "corrupt_entries") == 1
+    assert env.events(registry, "corrupt_entries") == 1
 
 
 async def test_tool_entry_and_policies(env: Env) -> None:
@@ -86,26 +77,26 @@ async def test_tool_entry_and_policies(env: Env) -> None:
     key = await cache.store("search", {"q": "x"}, {"rows": 1})
     env.raw.set(key, "[1, 2")
     assert not (await cache.check("search", {"q": "x"})).hit
-    assert _events(registry, env, "corrupt_entries") == 1
+    assert env.events(registry, "corrupt_entries") == 1
     policies = _core(cache).tier.layout.tool_policies
     env.raw.hset(policies, mapping={"search": "not json", "fetch": json.dumps({"ttl": -1})})
     assert await cache.get_policy("search") is None
     assert await cache.get_policy("fetch") is None
-    assert _events(registry, env, "corrupt_entries") == 3
+    assert env.events(registry, "corrupt_entries") == 3
     await cache.set_policy("lookup", ttl=60)
     assert (await cache.get_policy("lookup")).ttl == 60  # the readable one still reads
-    assert _events(registry, env, "corrupt_entries") == 3
+    assert env.events(registry, "corrupt_entries") == 3
 
 
 async def test_stats_field_that_is_not_a_count(env: Env) -> None:
     registry = CollectorRegistry()
     cache = env.make(LlmCache, SyncLlmCache, registry=registry)
-    await cache.check(PARAMS)  # one miss
+    await cache.check(CHAT_PARAMS)  # one miss
     stats_key = _core(cache).tier.layout.stats
     env.raw.hset(stats_key, "llm:hits", "lots")
     stats = await cache.stats()
     assert stats.llm_misses == 1 and stats.llm_hits == 0
-    assert _events(registry, env, "corrupt_entries") == 1
+    assert env.events(registry, "corrupt_entries") == 1
 
 
 async def test_embedding_value_that_is_not_a_vector(env: Env) -> None:
@@ -115,7 +106,7 @@ async def test_embedding_value_that_is_not_a_vector(env: Env) -> None:
     env.raw.set(_core(cache)._key("m1", "a"), "abc")  # 3 bytes: not float32s
     got = await cache.get_many("m1", ["a", "b"])
     assert got[0] is None and got[1] == pytest.approx([3.0, 4.0])
-    assert _events(registry, env, "corrupt_entries") == 1
+    assert env.events(registry, "corrupt_entries") == 1
 
 
 async def test_failed_counter_update_is_counted(env: Env, caplog: pytest.LogCaptureFixture) -> None:
@@ -125,7 +116,7 @@ async def test_failed_counter_update_is_counted(env: Env, caplog: pytest.LogCapt
     with caplog.at_level(logging.WARNING):
         assert await cache.get_many("m1", ["a"]) == [None]  # the read itself succeeds
         assert await cache.get_many("m1", ["a"]) == [None]  # its counters are tried again
-    assert _events(registry, env, "stats_failures") >= 1
+    assert env.events(registry, "stats_failures") >= 1
     assert "counter update failed" in caplog.text
 
 
@@ -134,7 +125,7 @@ async def test_on_a_cluster(cluster_env: Env) -> None:
     entry is reported all the same."""
     registry = CollectorRegistry()
     cache = cluster_env.make(LlmCache, SyncLlmCache, registry=registry)
-    key = await cache.store(PARAMS, "answer")
+    key = await cache.store(CHAT_PARAMS, "answer")
     cluster_env.raw.set(key, "not json")
-    assert not (await cache.check(PARAMS)).hit
-    assert _events(registry, cluster_env, "corrupt_entries") == 1
+    assert not (await cache.check(CHAT_PARAMS)).hit
+    assert cluster_env.events(registry, "corrupt_entries") == 1
