@@ -28,7 +28,7 @@ from agent_memory.cache.prices import (
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core.effects import Command, Operation, call, scan_keys
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import AgentMemoryError, InvalidInputError
 
 _FIELDS = (("llm:hits",), ("llm:misses",))
 MAX_TOKENS = 10**9
@@ -245,7 +245,16 @@ class LlmCore:
             return found.response
         response = yield from call(lambda: fn(**params), what="completion function")
         tokens = yield from self._usage(response, usage)
-        yield from self.store(params, response, tokens, ttl)
+        try:
+            yield from self.store(params, response, tokens, ttl)
+        except AgentMemoryError as exc:  # logged and counted; the paid-for response is kept
+            logger.warning(
+                "cache %s: the response could not be stored (%s: %s); it is returned uncached",
+                self.tier.layout.name,
+                type(exc).__name__,
+                exc,
+            )
+            self.tier.buffer.note("store_failures")
         return response
 
     def _usage(

@@ -118,9 +118,11 @@ class LlmCache(AsyncTier):
         (default: the ``usage`` mapping of a dict response; ``usage`` runs off the event
         loop and may be async; when it fails or returns no usage the failure is logged
         and counted in ``usage_failures`` and the response is stored without token
-        usage) and returns it. Calls with ``stream=True`` bypass the cache. The wrapper raises what :meth:`check` and
-        :meth:`store` raise, InvalidInputError for positional arguments, and whatever
-        ``fn`` raises.
+        usage) and returns it. Calls with ``stream=True`` bypass the cache. A response
+        that cannot be stored (the server failed meanwhile, or it is not
+        JSON-serialisable) is still returned; the failure is logged and counted in
+        ``store_failures``. The wrapper raises what :meth:`check` raises,
+        InvalidInputError for positional arguments, and whatever ``fn`` raises.
 
         Raises:
             InvalidInputError: ``fn`` or ``usage`` is not callable, or a bad ``ttl``.

@@ -4,6 +4,7 @@ metrics of wrapped calls and lookups, and a lookup's round trips."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from typing import Any
 
@@ -168,6 +169,26 @@ def test_a_failing_usage_function_keeps_the_paid_for_response(usage: Any) -> Non
     assert llm.check(CHAT_PARAMS).tokens is None
     events = _sample(registry, "agent_memory_events_total", name="u", event="usage_failures")
     assert events == 1
+
+
+def test_a_response_that_cannot_be_stored_is_still_returned(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = CollectorRegistry()
+    llm = SyncLlmCache(InProcessClient(), "s", registry=registry)
+    calls: list[int] = []
+
+    def complete(**params: Any) -> Any:
+        calls.append(1)
+        return {"text": "paid", "ids": {1, 2}}  # a set: not JSON
+
+    cached = llm.wrap(complete)
+    with caplog.at_level(logging.WARNING, logger="agent_memory.cache"):
+        assert cached(**CHAT_PARAMS) == {"text": "paid", "ids": {1, 2}}
+        assert cached(**CHAT_PARAMS)["text"] == "paid"
+    assert calls == [1, 1] and not llm.check(CHAT_PARAMS).hit  # never stored
+    assert "could not be stored" in caplog.text
+    assert _sample(registry, "agent_memory_events_total", name="s", event="store_failures") == 2
 
 
 def test_an_async_usage_function_is_awaited() -> None:

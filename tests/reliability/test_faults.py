@@ -296,3 +296,33 @@ async def test_recall_that_recreates_the_index_waits_for_the_backfill(
     hits = await store.recall("fresh 199", k=1)  # re-creates the index
     assert [h.item.id for h in hits] == [ids[-1]]
     await store.close()
+
+
+def test_a_cached_call_keeps_its_response_when_the_server_dies_during_it(
+    dedicated: Dedicated, tmp_path: Path
+) -> None:
+    """The server dies while the completion function runs: the paid-for response is
+    returned, and the failed store is counted, not raised."""
+    import valkey
+    from prometheus_client import CollectorRegistry
+
+    from agent_memory import SyncLlmCache
+
+    server = dedicated.start("valkey", tmp_path / "data")
+    client = valkey.Valkey.from_url(server.url, socket_timeout=2.0, socket_connect_timeout=1.0)
+    registry = CollectorRegistry()
+    cache = SyncLlmCache(client, "paid", registry=registry)
+
+    def complete(**params: Any) -> str:
+        server.kill()
+        return "paid for"
+
+    params = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    assert cache.wrap(complete)(**params) == "paid for"
+    failures = registry.get_sample_value(
+        "agent_memory_events_total", {"name": "paid", "event": "store_failures"}
+    )
+    assert failures == 1
+    with pytest.raises(ServerUnavailableError):  # a lookup still says the server is down
+        cache.check(params)
+    client.close()
