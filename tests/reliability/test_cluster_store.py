@@ -200,3 +200,24 @@ async def test_complete_reaches_every_memory_when_one_is_damaged_on_a_cluster(
             [0.5 / 3, 1 / 3]
         )
     assert raw.get(keys[2]) == "not a hash"
+
+
+async def test_a_memory_a_script_changed_is_replaced_by_id_on_a_cluster(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """A memory updated (a script write) and reinforced by a recall, then written again
+    under its id: the replacement is answered, stored and recalled."""
+    store, _, embed = cluster_store
+    await store.ensure_index()
+    q = random_unit("otter")
+    embed.set("otter", q)
+    embed.set("the otter swims", near(q, 0.05, "a"))
+    embed.set("the otter sleeps", near(q, 0.05, "b"))
+    (mid,) = await store.remember_many([MemoryInput(content="the otter swims", id="otter-1")])
+    await store.update(mid, importance=0.9)
+    assert [h.item.id for h in await store.recall("otter", k=1)] == [mid]  # reinforces it
+    assert await store.remember_many([MemoryInput(content="the otter sleeps", id=mid)]) == [mid]
+    item = await store.get(mid)
+    assert item is not None and item.content == "the otter sleeps" and item.importance != 0.9
+    hits = await store.recall("otter", k=1, reinforce=False)
+    assert [h.item.content for h in hits] == ["the otter sleeps"]

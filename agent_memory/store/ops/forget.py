@@ -25,7 +25,7 @@ from agent_memory.schema.lexical import adjust_args, stats_delta
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.read import exact_index, is_wrong_type, matching_ids
-from agent_memory.store.ops.settle import execute_writes
+from agent_memory.store.ops.settle import execute_writes, settle_each_primary
 from agent_memory.store.validation import check_id, check_ids
 
 logger = logging.getLogger("agent_memory.store")
@@ -174,6 +174,7 @@ def clear_for_replacement(ctx: StoreContext, ids: Sequence[str]) -> Operation[No
     if not ctx.settings.cluster:
         yield from delete_ids(ctx, ids, counter=None)
         return
+    yield from settle_each_primary(ctx)  # a script may have changed them (update, recall)
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
         keys = [ctx.keys.memory(m) for m in chunk]
