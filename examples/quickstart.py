@@ -21,12 +21,12 @@ from agent_memory.embedders import choose_embedder
 async def main() -> None:
     embed, _ = choose_embedder("auto")  # MiniLM with the local extra, else hashing
     url = os.environ.get("AGENT_MEMORY_URL")
-    agent = (
+    memory = (
         AgentMemory.from_url(url, name="quickstart", embed=embed)
-        if url
+        if url  # the embedded server starts in a worker thread, off the event loop
         else AgentMemory.embedded("./agent-memory-data", name="quickstart", embed=embed)
     )
-    async with agent:  # creates the index, announces itself to Monitor; closes everything
+    async with memory as agent:  # creates the index, announces itself; closes everything
         scope = Scope(namespace="acme", agent_id="assistant")
         await agent.memory.remember(
             "User prefers dark mode", importance=0.8, tags=["prefs"], scope=scope

@@ -63,6 +63,7 @@ FILES: list[tuple[str, str, dict[str, str]]] = [
             "AsyncHeartbeat": "SyncHeartbeat",
             "agent_memory.store.memory_store": "agent_memory.store.sync_store",
             "stop_async": "stop",
+            "Opening": "opened_now",
         },
     ),
 ]
@@ -81,6 +82,7 @@ SUBSTITUTIONS: list[tuple[str, str]] = [
     (r"\bclose_async_client\b", "close_sync_client"),
     (r"\b_ASYNC = True\b", "_ASYNC = False"),
     (r"\basyncio\b", "blocking"),
+    (r"\bOpening\[(\w+)\]", r"\1"),
 ]
 
 HEADER = (

@@ -3,6 +3,7 @@ never blocks the event loop, and stats() sends every tier's buffered counters.""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from pathlib import Path
@@ -11,9 +12,17 @@ from typing import Any
 import pytest
 import redis
 
-from agent_memory import AgentMemory, InvalidInputError, SyncAgentMemory, SyncMemoryStore
+from agent_memory import (
+    AgentMemory,
+    InvalidInputError,
+    Scope,
+    ServerUnavailableError,
+    SyncAgentMemory,
+    SyncMemoryStore,
+)
 from agent_memory.core import client_factory
 from agent_memory.embedded.server import EmbeddedServer
+from agent_memory.facade import agent as agent_module
 from agent_memory.facade import discovery
 from tests.conftest import ServerInfo, _Servers
 from tests.support import TableEmbedder
@@ -37,36 +46,84 @@ def test_embedded_refuses_a_bad_name_before_starting_a_server(cls: Any, tmp_path
     assert not (tmp_path / "server.log").exists()  # no server was started
 
 
-@pytest.mark.parametrize("cls", [AgentMemory, SyncAgentMemory])
-def test_embedded_stops_its_server_when_the_constructor_refuses(cls: Any, tmp_path: Path) -> None:
-    with pytest.raises(InvalidInputError) as info:
-        cls.embedded(str(tmp_path), name="ok", embed=TableEmbedder(), memory={"bogus": 1})
-    assert info.value.field == "memory"
-    log = (tmp_path / "server.log").read_text()
+def _assert_started_and_stopped(folder: Path) -> None:
+    log = (folder / "server.log").read_text()
     assert "Ready to accept connections" in log  # one was started...
-    assert not (tmp_path / "server.json").exists()  # ...and stopped again
+    assert not (folder / "server.json").exists()  # ...and stopped again
     assert "ready to exit" in log.lower()
 
 
-async def test_close_stops_the_embedded_server_off_the_event_loop(
+def test_embedded_stops_its_server_when_the_constructor_refuses(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        SyncAgentMemory.embedded(
+            str(tmp_path), name="ok", embed=TableEmbedder(), memory={"bogus": 1}
+        )
+    assert info.value.field == "memory"
+    _assert_started_and_stopped(tmp_path)
+
+
+async def test_async_embedded_stops_its_server_when_the_constructor_refuses(
+    tmp_path: Path,
+) -> None:
+    opening = AgentMemory.embedded(
+        str(tmp_path), name="ok", embed=TableEmbedder(), memory={"bogus": 1}
+    )
+    assert not (tmp_path / "server.log").exists()  # nothing starts before the await
+    with pytest.raises(InvalidInputError) as info:
+        await opening
+    assert info.value.field == "memory"
+    _assert_started_and_stopped(tmp_path)
+
+
+def _recording_starts(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    started_in: list[threading.Thread] = []
+    real_open = agent_module.open_embedded
+
+    def open_embedded(path: str) -> EmbeddedServer:
+        started_in.append(threading.current_thread())
+        return real_open(path)
+
+    monkeypatch.setattr(agent_module, "open_embedded", open_embedded)
+    return started_in
+
+
+async def test_async_embedded_starts_its_server_off_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = AgentMemory.embedded(str(tmp_path), name="off", embed=TableEmbedder(), discovery=False)
-    embedded = agent._server
-    assert embedded is not None and embedded.process is not None
-    process = embedded.process.process
-    stopped_in: list[threading.Thread] = []
+    started_in = _recording_starts(monkeypatch)
+    async with AgentMemory.embedded(str(tmp_path), name="emb", embed=TableEmbedder()) as agent:
+        assert agent._initialized  # the context manager initializes what it opened
+        await agent.memory.remember("kept across the opening", scope=Scope(namespace="n"))
+        assert (await agent.memory.stats()).items == 1
+    assert started_in and started_in[0] is not threading.current_thread()
+    assert not (tmp_path / "server.json").exists()  # closing stopped the server it started
 
-    real_stop = EmbeddedServer.stop
 
-    def stop(self: EmbeddedServer) -> None:
-        stopped_in.append(threading.current_thread())
-        real_stop(self)
+async def test_a_cancelled_embedded_opening_closes_what_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = threading.Event()
+    release = threading.Event()
+    real_open = agent_module.open_embedded
 
-    monkeypatch.setattr(EmbeddedServer, "stop", stop)
-    await agent.close()
-    assert stopped_in and stopped_in[0] is not threading.main_thread()
-    assert process.poll() is not None and not (tmp_path / "server.json").exists()
+    def slow_open(path: str) -> EmbeddedServer:
+        started.set()
+        release.wait(10)
+        return real_open(path)
+
+    monkeypatch.setattr(agent_module, "open_embedded", slow_open)
+    opening = AgentMemory.embedded(str(tmp_path), name="cancel", embed=TableEmbedder())
+
+    async def opened() -> AgentMemory:
+        return await opening
+
+    task = asyncio.create_task(opened())
+    await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    _assert_started_and_stopped(tmp_path)
 
 
 @pytest.mark.parametrize("interval", [30.5, 59, 60, 3600])
@@ -134,3 +191,18 @@ def test_from_url_closes_the_client_it_made_when_refused(
         assert probe not in raw.execute_command("CLIENT", "LIST")
     finally:
         raw.close()
+
+
+async def test_an_async_context_manager_whose_initialize_fails_closes_the_agent() -> None:
+    agent = AgentMemory.from_url("redis://127.0.0.1:1", name=_name(), embed=TableEmbedder())
+    with pytest.raises(ServerUnavailableError):
+        async with agent:
+            pass
+    assert agent._closed  # its own client is closed, although no __aexit__ ran
+
+
+def test_a_context_manager_whose_initialize_fails_closes_the_agent() -> None:
+    agent = SyncAgentMemory.from_url("redis://127.0.0.1:1", name=_name(), embed=TableEmbedder())
+    with pytest.raises(ServerUnavailableError), agent:
+        pass
+    assert agent._closed

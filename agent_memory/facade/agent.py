@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -24,6 +25,7 @@ from agent_memory.embedded.server import EmbeddedServer, open_embedded
 from agent_memory.errors import AgentMemoryError
 from agent_memory.facade import discovery as protocol
 from agent_memory.facade.heartbeat import AsyncHeartbeat
+from agent_memory.facade.opening import Opening
 from agent_memory.facade.options import cache_options, check_flag, check_interval, tier_options
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.ensure import IndexStatus
@@ -150,7 +152,7 @@ class AgentMemory:
         name: str,
         embed: Callable[[str], Any],
         **kwargs: Any,
-    ) -> AgentMemory:
+    ) -> Opening[AgentMemory]:
         """Start (or reuse) a private server persisting to ``path`` and connect to it.
 
         The server is the ``valkey-server``/``redis-server`` on PATH or the one of the
@@ -158,13 +160,26 @@ class AgentMemory:
         portable backend serves recall). It is stopped by :meth:`close` or at exit if
         this process started it; a second process opening ``path`` reuses it.
 
+        The async facade returns an opening that starts nothing before it is
+        awaited: as an async context manager it also initializes and closes, and
+        awaiting it only opens. The server's start blocks for up to seconds, so the
+        opening runs it in the loop's default thread pool, off the event loop. The
+        blocking facade opens at once and returns the opened object.
+
         Raises:
-            InvalidInputError: a bad argument (``name``, or a ``path`` that is not a
-                usable folder); a server started for it is stopped again.
+            InvalidInputError: a bad argument (``name`` at once; a ``path`` that is not
+                a usable folder, or a refused option, when opening: a server started
+                for it is stopped again).
             CapabilityError: no server binary available.
             ServerUnavailableError: the server failed to start.
         """
         check_name(name)
+        return Opening(partial(cls._open_embedded, path, name=name, embed=embed, **kwargs))
+
+    @classmethod
+    def _open_embedded(
+        cls, path: str, *, name: str, embed: Callable[[str], Any], **kwargs: Any
+    ) -> AgentMemory:
         server = open_embedded(path)
         try:
             agent = cls.from_url(server.url, name=name, embed=embed, **kwargs)
@@ -284,7 +299,11 @@ class AgentMemory:
                     await self._server.stop_async()
 
     async def __aenter__(self) -> AgentMemory:
-        await self.initialize()
+        try:
+            await self.initialize()
+        except BaseException:
+            await self.close()  # no ``__aexit__`` follows a failed ``__aenter__``
+            raise
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

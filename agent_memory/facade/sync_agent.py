@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -30,6 +31,7 @@ from agent_memory.embedded.server import EmbeddedServer, open_embedded
 from agent_memory.errors import AgentMemoryError
 from agent_memory.facade import discovery as protocol
 from agent_memory.facade.heartbeat import SyncHeartbeat
+from agent_memory.facade.opening import opened_now
 from agent_memory.facade.options import cache_options, check_flag, check_interval, tier_options
 from agent_memory.store.ops.ensure import IndexStatus
 from agent_memory.store.ops.read import MemoryStats
@@ -168,13 +170,26 @@ class SyncAgentMemory:
         portable backend serves recall). It is stopped by :meth:`close` or at exit if
         this process started it; a second process opening ``path`` reuses it.
 
+        The async facade returns an opening that starts nothing before it is
+        awaited: as an async context manager it also initializes and closes, and
+        awaiting it only opens. The server's start blocks for up to seconds, so the
+        opening runs it in the loop's default thread pool, off the event loop. The
+        blocking facade opens at once and returns the opened object.
+
         Raises:
-            InvalidInputError: a bad argument (``name``, or a ``path`` that is not a
-                usable folder); a server started for it is stopped again.
+            InvalidInputError: a bad argument (``name`` at once; a ``path`` that is not
+                a usable folder, or a refused option, when opening: a server started
+                for it is stopped again).
             CapabilityError: no server binary available.
             ServerUnavailableError: the server failed to start.
         """
         check_name(name)
+        return opened_now(partial(cls._open_embedded, path, name=name, embed=embed, **kwargs))
+
+    @classmethod
+    def _open_embedded(
+        cls, path: str, *, name: str, embed: Callable[[str], Any], **kwargs: Any
+    ) -> SyncAgentMemory:
         server = open_embedded(path)
         try:
             agent = cls.from_url(server.url, name=name, embed=embed, **kwargs)
@@ -292,7 +307,11 @@ class SyncAgentMemory:
                     self._server.stop()
 
     def __enter__(self) -> SyncAgentMemory:
-        self.initialize()
+        try:
+            self.initialize()
+        except BaseException:
+            self.close()  # no ``__exit__`` follows a failed ``__enter__``
+            raise
         return self
 
     def __exit__(self, *exc_info: object) -> None:
