@@ -252,6 +252,22 @@ class SyncMemoryStore(SyncMemoryMethods, SyncUpkeepMethods):
         """The underlying client."""
         return self._client
 
+    @property
+    def max_content_bytes(self) -> int:
+        """The largest memory text this store accepts, in UTF-8 bytes."""
+        return self._ctx.settings.max_content_bytes
+
+    def report_corrupt_record(self, memory_id: str, problem: str) -> None:
+        """Log and count a memory that an adapter could read only in part, e.g.
+        metadata of its own that another writer damaged.
+
+        For integrations that keep data in the memories' metadata: the damage shows in
+        the counter of the store's own unreadable records (``corrupt_records`` of its
+        metrics).
+        """
+        logger.warning("%s: memory %s is partly unreadable: %s", self.name, memory_id, problem)
+        self._ctx.count("corrupt_records")
+
     def _run(self, op: Operation[T], operation: str, **attributes: AttributeValue) -> T:
         if self._closed:
             op.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -306,6 +307,31 @@ def test_ttl(servers: _Servers) -> None:
         assert lg.get(ns, "refreshed") is None
         assert lg.get(ns, "kept") is not None
         assert lg.list_namespaces() == [ns]
+    finally:
+        lg.close()
+
+
+def test_an_item_whose_stored_ttl_another_writer_damaged_is_read_and_counted(
+    servers: _Servers,
+) -> None:
+    name = f"lg_{uuid.uuid4().hex[:8]}"
+    lg = AgentMemoryStore.from_url(
+        servers.get("valkey-redisearch").url,
+        name=name,
+        embed=HashingEmbedder(),
+        ttl={"default_ttl": None, "refresh_on_read": True},
+    )
+    try:
+        lg.put(("ns",), "k", {"text": "kept"}, ttl=5.0)
+        (memory,) = lg._store.list(scope=lg._scope).items  # type: ignore[union-attr]
+        damaged = dict(memory.metadata)
+        damaged["langgraph"] = {**damaged["langgraph"], "ttl_minutes": "soon"}
+        client = lg._store.client  # type: ignore[union-attr]
+        client.hset(f"{name}:mem:{memory.id}", "metadata_json", json.dumps(damaged))
+        counters = lg._store._ctx.counters  # type: ignore[union-attr]
+        item = lg.get(("ns",), "k")  # a read that refreshes the TTL
+        assert item is not None and item.value == {"text": "kept"}
+        assert counters.get("corrupt_records") == 1
     finally:
         lg.close()
 

@@ -5,11 +5,9 @@ async runner."""
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from agent_memory.backends.context import StoreContext
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations._optional import require
 
@@ -45,10 +43,11 @@ from agent_memory.integrations.langgraph.values import (  # noqa: E402
     to_datetime,
 )
 from agent_memory.schema.types import MemoryItem, Scope  # noqa: E402
+from agent_memory.store.memory_store import MemoryStore  # noqa: E402
 from agent_memory.store.ops.write import MemoryInput, validate_input  # noqa: E402
+from agent_memory.store.sync_store import SyncMemoryStore  # noqa: E402
 
 T = TypeVar("T")
-logger = logging.getLogger(__name__)
 
 MARKER_TAG = "langgraph:item"
 NOINDEX_TAG = "langgraph:unindexed"
@@ -103,7 +102,7 @@ class OperationPlans:
     _fields: tuple[str, ...]
     _importance: float
     _content_limit: int
-    _context: StoreContext
+    _served: MemoryStore | SyncMemoryStore
     _clock: Callable[[], float]
     ttl_config: TTLConfig | None
 
@@ -174,8 +173,7 @@ class OperationPlans:
                 ttls[memory.id] = ttl_seconds(minutes) or 0.0
             except InvalidInputError as exc:
                 # written by another writer: the item is read, its TTL left as it is
-                logger.warning("LangGraph item %s: stored ttl unreadable (%s)", memory.id, exc)
-                self._context.count("corrupt_records")
+                self._served.report_corrupt_record(memory.id, f"LangGraph ttl: {exc}")
         if ttls:
             yield from _call("expire_many", ttls)
 

@@ -76,10 +76,10 @@ class AgentMemoryStore(OperationPlans, BaseStore):
         self._importance = float(importance)
         served = store if store is not None else async_store
         assert served is not None  # one of them was given (checked above)
-        # the store's own context: its limit on the text embedded, and its counters of
-        # unreadable records (both stores of from_url share the settings)
-        self._context = served._ctx
-        self._content_limit = min(MAX_CONTENT_BYTES, served._ctx.settings.max_content_bytes)
+        # the store's limit on the text embedded, and its counter of unreadable records
+        # (both stores of from_url share the settings)
+        self._served = served
+        self._content_limit = min(MAX_CONTENT_BYTES, served.max_content_bytes)
         self._owned = False
         self._clock = clock
         self.ttl_config = ttl
