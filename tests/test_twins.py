@@ -54,6 +54,7 @@ def _check_pair(async_cls: type, sync_cls: type) -> None:
         assert is_async != inspect.iscoroutinefunction(twin) or name in {
             "__init__",
             "current_config",
+            "report_corrupt_record",
             "name",
             "client",
         }, name

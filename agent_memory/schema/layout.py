@@ -203,6 +203,10 @@ class Keys:
     def scope_bucket(self, bucket: str) -> str:
         return f"{self.name}:__mem_scope:{bucket}"
 
+    def scope_claim(self, bucket: str) -> str:
+        """A deduplicating writer's short-lived claim on one exact scope."""
+        return f"{self.name}:__mem_claim:{bucket}"
+
     def epoch(self, namespace_token: str) -> str:
         return f"{self.name}:__mem_epoch:{namespace_token}"
 

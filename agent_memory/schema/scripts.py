@@ -325,3 +325,10 @@ return removed
 only while its registry does not exist (a write creates both in one script). Returns 1
 when removed, 0 when not (registry present, or token absent), -1 when the set is not a
 set."""
+
+RELEASE_CLAIM = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+"""KEYS = [claim], ARGV = [token]: delete a scope's dedupe claim only while it still
+holds the releasing writer's token (a claim whose lease ran out may be another's now)."""

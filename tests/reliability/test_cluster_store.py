@@ -221,3 +221,18 @@ async def test_a_memory_a_script_changed_is_replaced_by_id_on_a_cluster(
     assert item is not None and item.content == "the otter sleeps" and item.importance != 0.9
     hits = await store.recall("otter", k=1, reinforce=False)
     assert [h.item.content for h in hits] == ["the otter sleeps"]
+
+
+async def test_concurrent_deduplicating_writers_store_one_copy_on_a_cluster(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """The scope claims live in their own slots: writers of one text still take turns."""
+    store, _, _ = cluster_store
+    await store.ensure_index()
+    for round_ in range(4):
+        scope = Scope(namespace="ns", agent_id=f"r{round_}")
+        ids = await asyncio.gather(
+            *(store.remember("User likes tea", scope=scope, dedupe=True) for _ in range(4))
+        )
+        assert len(set(ids)) == 1, f"round {round_}: {len(set(ids))} copies stored"
+        assert (await store.list(scope=scope)).total == 1

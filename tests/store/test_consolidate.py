@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -244,6 +245,21 @@ async def test_dedupe_refreshes_instead_of_copying(env: StoreEnv) -> None:
          {"content": "User likes tea.", "scope": Scope(agent_id="y")}]
     )  # fmt: skip
     assert batch[0] == batch[1]
+
+
+async def test_concurrent_deduplicating_writers_of_one_text_store_one_copy(
+    env: StoreEnv,
+) -> None:
+    name = f"t{uuid.uuid4().hex[:12]}"
+    embed = TableEmbedder()
+    writers = [env.make(embed, name=name, dedupe=True) for _ in range(4)]  # 4 clients
+    for round_ in range(6):
+        scope = Scope(agent_id=f"r{round_}")
+        ids = await asyncio.gather(*(w.remember("User likes tea", scope=scope) for w in writers))
+        assert len(set(ids)) == 1, f"round {round_}: {len(set(ids))} copies stored"
+        assert (await writers[0].list(scope=scope)).total == 1
+        item = await writers[0].get(ids[0])
+        assert item.access_count == 3  # each later writer refreshed the first one's copy
 
 
 async def test_export_import_round_trip_gives_identical_recall(env: StoreEnv) -> None:
