@@ -38,6 +38,7 @@ CLAIM_WAIT_SECONDS = 30.0
 _FIRST_PAUSE = 0.002
 _LONGEST_PAUSE = 0.05
 
+
 def claim_commands(keys: Sequence[str], token: str) -> list[Command]:
     """One ``SET NX PX`` per claim key."""
     return [Command(("SET", key, token, "NX", "PX", str(CLAIM_LEASE_MS))) for key in keys]
