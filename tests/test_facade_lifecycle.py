@@ -126,6 +126,28 @@ async def test_a_cancelled_embedded_opening_closes_what_it_started(
     _assert_started_and_stopped(tmp_path)
 
 
+async def test_close_stops_the_embedded_server_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = await AgentMemory.embedded(
+        str(tmp_path), name="off", embed=TableEmbedder(), discovery=False
+    )
+    embedded = agent._server
+    assert embedded is not None and embedded.process is not None
+    process = embedded.process.process
+    stopped_in: list[threading.Thread] = []
+    real_stop = EmbeddedServer.stop
+
+    def stop(self: EmbeddedServer) -> None:
+        stopped_in.append(threading.current_thread())
+        real_stop(self)
+
+    monkeypatch.setattr(EmbeddedServer, "stop", stop)
+    await agent.close()
+    assert stopped_in and stopped_in[0] is not threading.main_thread()
+    assert process.poll() is not None and not (tmp_path / "server.json").exists()
+
+
 @pytest.mark.parametrize("interval", [30.5, 59, 60, 3600])
 @pytest.mark.parametrize("cls", [AgentMemory, SyncAgentMemory])
 def test_a_heartbeat_interval_the_heartbeat_would_not_survive_is_refused(

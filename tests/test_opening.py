@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from agent_memory.errors import InvalidInputError
 from agent_memory.facade.opening import Opening, opened_now
 
 
@@ -39,6 +40,37 @@ async def test_the_context_manager_enters_and_exits_what_it_opened() -> None:
     async with Opening(Resource) as resource:
         assert resource.events == ["enter"]
     assert resource.events == ["enter", "exit"]
+
+
+async def test_one_async_with_block_at_a_time_uses_an_opening() -> None:
+    opening = Opening(Resource)
+    async with opening:
+        with pytest.raises(InvalidInputError, match="already in use"):
+            async with opening:
+                pass
+    async with opening as again:  # free once the first block is over
+        assert again.events == ["enter"]
+
+
+async def test_what_a_twice_cancelled_opening_started_is_closed() -> None:
+    started, release = threading.Event(), threading.Event()
+    opened: list[Resource] = []
+
+    def slow_start() -> Resource:
+        started.set()
+        release.wait(10)
+        opened.append(Resource())
+        return opened[-1]
+
+    task = asyncio.create_task(_awaited(Opening(slow_start)))
+    await asyncio.to_thread(started.wait, 10)
+    task.cancel()
+    await asyncio.sleep(0)
+    task.cancel()  # a second cancellation while it waits for the thread
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert opened and opened[0].events == ["close"]
 
 
 async def test_a_start_that_fails_after_a_cancellation_is_logged(

@@ -105,6 +105,9 @@ def run_sync(op: Operation[T], executor: SyncExecutor, call_span: SpanFactory = 
                 raise _misuse(effect)
         except Exception as exc:  # noqa: BLE001 - delivered into the operation, which decides
             error = exc
+        except BaseException:
+            op.close()  # abandoned (interrupted): the operation notes what it must undo
+            raise
 
 
 async def run_async(
@@ -162,4 +165,7 @@ async def _drive(op: Operation[T], executor: AsyncExecutor, call_span: SpanFacto
                 raise _misuse(effect)
         except Exception as exc:  # noqa: BLE001 - delivered into the operation, which decides
             error = exc
+        except BaseException:
+            op.close()  # abandoned (cancelled): the operation notes what it must undo
+            raise
         resumed = time.perf_counter()

@@ -13,6 +13,8 @@ import logging
 from collections.abc import Callable, Generator
 from typing import Any, Generic, Protocol, TypeVar
 
+from agent_memory.errors import InvalidInputError
+
 logger = logging.getLogger(__name__)
 
 
@@ -33,10 +35,11 @@ T = TypeVar("T")
 class Opening(Generic[R]):
     """A resource still to open: ``await`` it, or ``async with`` it.
 
-    Nothing starts until then, and each ``await`` opens a new resource. The start runs
-    in a worker thread; if the awaiting task is cancelled meanwhile, the start is let
-    finish (a thread cannot be interrupted) and what it opened is closed again before
-    the cancellation propagates, so nothing is left running.
+    Nothing starts until then, and each ``await`` opens a new resource (one ``async
+    with`` block at a time uses it as a context manager). The start runs in a worker
+    thread; if the awaiting task is cancelled meanwhile, the start is let finish (a
+    thread cannot be interrupted) and what it opened is closed again before the
+    cancellation propagates, so nothing is left running.
     """
 
     __slots__ = ("_opened", "_start")
@@ -53,14 +56,19 @@ class Opening(Generic[R]):
         try:
             return await asyncio.shield(started)
         except asyncio.CancelledError:
-            try:
-                opened = await started
-                await opened.close()
-            except Exception as exc:  # noqa: BLE001 - logged; the caller sees the cancellation
-                logger.warning("closing what a cancelled opening started failed: %r", exc)
+            # The thread runs on whatever happens: wait for it (through any further
+            # cancellation), then close what it opened, before propagating.
+            closing = asyncio.ensure_future(_close_when_started(started))
+            while not closing.done():
+                try:
+                    await asyncio.shield(closing)
+                except asyncio.CancelledError:
+                    continue
             raise
 
     async def __aenter__(self) -> R:
+        if self._opened is not None:
+            raise InvalidInputError("this opening is already in use by an async with block")
         opened = await self
         await opened.__aenter__()  # which closes the resource again when it fails
         self._opened = opened
@@ -70,6 +78,14 @@ class Opening(Generic[R]):
         opened, self._opened = self._opened, None
         if opened is not None:
             await opened.__aexit__(*exc_info)
+
+
+async def _close_when_started(started: asyncio.Future[R]) -> None:
+    try:
+        opened = await started
+        await opened.close()
+    except Exception as exc:  # noqa: BLE001 - logged; the caller sees the cancellation
+        logger.warning("closing what a cancelled opening started failed: %r", exc)
 
 
 def opened_now(start: Callable[[], T]) -> T:

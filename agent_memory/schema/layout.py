@@ -12,6 +12,8 @@ Bookkeeping keys live outside the index prefix so the index never sees them:
 ``{name}:__mem_namespaces`` (every namespace token written, so that ``stats`` and
 ``prune`` never walk the keyspace for the registries),
 ``{name}:__mem_scope:{digest}`` (ids of one exact scope, for capacity),
+``{name}:__mem_claim:{digest}`` (a ``dedupe=True`` writer's short-lived claim on that
+scope, a string with a lease),
 ``{name}:__mem_epoch:{ns}`` (bumped when stored vectors or filters change),
 ``{name}:__mem_df:{ns}`` (term statistics of the lexical channel: ``n``, ``len``,
 ``t:<term>``),

@@ -42,6 +42,7 @@ from agent_memory.schema.layout import Keys
 from agent_memory.schema.term_choice import CANDIDATE_BUDGET
 from agent_memory.schema.types import RecallWeights
 from agent_memory.schema.utility import Forgetting
+from agent_memory.store.abandoned import release_abandoned
 from agent_memory.store.arguments import positive_number
 from agent_memory.store.config import refresh_config
 from agent_memory.store.memories import MemoryMethods
@@ -271,7 +272,15 @@ class MemoryStore(MemoryMethods, UpkeepMethods):
         For integrations that keep data in the memories' metadata: the damage shows in
         the counter of the store's own unreadable records (``corrupt_records`` of its
         metrics).
+
+        Raises:
+            InvalidInputError: ``memory_id`` or ``problem`` is not a ``str``.
         """
+        if not isinstance(memory_id, str) or not isinstance(problem, str):
+            raise InvalidInputError(
+                "report_corrupt_record takes the memory id and the problem as str",
+                field="memory_id" if not isinstance(memory_id, str) else "problem",
+            )
         logger.warning("%s: memory %s is partly unreadable: %s", self.name, memory_id, problem)
         self._ctx.count("corrupt_records")
 
@@ -287,7 +296,11 @@ class MemoryStore(MemoryMethods, UpkeepMethods):
             if self._adopt_interval is not None and time.monotonic() >= self._next_adoption:
                 self._next_adoption = time.monotonic() + self._adopt_interval
                 await self._adopt_recent()
-            result = await run_async(op, self._executor, telemetry.child_span)
+            try:
+                result = await run_async(op, self._executor, telemetry.child_span)
+            except BaseException:
+                release_abandoned(self._ctx, self._executor)  # a cancelled write's claims
+                raise
             describe_result(scope, result)
             return result
 

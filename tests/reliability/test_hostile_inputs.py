@@ -338,7 +338,8 @@ CLOSED_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
 # tables above or here: test_the_table_covers_every_public_method fails otherwise.
 PENDING: set[str] = set()
 NO_ARGUMENTS = {"ensure_index", "stats", "refresh_config", "close", "current_config"}
-NOT_OPERATIONS = {"from_url", "name", "client"}
+# no server operation: read a setting, or log and count a report (its own test below)
+NOT_OPERATIONS = {"from_url", "name", "client", "max_content_bytes", "report_corrupt_record"}
 
 
 def test_the_table_covers_every_public_method() -> None:
@@ -689,3 +690,13 @@ def test_weights_validate_themselves() -> None:
                 {"similarity": 0, "recency": 0, "importance": 0}):  # fmt: skip
         with pytest.raises(InvalidInputError):
             RecallWeights(**bad)
+
+
+@pytest.mark.parametrize(("memory_id", "problem"), [(None, "x"), (b"id", "x"), ("id", None)])
+def test_a_corrupt_record_report_needs_an_id_and_a_problem(memory_id: Any, problem: Any) -> None:
+    import valkey.asyncio
+
+    store = MemoryStore(valkey.asyncio.Valkey(), "hostile_report", lambda _: [1.0] * DIM)
+    with pytest.raises(InvalidInputError):
+        store.report_corrupt_record(memory_id, problem)
+    assert store._ctx.counters.get("corrupt_records", 0) == 0

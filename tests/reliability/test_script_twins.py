@@ -227,6 +227,18 @@ def forget_empty_namespace(draw: Any) -> Scenario:
 
 
 @st.composite
+def release_claim(draw: Any) -> Scenario:
+    held = draw(st.sampled_from(["mine", "another's", "absent", "a hash"]))
+    strings = (
+        {"claim": {"mine": "tok", "another's": "tok2"}[held]}
+        if held in ("mine", "another's")
+        else {}
+    )
+    hashes = {"claim": {"f": "v"}} if held == "a hash" else {}
+    return Scenario(scripts.RELEASE_CLAIM, ["claim"], ["tok"], hashes, strings=strings)
+
+
+@st.composite
 def single_memory(draw: Any) -> Scenario:
     state = draw(st.sampled_from(["memory", "memory", "memory", "absent", "string"]))
     hashes = {"mem:m1": draw(MEMORY)} if state == "memory" else {}
@@ -322,7 +334,7 @@ def test_every_script_has_a_scenario() -> None:
         scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
-        scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE,
+        scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE, scripts.RELEASE_CLAIM,
     }  # fmt: skip
     assert set(_SCRIPT_TWINS) == covered
     assert L.F_SEQ == "seq"  # the write script's field, checked by write_memory scenarios
@@ -348,6 +360,12 @@ def test_write_memory_twin(server: ServerInfo, sc: Scenario) -> None:
 @SETTINGS
 @given(forget_empty_namespace())
 def test_forget_empty_namespace_twin(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+@settings(max_examples=20, deadline=None)
+@given(release_claim())
+def test_release_claim_twin(server: ServerInfo, sc: Scenario) -> None:
     _run_both(server, sc)
 
 

@@ -24,7 +24,7 @@ from agent_memory.schema.records import (
 from agent_memory.schema.types import Durability, Scope
 from agent_memory.schema.versions import bump, fresh_token
 from agent_memory.store.ops.capacity import evict_over_capacity
-from agent_memory.store.ops.claims import claim_scopes, release_scopes
+from agent_memory.store.ops.claims import under_claims
 from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
 from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.embedding import embed_texts
@@ -285,13 +285,9 @@ def remember_many(
         return [m.id for m, _ in memories]
     # The search and the write happen under claims on the scopes written, so two
     # writers of one text cannot both find nothing and both store it.
-    keys, token = yield from claim_scopes(ctx, [m.bucket for m, _ in memories])
-    try:
-        ids, fresh = yield from _deduplicated_write(ctx, memories)
-    except AgentMemoryError:
-        yield from release_scopes(ctx, keys, token)
-        raise
-    yield from release_scopes(ctx, keys, token)
+    ids, fresh = yield from under_claims(
+        ctx, [m.bucket for m, _ in memories], _deduplicated_write(ctx, memories)
+    )
     yield from label_after_commit(ctx, [m for m, _ in fresh])
     ctx.count("deduplicated", len(memories) - len(fresh))
     return ids
