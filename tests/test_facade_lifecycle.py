@@ -17,10 +17,12 @@ from agent_memory import (
     InvalidInputError,
     Scope,
     ServerUnavailableError,
+    StoreClosedError,
     SyncAgentMemory,
     SyncMemoryStore,
 )
 from agent_memory.core import client_factory
+from agent_memory.core.effects import Sleep
 from agent_memory.embedded.server import EmbeddedServer
 from agent_memory.facade import agent as agent_module
 from agent_memory.facade import discovery
@@ -228,3 +230,73 @@ def test_a_context_manager_whose_initialize_fails_closes_the_agent() -> None:
     with pytest.raises(ServerUnavailableError), agent:
         pass
     assert agent._closed
+
+
+async def test_close_sends_the_buffered_counters_of_every_tier(server: ServerInfo) -> None:
+    name = _name()
+    agent = AgentMemory.from_url(
+        server.url, name=name, embed=TableEmbedder(), discovery=False, embedding_cache=True
+    )
+    assert agent.embeddings is not None
+    agent.embeddings._core.tier.buffer.add({"embedding:hits": 4})  # a lookup's, unsent
+    await agent.close()
+    raw = redis.Redis.from_url(server.url, decode_responses=True)
+    try:
+        assert raw.hget(f"{name}:__stats", "embedding:hits") == "4"
+    finally:
+        raw.close()
+
+
+async def test_a_cancelled_close_still_releases_the_store_and_the_client(
+    server: ServerInfo,
+) -> None:
+    agent = AgentMemory.from_url(server.url, name=_name(), embed=TableEmbedder())
+    await agent.initialize()  # starts the heartbeat, which close() stops first
+    closing = asyncio.create_task(agent.close())
+    await asyncio.sleep(0)  # close() is now waiting for the heartbeat to stop
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    assert agent.memory._closed
+    pool = agent._client.connection_pool
+    assert not pool._in_use_connections
+    assert all(not c.is_connected for c in pool._available_connections)
+
+
+async def test_a_close_during_initialize_leaves_no_heartbeat(
+    server: ServerInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registering = asyncio.Event()
+    real_register = discovery.register
+
+    def slow_register(*args: Any, **kwargs: Any) -> Any:
+        registering.set()
+        yield Sleep(0.2)
+        return (yield from real_register(*args, **kwargs))
+
+    monkeypatch.setattr(discovery, "register", slow_register)
+    agent = AgentMemory.from_url(server.url, name=_name(), embed=TableEmbedder())
+    initializing = asyncio.create_task(agent.initialize())
+    await registering.wait()
+    await agent.close()
+    with pytest.raises(StoreClosedError):
+        await initializing
+    assert agent._heartbeat._task is None
+
+
+async def test_a_heartbeat_that_raises_anything_is_counted_and_goes_on() -> None:
+    from agent_memory.facade.heartbeat import AsyncHeartbeat
+
+    beats: list[int] = []
+    failures: list[Exception] = []
+
+    async def beat() -> None:
+        beats.append(1)
+        raise RuntimeError("a bug in a beat")
+
+    heartbeat = AsyncHeartbeat(beat, 0.01, failures.append)
+    heartbeat.start()
+    while len(beats) < 3:
+        await asyncio.sleep(0.01)
+    await heartbeat.stop()
+    assert len(failures) >= 2 and all(isinstance(f, RuntimeError) for f in failures)

@@ -22,7 +22,7 @@ from agent_memory.core.client_factory import (
 from agent_memory.core.clients import AsyncExecutor
 from agent_memory.core.runner import run_async
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
-from agent_memory.errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError, StoreClosedError
 from agent_memory.facade import discovery as protocol
 from agent_memory.facade.heartbeat import AsyncHeartbeat
 from agent_memory.facade.opening import Opening
@@ -239,6 +239,8 @@ class AgentMemory:
             await run_async(
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
+            if self._closed:  # closed while registering: no heartbeat for a closed agent
+                raise StoreClosedError(f"agent {self._name!r} was closed during initialize")
             self._heartbeat.start()
         self._initialized = True
         return self._status
@@ -281,8 +283,11 @@ class AgentMemory:
         if self._closed:
             return
         self._closed = True
-        await self._heartbeat.stop()
+        # Whatever interrupts the first steps (a cancellation, a failure), the finally
+        # clauses release the store, the client and the server: a second close() is a
+        # no-op, so this one must not leave them open.
         try:
+            await self._heartbeat.stop()
             if self._initialized and self._discovery:
                 await run_async(
                     protocol.unregister([f"{self._name}:mem", self._name]), self._executor
@@ -291,12 +296,24 @@ class AgentMemory:
             self._beat_failed(exc)
         finally:
             try:
+                await self._flush_counters()
                 await self.memory.close()
                 if self._owns_client:
                     await close_async_client(self._client)
             finally:
                 if self._server is not None:
                     await self._server.stop_async()
+
+    async def _flush_counters(self) -> None:
+        """Send the tiers' buffered counters before the client goes (best-effort)."""
+        for tier in (self.llm, self.tool, self.session, self.embeddings):
+            if tier is None:
+                continue
+            try:
+                await tier.flush_stats()
+            except AgentMemoryError as exc:
+                logger.warning("%s: sending buffered counters at close failed: %s", self._name, exc)
+                self._telemetry.count("stats_flush_failures")
 
     async def __aenter__(self) -> AgentMemory:
         try:

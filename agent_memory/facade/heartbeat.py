@@ -8,16 +8,14 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable
 
-from agent_memory.errors import AgentMemoryError
-
 logger = logging.getLogger(__name__)
 
 
 class AsyncHeartbeat:
     """Calls ``beat()`` every ``interval`` seconds on the running loop until stopped.
 
-    A failing beat is logged and counted through ``on_failure``; the loop goes on, so
-    discovery recovers by itself after a server restart. ``stop()`` lets a beat in
+    A failing beat (whatever it raises) is logged and counted through ``on_failure``;
+    the loop goes on, so discovery recovers by itself after a server restart. ``stop()`` lets a beat in
     flight finish (bounded) rather than cancelling it mid-command, which could leave a
     pooled connection half-read.
     """
@@ -48,7 +46,7 @@ class AsyncHeartbeat:
                 return
             try:
                 await self._beat()
-            except AgentMemoryError as exc:
+            except Exception as exc:  # noqa: BLE001 - logged and counted; the beats go on
                 self._on_failure(exc)
 
     async def stop(self) -> None:
@@ -89,7 +87,7 @@ class SyncHeartbeat:
         while not self._stopping.wait(self._interval):
             try:
                 self._beat()
-            except AgentMemoryError as exc:
+            except Exception as exc:  # noqa: BLE001 - logged and counted; the beats go on
                 self._on_failure(exc)
 
     def stop(self) -> None:

@@ -28,7 +28,7 @@ from agent_memory.core.client_factory import (
 from agent_memory.core.clients import SyncExecutor
 from agent_memory.core.runner import run_sync
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
-from agent_memory.errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError, StoreClosedError
 from agent_memory.facade import discovery as protocol
 from agent_memory.facade.heartbeat import SyncHeartbeat
 from agent_memory.facade.opening import opened_now
@@ -249,6 +249,8 @@ class SyncAgentMemory:
             run_sync(
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
+            if self._closed:  # closed while registering: no heartbeat for a closed agent
+                raise StoreClosedError(f"agent {self._name!r} was closed during initialize")
             self._heartbeat.start()
         self._initialized = True
         return self._status
@@ -291,20 +293,35 @@ class SyncAgentMemory:
         if self._closed:
             return
         self._closed = True
-        self._heartbeat.stop()
+        # Whatever interrupts the first steps (a cancellation, a failure), the finally
+        # clauses release the store, the client and the server: a second close() is a
+        # no-op, so this one must not leave them open.
         try:
+            self._heartbeat.stop()
             if self._initialized and self._discovery:
                 run_sync(protocol.unregister([f"{self._name}:mem", self._name]), self._executor)
         except AgentMemoryError as exc:
             self._beat_failed(exc)
         finally:
             try:
+                self._flush_counters()
                 self.memory.close()
                 if self._owns_client:
                     close_sync_client(self._client)
             finally:
                 if self._server is not None:
                     self._server.stop()
+
+    def _flush_counters(self) -> None:
+        """Send the tiers' buffered counters before the client goes (best-effort)."""
+        for tier in (self.llm, self.tool, self.session, self.embeddings):
+            if tier is None:
+                continue
+            try:
+                tier.flush_stats()
+            except AgentMemoryError as exc:
+                logger.warning("%s: sending buffered counters at close failed: %s", self._name, exc)
+                self._telemetry.count("stats_flush_failures")
 
     def __enter__(self) -> SyncAgentMemory:
         try:
