@@ -244,6 +244,13 @@ class RecallWeights:
             )
 
 
+#: Rank by cosine similarity only: no recency, importance, utility, labels or lexical
+#: channel (the order the frameworks' own vector stores give).
+SIMILARITY_ONLY = RecallWeights(
+    similarity=1.0, recency=0.0, importance=0.0, utility=0.0, labels=0.0, lexical=0.0
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Fact:
     """A fact extracted by ``consolidate(mode="facts")``.

@@ -24,7 +24,7 @@ from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchIte
 from agent_memory import MemoryStore, Scope, SyncMemoryStore
 from agent_memory.backends.inprocess import InProcessClient, Keyspace
 from agent_memory.embedders import HashingEmbedder
-from agent_memory.errors import CapabilityError, InvalidInputError
+from agent_memory.errors import CapabilityError, EmbedderError, InvalidInputError
 from agent_memory.integrations.langgraph import AgentMemoryStore, matches_filter
 from agent_memory.integrations.langgraph.checks import (
     check_count,
@@ -34,6 +34,7 @@ from agent_memory.integrations.langgraph.checks import (
     ttl_seconds,
 )
 from tests.conftest import _Servers
+from tests.support import TableEmbedder, near, random_unit
 
 pytestmark = pytest.mark.integration
 
@@ -552,7 +553,7 @@ def test_a_batch_is_one_store_call_per_step(url: str) -> None:
         lg = AgentMemoryStore(sync, index_fields=["text"], ttl={"default_ttl": 60})
         ns = ("docs",)
         lg.batch([PutOp(ns, f"k{i}", {"text": f"note {i}"}, ttl=60) for i in range(20)])
-        assert sync.calls == {"get_many": 1, "forget_many": 1, "remember_many": 1}
+        assert sync.calls == {"get_many": 1, "remember_many": 1}  # no deletes in it
 
         sync.calls.clear()
         got = lg.batch([GetOp(ns, f"k{i}") for i in range(20)])
@@ -618,3 +619,92 @@ async def test_async_batch_refuses_before_writing(astore: AgentMemoryStore) -> N
         await astore.abatch([PutOp(ns, "k", None), PutOp(ns, "k2", {1: "x"})])
     assert await astore.aget(ns, "k") == before
     assert await astore.aget(ns, "k2") is None
+
+
+def _lg(url: str, embed: Any, **options: Any) -> AgentMemoryStore:
+    return AgentMemoryStore.from_url(
+        url, name=f"lg_{uuid.uuid4().hex[:8]}", embed=embed, index_fields=["text"], **options
+    )
+
+
+class _FailingEmbedder(TableEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing: set[str] = set()
+
+    def __call__(self, text: str) -> list[float]:
+        if text in self.failing:
+            raise ConnectionError("the embedding API is down")
+        return super().__call__(text)
+
+
+def test_a_put_that_fails_keeps_the_value_it_would_have_replaced(url: str) -> None:
+    embed = _FailingEmbedder()
+    lg = _lg(url, embed)
+    try:
+        lg.put(("users", "u1"), "profile", {"text": "likes tea"})
+        embed.failing = {"likes coffee"}
+        with pytest.raises(EmbedderError):
+            lg.put(("users", "u1"), "profile", {"text": "likes coffee"})
+        item = lg.get(("users", "u1"), "profile")
+        assert item is not None and item.value == {"text": "likes tea"}
+    finally:
+        lg.close()
+
+
+def test_equal_values_under_two_keys_are_two_items_on_a_deduplicating_store(url: str) -> None:
+    lg = _lg(url, HashingEmbedder(), dedupe=True)
+    try:
+        lg.put(("tasks",), "a", {"text": "done"})
+        lg.put(("tasks",), "b", {"text": "done"})
+        assert {i.key for i in lg.search(("tasks",))} == {"a", "b"}
+        assert lg.get(("tasks",), "b") is not None
+    finally:
+        lg.close()
+
+
+def test_a_store_with_a_capacity_per_scope_is_refused() -> None:
+    sync = SyncMemoryStore(
+        InProcessClient(Keyspace()), "lg_cap", HashingEmbedder(), max_items_per_scope=2
+    )
+    with pytest.raises(InvalidInputError, match="max_items_per_scope") as info:
+        AgentMemoryStore(sync)
+    assert info.value.field == "store"
+
+
+def test_a_semantic_search_ranks_by_cosine_similarity_alone(url: str) -> None:
+    embed = TableEmbedder()
+    q = random_unit("tea?")
+    embed.set("tea", q)
+    embed.set("a hot drink from leaves", near(q, 0.05, "a"))  # nearest, shares no word
+    embed.set("tea with friends", near(q, 0.6, "b"))  # farther, shares the query's word
+    lg = _lg(url, embed)
+    try:
+        lg.put(("d",), "near", {"text": "a hot drink from leaves"})
+        lg.put(("d",), "far", {"text": "tea with friends"})
+        (top,) = lg.search(("d",), query="tea", limit=1)
+        assert top.key == "near"
+        assert [i.key for i in lg.search(("d",), query="tea", limit=1, offset=1)] == ["far"]
+    finally:
+        lg.close()
+
+
+def test_an_item_whose_metadata_another_writer_damaged_is_skipped_and_counted(url: str) -> None:
+    lg = _lg(url, HashingEmbedder())
+    try:
+        lg.put(("ns",), "kept", {"text": "fine"})
+        lg.put(("ns",), "broken", {"text": "damaged"})
+        served = lg._store
+        assert served is not None
+        broken = next(m for m in served.list(scope=lg._scope).items if "damaged" in m.content)
+        meta = dict(broken.metadata)
+        del meta["langgraph"]["namespace"]
+        raw = served.client
+        raw.hset(f"{served.name}:mem:{broken.id}", "metadata_json", json.dumps(meta))
+        assert [i.key for i in lg.search(("ns",))] == ["kept"]
+        assert [i.key for i in lg.search(("ns",), query="damaged")] == ["kept"]
+        assert lg.list_namespaces() == [("ns",)]
+        assert lg.get(("ns",), "broken") is None
+        assert served._ctx.counters["corrupt_records"] >= 4
+    finally:
+        lg.close()

@@ -39,6 +39,7 @@ from agent_memory.embedders import HashingEmbedder
 from agent_memory.errors import (
     AgentMemoryError,
     CapabilityError,
+    EmbedderError,
     InvalidInputError,
     NotFoundError,
     StoreClosedError,
@@ -382,6 +383,16 @@ async def test_return_errors_false_raises_library_errors(store: MemoryStore) -> 
         await invoke(toolset, "save_memory", text="x", agent_id="other")
     with pytest.raises(NotFoundError):
         await invoke(toolset, "forget_memory", id="nope")
+
+
+async def test_an_embedder_failure_ends_the_run_instead_of_a_retry(aclient: Any, name: str) -> None:
+    def down(text: str) -> list[float]:
+        raise ConnectionError("the embedding API is down")
+
+    memory = MemoryStore(aclient, name, down, default_threshold=2.0)
+    toolset = memory_toolset(memory, scope=Scope(namespace="acme"))
+    with pytest.raises(EmbedderError):
+        await invoke(toolset, "save_memory", text="x")
 
 
 async def test_memory_toolset_bad_construction(store: MemoryStore, aclient: Any) -> None:

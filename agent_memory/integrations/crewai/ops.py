@@ -46,7 +46,7 @@ from agent_memory.integrations.crewai.layout import (
     stored_record,
     utc_naive,
 )
-from agent_memory.schema.types import ListResult, MemoryItem, RecallResult, RecallWeights
+from agent_memory.schema.types import SIMILARITY_ONLY, ListResult, MemoryItem, RecallResult
 
 _backend = require("crewai.memory.storage.backend", extra="crewai")
 _types = require("crewai.memory.types", extra="crewai")
@@ -58,10 +58,6 @@ PAGE = 10_000
 #: Most results of one ``search`` (the store's largest ``k``), and the candidates a
 #: ``metadata_filter`` search filters.
 CANDIDATES = 1000
-#: Rank by cosine similarity only: no recency, importance, utility, labels or lexical.
-SIMILARITY_ONLY = RecallWeights(
-    similarity=1.0, recency=0.0, importance=0.0, utility=0.0, labels=0.0, lexical=0.0
-)
 
 
 class Dimension:

@@ -42,7 +42,7 @@ from agent_memory.integrations.langgraph.values import (  # noqa: E402
     prefix_tag,
     to_datetime,
 )
-from agent_memory.schema.types import MemoryItem, Scope  # noqa: E402
+from agent_memory.schema.types import SIMILARITY_ONLY, MemoryItem, Scope  # noqa: E402
 from agent_memory.store.memory_store import MemoryStore  # noqa: E402
 from agent_memory.store.ops.write import MemoryInput, validate_input  # noqa: E402
 from agent_memory.store.sync_store import SyncMemoryStore  # noqa: E402
@@ -147,16 +147,32 @@ class OperationPlans:
         return "lg" + digest([self._scope.namespace, list(namespace), key])[:40]
 
     def _item(self, memory: MemoryItem, score: float | None = None) -> SearchItem | None:
+        """The LangGraph item a memory holds; ``None`` for another kind of memory, and
+        for an item whose metadata another writer damaged (reported and skipped)."""
         meta = memory.metadata.get(META_KEY)
         if not isinstance(meta, Mapping):
             return None
+        namespace, key, value = meta.get("namespace"), meta.get("key"), meta.get("value")
         written = memory.created_at / 1000
+        try:
+            if not (
+                isinstance(namespace, list)
+                and all(isinstance(label, str) for label in namespace)
+                and isinstance(key, str)
+                and isinstance(value, Mapping)
+            ):
+                raise InvalidInputError("namespace, key or value missing or of another type")
+            created = to_datetime(float(meta.get("created_at") or written))
+            updated = to_datetime(float(meta.get("updated_at") or written))
+        except (InvalidInputError, TypeError, ValueError, OverflowError, OSError) as exc:
+            self._served.report_corrupt_record(memory.id, f"LangGraph item: {exc}")
+            return None
         return SearchItem(
-            namespace=tuple(meta["namespace"]),
-            key=str(meta["key"]),
-            value=dict(meta["value"]),
-            created_at=to_datetime(float(meta.get("created_at") or written)),
-            updated_at=to_datetime(float(meta.get("updated_at") or written)),
+            namespace=tuple(namespace),
+            key=key,
+            value=dict(value),
+            created_at=created,
+            updated_at=updated,
             score=score,
         )
 
@@ -215,15 +231,22 @@ class OperationPlans:
             )
             if op.value is not None
         ]
-        # The store's own checks, on the final inputs, before anything is deleted.
+        # The store's own checks, on the final inputs, before anything is written.
         for write in writes:
             validate_input(write, self._content_limit)
-        # Delete first: a rewrite must not inherit fields or a TTL of the old hash (even
-        # one expired by the store's clock but not yet reaped).
-        yield from _call("forget_many", ids)
+        deletes = [
+            memory_id
+            for ((_, _), op), memory_id in zip(latest.items(), ids, strict=True)
+            if op.value is None
+        ]
+        if deletes:
+            yield from _call("forget_many", deletes)
         if writes:
-            # Caller-chosen ids: the store refreshes portable vector mirrors itself.
-            yield from _call("remember_many", writes)
+            # A write under a caller-chosen id replaces the memory that holds it entirely
+            # (no field or TTL of the old hash survives), and only once the new text is
+            # embedded: a put that fails leaves the old value. Never deduplicated: two
+            # keys may hold equal values.
+            yield from _call("remember_many", writes, dedupe=False)
 
     def _input(
         self,
@@ -319,7 +342,7 @@ class OperationPlans:
         while True:
             hits = yield from _call(
                 "recall", query, scope=self._scope, k=k, tags=tags, threshold=2.0,
-                reinforce=False,
+                reinforce=False, weights=SIMILARITY_ONLY,
             )  # fmt: skip
             indexed = [hit for hit in hits if NOINDEX_TAG not in hit.item.tags]
             grown = min(MAX_SEMANTIC_CANDIDATES, wanted + len(hits) - len(indexed))

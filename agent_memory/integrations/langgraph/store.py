@@ -41,8 +41,15 @@ class AgentMemoryStore(OperationPlans, BaseStore):
             (microsecond resolution; injected for tests).
 
     Raises:
-        InvalidInputError: neither store given, a store of the wrong kind, a bad
-            ``index_fields``, ``ttl`` or ``importance``.
+        InvalidInputError: neither store given, a store of the wrong kind or with
+            ``max_items_per_scope`` (every item shares one scope: the cap would evict
+            items), a bad ``index_fields``, ``ttl`` or ``importance``.
+
+    Items are written without deduplication whatever the store's ``dedupe`` setting
+    (two keys may hold equal values), and a semantic ``search`` ranks by cosine
+    similarity alone, as LangGraph's own stores do. A store with ``forgetting`` hides
+    the items it would forget from ``search`` and ``list_namespaces`` (``get`` still
+    returns them).
     """
 
     supports_ttl: bool = True
@@ -76,6 +83,12 @@ class AgentMemoryStore(OperationPlans, BaseStore):
         self._importance = float(importance)
         served = store if store is not None else async_store
         assert served is not None  # one of them was given (checked above)
+        if served.current_config().max_items_per_scope is not None:
+            # every item of this store shares one exact scope: a cap would evict items
+            raise InvalidInputError(
+                "a LangGraph store needs a MemoryStore without max_items_per_scope",
+                field="store",
+            )
         # the store's limit on the text embedded, and its counter of unreadable records
         # (both stores of from_url share the settings)
         self._served = served

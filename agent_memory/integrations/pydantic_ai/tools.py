@@ -22,7 +22,7 @@ from typing import Any
 from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from agent_memory.errors import InvalidInputError, NotFoundError
+from agent_memory.errors import EmbedderError, InvalidInputError, NotFoundError
 from agent_memory.integrations import _memory_tools
 from agent_memory.schema.types import Scope
 from agent_memory.store.memory_store import MemoryStore
@@ -50,8 +50,8 @@ def _tool(calls: _memory_tools.MemoryToolCalls, kind: str, return_errors: bool) 
         try:
             return await handler(args)
         except InvalidInputError as exc:  # e.g. a value the store itself refuses
-            if not return_errors:
-                raise
+            if not return_errors or isinstance(exc, EmbedderError):
+                raise  # an embedder outage is not the model's to retry
             raise ModelRetry(str(exc)) from None
 
     tool: Tool[Any] = Tool.from_schema(
