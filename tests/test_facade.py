@@ -48,7 +48,8 @@ async def test_initialize_announces_every_tier(server: ServerInfo) -> None:
         cache = json.loads(await raw.hget(discovery.REGISTRY_KEY, name))
         assert cache["type"] == "agent_cache" and cache["stats_key"] == f"{name}:__stats"
         assert cache["tiers"]["llm"] == {"enabled": True, "ttl_default": 3600}
-        assert cache["tiers"]["session"]["enabled"] is True
+        assert cache["tiers"]["session"] == {"enabled": True, "ttl_default": 86400}  # default
+        assert cache["tiers"]["tool"] == {"enabled": True}  # no expiry
         assert await raw.get(discovery.PROTOCOL_KEY) == "1"
         for field in (f"{name}:mem", name):
             ttl = await raw.ttl(discovery.heartbeat_key(field))

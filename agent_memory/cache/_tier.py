@@ -209,7 +209,7 @@ def read_entry(core: TierCore, key: str, raw: Any) -> dict[str, Any] | None:
         return None
     try:
         entry = json.loads(text(raw))
-    except (ValueError, ReplyParseError) as exc:
+    except (ValueError, RecursionError, ReplyParseError) as exc:
         core.unreadable(key, f"not JSON: {exc}")
         return None
     if not isinstance(entry, dict) or "response" not in entry:

@@ -37,8 +37,22 @@ _GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
 MAX_NAME_CHARS = 256
 
 
-def plain(value: Any, field: str) -> Any:
-    """A JSON-ready copy of ``value`` (integral floats as ints, tuples as lists)."""
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of lists and objects a cached value may have (deeper ones would
+exhaust Python's recursion in JSON encoding and decoding)."""
+
+
+def plain(value: Any, field: str, _depth: int = 0) -> Any:
+    """A JSON-ready copy of ``value`` (integral floats as ints, tuples as lists).
+
+    Raises:
+        InvalidInputError: not made of JSON types, NaN or infinity, or nested deeper
+            than :data:`MAX_JSON_DEPTH`.
+    """
+    if _depth > MAX_JSON_DEPTH:
+        raise InvalidInputError(
+            f"{field} is nested more than {MAX_JSON_DEPTH} levels deep", field=field
+        )
     if value is None or isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, float):
@@ -53,10 +67,10 @@ def plain(value: Any, field: str) -> Any:
                     f"{field} has a non-string key {key!r}; JSON objects need string keys",
                     field=field,
                 )
-            out[key] = plain(item, field)
+            out[key] = plain(item, field, _depth + 1)
         return out
     if isinstance(value, (list, tuple)):
-        return [plain(item, field) for item in value]
+        return [plain(item, field, _depth + 1) for item in value]
     raise InvalidInputError(
         f"{field} contains a {type(value).__name__}, which is not a JSON value", field=field
     )

@@ -113,16 +113,6 @@ class LlmCacheResult:
     stored_at: float | None = None
 
 
-def _usage_of(response: Any) -> TokenUsage | None:
-    usage = response.get("usage") if isinstance(response, Mapping) else None
-    if not isinstance(usage, Mapping):
-        return None
-    try:
-        return TokenUsage.parse(usage)
-    except InvalidInputError:
-        return None
-
-
 class LlmCore:
     """The operations of the LLM cache (pure generators; no I/O)."""
 
@@ -264,22 +254,33 @@ class LlmCore:
     ) -> Operation[TokenUsage | None]:
         """The token usage of a paid-for response: ``usage(response)`` (called off the
         event loop, awaited when async), else the response's own ``usage`` mapping. A
-        ``usage`` that fails or returns no usage is logged and counted
-        (``usage_failures``) and the response is stored without one, never lost."""
+        ``usage`` that fails or returns ``None``, or a response's own ``usage`` that is
+        not a valid usage mapping, is logged and counted (``usage_failures``) and the
+        response is stored without one, never lost."""
         if usage is None:
-            return _usage_of(response)
+            own = response.get("usage") if isinstance(response, Mapping) else None
+            if own is None:
+                return None  # a response that reports no usage: nothing to count
+            try:
+                return TokenUsage.parse(own)
+            except InvalidInputError as exc:
+                self._usage_failed(f"the response's usage is unreadable ({exc})")
+                return None
         try:
             found = yield from call(usage, response, what="usage function")
+            if found is None:
+                self._usage_failed("the usage function returned None")
+                return None
             return TokenUsage.parse(found)
         except Exception as exc:  # noqa: BLE001 - logged and counted; the response is kept
-            logger.warning(
-                "cache %s: the usage function failed (%s: %s); response stored without token usage",
-                self.tier.layout.name,
-                type(exc).__name__,
-                exc,
-            )
-            self.tier.buffer.note("usage_failures")
+            self._usage_failed(f"the usage function failed ({type(exc).__name__}: {exc})")
             return None
+
+    def _usage_failed(self, why: str) -> None:
+        logger.warning(
+            "cache %s: %s; response stored without token usage", self.tier.layout.name, why
+        )
+        self.tier.buffer.note("usage_failures")
 
 
 def _check_args(args: tuple[Any, ...]) -> None:

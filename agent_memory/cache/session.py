@@ -49,6 +49,8 @@ def _decode(raw: Any) -> tuple[Any, bool]:
         return None, False
     try:
         return json.loads(text), True
+    except RecursionError:  # nested deeper than any value this library writes
+        return None, False
     except ValueError:
         return text, True
 

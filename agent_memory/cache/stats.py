@@ -92,7 +92,8 @@ def batch_with_stats(
     Returns the replies of ``commands`` only (error instances included, the caller
     decides). ``counters_first`` sends the counters before ``commands`` (so a read of the
     stats hash sees them). When the round trip itself fails, the buffered counters are put back and
-    the error propagates.
+    the error propagates; the same when the operation is abandoned mid-way (its batch
+    may then have been applied: a rare double count rather than a certain loss).
     """
     taken = buffer.take()
     merged = dict(taken)
@@ -102,7 +103,7 @@ def batch_with_stats(
     ordered = [*extra, *commands] if counters_first else [*commands, *extra]
     try:
         got = yield from execute_batch(ordered)
-    except AgentMemoryError:
+    except (AgentMemoryError, GeneratorExit):  # failed, or abandoned (a cancelled task)
         buffer.add(taken)
         raise
     own, counted = (

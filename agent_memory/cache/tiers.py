@@ -116,9 +116,9 @@ class LlmCache(AsyncTier):
         The wrapper returns the cached response on a hit and otherwise calls ``fn``,
         stores its (JSON-serialisable) response with the token usage found by ``usage``
         (default: the ``usage`` mapping of a dict response; ``usage`` runs off the event
-        loop and may be async; when it fails or returns no usage the failure is logged
-        and counted in ``usage_failures`` and the response is stored without token
-        usage) and returns it. Calls with ``stream=True`` bypass the cache. A response
+        loop and may be async; when it fails or returns ``None``, or a response's own
+        ``usage`` is not a valid usage mapping, that is logged and counted in
+        ``usage_failures`` and the response is stored without token usage) and returns it. Calls with ``stream=True`` bypass the cache. A response
         that cannot be stored (the server failed meanwhile, or it is not
         JSON-serialisable) is still returned; the failure is logged and counted in
         ``store_failures``. The wrapper raises what :meth:`check` raises,

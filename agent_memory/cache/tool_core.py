@@ -120,7 +120,7 @@ def _parse_policies(reply: Any, unreadable: Callable[[str, str], None]) -> dict[
     for tool, raw in replies.pairs(reply).items():
         try:
             ttl = json.loads(replies.text(raw)).get("ttl")
-        except (ValueError, AttributeError, AgentMemoryError) as exc:
+        except (ValueError, AttributeError, RecursionError, AgentMemoryError) as exc:
             unreadable(tool, f"not a JSON object: {exc}")
             continue
         try:

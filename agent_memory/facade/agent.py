@@ -14,6 +14,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache import CacheStats, EmbeddingCache, LlmCache, SessionStore, ToolCache
+from agent_memory.cache.session import DEFAULT_SESSION_TTL
 from agent_memory.core.client_factory import (
     client_from_url,
     close_async_client,
@@ -206,9 +207,9 @@ class AgentMemory:
                 ),
             ),
         }  # fmt: skip
-        tiers = {
-            tier: self._cache_options.get(tier, {}).get("ttl")
-            for tier in ("llm", "tool", "session")
+        tiers = {  # each tier's TTL in force: the caller's, else the tier's default
+            tier: self._cache_options.get(tier, {}).get("ttl", default)
+            for tier, default in (("llm", None), ("tool", None), ("session", DEFAULT_SESSION_TTL))
         }
         markers[self._name] = (
             protocol.CACHE_TYPE,

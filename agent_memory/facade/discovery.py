@@ -10,6 +10,7 @@ every 30 s). ``__betterdb:protocol`` holds the protocol version.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 from collections.abc import Callable, Mapping, Sequence
@@ -80,7 +81,7 @@ def cache_marker(
         "capabilities": ["tool_ttl_adjust", "invalidate_by_tool", "tool_effectiveness"],
         "stats_key": f"{name}:__stats",
         "tiers": {
-            tier: {"enabled": True, **({"ttl_default": int(ttl)} if ttl is not None else {})}
+            tier: {"enabled": True, **({"ttl_default": math.ceil(ttl)} if ttl is not None else {})}
             for tier, ttl in tiers.items()
         },
         "tool_policies": list(tool_policies[:_MAX_TOOL_POLICIES]),

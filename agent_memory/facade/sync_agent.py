@@ -20,6 +20,7 @@ from agent_memory.cache import (
     SyncSessionStore,
     SyncToolCache,
 )
+from agent_memory.cache.session import DEFAULT_SESSION_TTL
 from agent_memory.core.client_factory import (
     client_from_url,
     close_sync_client,
@@ -216,9 +217,9 @@ class SyncAgentMemory:
                 ),
             ),
         }  # fmt: skip
-        tiers = {
-            tier: self._cache_options.get(tier, {}).get("ttl")
-            for tier in ("llm", "tool", "session")
+        tiers = {  # each tier's TTL in force: the caller's, else the tier's default
+            tier: self._cache_options.get(tier, {}).get("ttl", default)
+            for tier, default in (("llm", None), ("tool", None), ("session", DEFAULT_SESSION_TTL))
         }
         markers[self._name] = (
             protocol.CACHE_TYPE,

@@ -25,8 +25,9 @@ from agent_memory.cache import (
 )
 from agent_memory.cache._tier import Counted, corrections
 from agent_memory.cache.embeddings import vectors_of
-from agent_memory.cache.keys import ttl_ms
+from agent_memory.cache.keys import MAX_JSON_DEPTH, plain, ttl_ms
 from agent_memory.cache.prices import MAX_PRICE, ModelPrice, counted_micros, micros_of_usd
+from agent_memory.cache.session import _decode as session_decode
 from agent_memory.cache.tool_core import ToolCore, _parse_policies
 from agent_memory.core.checks import MAX_TTL_SECONDS
 from agent_memory.core.effects import Batch
@@ -151,8 +152,8 @@ def test_wrapped_calls_and_embedding_lookups_reach_the_metrics() -> None:
 
 @pytest.mark.parametrize(
     "usage",
-    [lambda r: 1 / 0, lambda r: {"input": 10**20}, lambda r: "x"],
-    ids=["raises", "huge", "text"],
+    [lambda r: 1 / 0, lambda r: {"input": 10**20}, lambda r: "x", lambda r: None],
+    ids=["raises", "huge", "text", "none"],
 )
 def test_a_failing_usage_function_keeps_the_paid_for_response(usage: Any) -> None:
     registry = CollectorRegistry()
@@ -202,3 +203,58 @@ def test_an_async_usage_function_is_awaited() -> None:
 
     tokens = asyncio.run(main())
     assert tokens is not None and tokens.input == 10
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_values_nested_beyond_the_bound_are_refused_and_a_paid_response_kept() -> None:
+    assert plain(_nested(MAX_JSON_DEPTH), "value") == _nested(MAX_JSON_DEPTH)
+    session = SyncSessionStore(InProcessClient(), "d")
+    with pytest.raises(InvalidInputError, match="nested") as info:
+        session.set("t", "k", _nested(3000))
+    assert info.value.field == "value"
+    registry = CollectorRegistry()
+    llm = SyncLlmCache(InProcessClient(), "d", registry=registry)
+    response = {"choices": _nested(3000)}
+    assert llm.wrap(lambda **params: response)(**CHAT_PARAMS) is response
+    assert _sample(registry, "agent_memory_events_total", name="d", event="store_failures") == 1
+
+
+def test_stored_json_nested_beyond_recursion_is_read_as_unreadable() -> None:
+    deep = "[" * 5000 + "]" * 5000
+    assert session_decode(deep) == (None, False)
+    seen: list[str] = []
+    assert _parse_policies({"a": deep}, lambda tool, why: seen.append(tool)) == {}
+    assert seen == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("response", "failures"),
+    [({"usage": {"input": "lots"}}, 1), ({"usage": "x"}, 1), ({"text": "no usage"}, 0)],
+    ids=["bad-field", "not-a-mapping", "absent"],
+)
+def test_a_responses_own_usage_that_is_unreadable_is_counted(
+    response: dict[str, Any], failures: int
+) -> None:
+    registry = CollectorRegistry()
+    llm = SyncLlmCache(InProcessClient(), "o", registry=registry)
+    assert llm.wrap(lambda **params: response)(**CHAT_PARAMS) == response
+    events = _sample(registry, "agent_memory_events_total", name="o", event="usage_failures")
+    assert (events or 0) == failures
+
+
+def test_counters_taken_by_an_abandoned_batch_go_back_to_the_buffer() -> None:
+    from agent_memory.cache.keys import KeyLayout
+    from agent_memory.cache.stats import StatsBuffer, batch_with_stats
+
+    buffer = StatsBuffer()
+    buffer.add({"llm:hits": 2})
+    op = batch_with_stats(KeyLayout("c"), buffer, [])
+    assert isinstance(op.send(None), Batch)  # the counters are in flight...
+    op.close()  # ...when a cancellation abandons the operation
+    assert buffer.take() == {"llm:hits": 2}
