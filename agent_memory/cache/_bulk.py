@@ -30,12 +30,13 @@ def unlink_keys(keys: Sequence[Any]) -> Operation[int]:
 
 
 def get_values(keys: Sequence[Any]) -> Operation[list[Any]]:
-    """Sub-operation: ``GET`` each key (pipelined in chunks); ``None`` for missing keys."""
+    """Sub-operation: ``GET`` each key (pipelined in chunks); ``None`` for missing keys,
+    the error instance for a key the server refused to read (another type, say)."""
     values: list[Any] = []
     for start in range(0, len(keys), CHUNK):
         chunk = keys[start : start + CHUNK]
         got = yield from execute_batch([Command(("GET", key)) for key in chunk])
-        values.extend(None if isinstance(r, BaseException) else r for r in got)
+        values.extend(got)
     return values
 
 

@@ -261,7 +261,10 @@ class AsyncTier:
         _check_client(client, want_async=True, cls=type(self).__name__)
         self._cluster = is_cluster_client(client)
         self.client = client
-        self._executor = AsyncExecutor(client)
+        # Replies stay undecoded whatever the client's decode_responses: each value is
+        # decoded on its own, so one damaged value is one unreadable entry, not a failed
+        # operation.
+        self._executor = AsyncExecutor(client, raw_replies=True)
         self._tier = tier
         self._telemetry = Telemetry(name, kind="cache", registry=registry)
 
@@ -287,7 +290,8 @@ class SyncTier:
         _check_client(client, want_async=False, cls=type(self).__name__)
         self._cluster = is_cluster_client(client)
         self.client = client
-        self._executor = SyncExecutor(client)
+        # Replies stay undecoded (see AsyncTier).
+        self._executor = SyncExecutor(client, raw_replies=True)
         self._tier = tier
         self._telemetry = Telemetry(name, kind="cache", registry=registry)
 

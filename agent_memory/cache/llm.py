@@ -210,6 +210,9 @@ class LlmCore:
         values = yield from get_values(keys)
         doomed = []
         for key, raw in zip(keys, values, strict=True):
+            if isinstance(raw, AgentMemoryError):  # not a string: another writer's key
+                self.tier.unreadable(key, f"unreadable: {raw}")
+                continue
             entry = read_entry(self.tier, key, raw)  # an unreadable one names no model
             if entry is not None and entry.get("model") == model:
                 doomed.append(key)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_memory.cache._tier import TierCore
@@ -36,7 +36,6 @@ from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import ReplyParseError
 
 DEFAULT_SESSION_TTL = 86_400.0
 
@@ -53,17 +52,6 @@ def _decode(raw: Any) -> tuple[Any, bool]:
         return None, False
     except ValueError:
         return text, True
-
-
-def _raw_pairs(reply: Any) -> list[tuple[Any, Any]]:
-    """An undecoded ``HGETALL`` reply (dict, or flat list) as its (name, value) pairs."""
-    if reply is None:
-        return []
-    if isinstance(reply, Mapping):
-        return list(reply.items())
-    if isinstance(reply, (list, tuple)) and len(reply) % 2 == 0:
-        return list(zip(reply[::2], reply[1::2], strict=True))
-    raise ReplyParseError(f"expected a map reply, got {type(reply).__name__}")
 
 
 class SessionCore:
@@ -141,7 +129,7 @@ class SessionCore:
         command = Command(("HGETALL", hkey), binary=True)
         raw = yield from self._access(hkey, command, "session:reads")
         found: dict[str, Any] = {}
-        for raw_field, raw_value in _raw_pairs(raw):
+        for raw_field, raw_value in replies.raw_pairs(raw):
             field = replies.lenient_text(raw_field)
             value, readable = _decode(raw_value)
             if field is None or not readable:

@@ -212,7 +212,12 @@ def parse_stats(reply: Any, *, unreadable: Callable[[str, Any], None] | None = N
     that is not an integer is left out and reported to ``unreadable(field, value)``)."""
     values: dict[str, int] = {}
     per_tool: dict[str, list[int]] = {}
-    for field, raw in replies.pairs(reply).items():
+    for raw_field, raw in replies.raw_pairs(reply):
+        field = replies.lenient_text(raw_field)
+        if field is None:  # a field name that is not UTF-8: another writer's
+            if unreadable is not None:
+                unreadable(repr(raw_field), raw)
+            continue
         try:
             amount = replies.integer(raw)
         except AgentMemoryError:

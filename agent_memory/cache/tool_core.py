@@ -117,7 +117,11 @@ def _parse_policies(reply: Any, unreadable: Callable[[str, str], None]) -> dict[
     """The tools' policies of an ``HGETALL`` of the policies hash; one that is not a JSON
     object with a ``ttl`` a tier accepts (positive, finite, at most ten years) is left out and reported to ``unreadable(tool, why)``."""
     policies: dict[str, ToolPolicy] = {}
-    for tool, raw in replies.pairs(reply).items():
+    for raw_tool, raw in replies.raw_pairs(reply):
+        tool = replies.lenient_text(raw_tool)
+        if tool is None:
+            unreadable(repr(raw_tool), "its name is not UTF-8")
+            continue
         try:
             ttl = json.loads(replies.text(raw)).get("ttl")
         except (ValueError, AttributeError, RecursionError, AgentMemoryError) as exc:

@@ -154,6 +154,18 @@ def pairs(value: Any) -> dict[str, Any]:
     raise ReplyParseError(f"expected a map reply, got {type(value).__name__}")
 
 
+def raw_pairs(reply: Any) -> list[tuple[Any, Any]]:
+    """A map reply (dict, or flat list) as its undecoded ``(name, value)`` pairs, for
+    hashes whose field names another writer may have made unreadable."""
+    if reply is None:
+        return []
+    if isinstance(reply, Mapping):
+        return list(reply.items())
+    if isinstance(reply, (list, tuple)) and len(reply) % 2 == 0:
+        return list(zip(reply[::2], reply[1::2], strict=True))
+    raise ReplyParseError(f"expected a map reply, got {type(reply).__name__}")
+
+
 def error_text(value: BaseException) -> str:
     """Lower-cased message of an error reply, for loose matching."""
     return str(value).lower()

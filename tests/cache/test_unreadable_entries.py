@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 import pytest
+import redis
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache import (
@@ -129,3 +130,32 @@ async def test_on_a_cluster(cluster_env: Env) -> None:
     cluster_env.raw.set(key, "not json")
     assert not (await cache.check(CHAT_PARAMS)).hit
     assert cluster_env.events(registry, "corrupt_entries") == 1
+
+
+async def test_bytes_that_are_not_utf8_are_read_as_absent_by_every_operation(env: Env) -> None:
+    """Whatever the client decodes: one damaged value or field name never fails a whole
+    operation (the replies are read undecoded, each value decoded on its own)."""
+    registry = CollectorRegistry()
+    raw = redis.Redis.from_url(env.url)  # writes bytes as they are
+    try:
+        tools = env.make(ToolCache, SyncToolCache, registry=registry)
+        policies = _core(tools).tier.layout.tool_policies
+        raw.hset(policies, mapping={b"search": b"\xff\xfe", b"\xff\xfd": json.dumps({"ttl": 5})})
+        await tools.store("fetch", {"q": "x"}, {"rows": 1})  # reads every policy first
+        assert (await tools.check("fetch", {"q": "x"})).hit
+        assert await tools.get_policy("search") is None
+        llm = env.make(LlmCache, SyncLlmCache, registry=registry)
+        kept = await llm.store(CHAT_PARAMS, "answer")
+        other = {**CHAT_PARAMS, "messages": [{"role": "user", "content": "other"}]}
+        damaged = await llm.store(other, "answer")
+        raw.set(damaged, b"\xff\xfe")
+        raw.hset(f"{env.name}:llm:another-type", "a", "hash")  # not even a string
+        assert await llm.invalidate_by_model("gpt-4o-mini") == 1
+        assert env.raw.exists(kept) == 0
+        stats_key = _core(llm).tier.layout.stats
+        raw.hset(stats_key, mapping={b"\xff\xfe": b"1", b"llm:misses": b"\xff"})
+        stats = await llm.stats()
+        assert stats.llm_misses == 0
+        assert env.events(registry, "corrupt_entries") >= 6
+    finally:
+        raw.close()
