@@ -401,3 +401,18 @@ def test_example_runs_and_keeps_its_promise(servers: _Servers) -> None:
         "- I prefer dark mode in every editor I use.",
     ):
         assert line in done.stdout, done.stdout[-2000:]
+
+
+def test_corrupt_entries_reach_the_metrics(client: Any, name: str, raw: Any) -> None:
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    chat = AgentMemoryChatStore(client=client, name=name, registry=registry)
+    chat.add_message("k", _m("a"))
+    raw.rpush(chat.chat_key("k"), "not json")
+    assert [m.content for m in chat.get_messages("k")] == ["a"]
+    chat.get_messages("other")  # the next operation exports what the last one noted
+    sample = registry.get_sample_value(
+        "agent_memory_events_total", {"name": name, "event": "corrupt_entries"}
+    )
+    assert sample == 1

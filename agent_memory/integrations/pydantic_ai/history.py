@@ -190,6 +190,7 @@ class AgentMemoryMessageHistory:
             with self._lock:
                 self._skipped += skipped
             logger.warning("skipped %d corrupt element(s) of message history %s", skipped, self.key)
+            self._core.tier.buffer.note("corrupt_entries", skipped)  # the tier's metric
         return messages
 
     def _run_sync(self, op: Operation[T]) -> T:
