@@ -39,6 +39,7 @@ from agent_memory.core.checks import check_str
 from agent_memory.core.effects import Command, Operation, execute_batch, scan_keys
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError
+from agent_memory.integrations._keys import check_name_for_segment
 from agent_memory.integrations._runners import Runners, clients_from_url
 
 DEFAULT_NAMESPACE = "default"
@@ -59,6 +60,9 @@ def _check_key(key: object, field: str = "key") -> str:
         raise InvalidStoreKeyError(str(exc), field=field) from None
 
 
+SEGMENT = "kv"
+
+
 class KvCore:
     """The operations of the byte store (pure generators; no I/O).
 
@@ -70,8 +74,9 @@ class KvCore:
 
     def __init__(self, name: str, namespace: str, ttl: float | None) -> None:
         self.tier = TierCore(name)
+        check_name_for_segment(self.tier.layout.name, SEGMENT)
         segment = tool_segment(check_text(namespace, field="namespace", max_chars=1024))
-        self.prefix = f"{self.tier.layout.name}:kv:{segment}:"
+        self.prefix = f"{self.tier.layout.name}:{SEGMENT}:{segment}:"
         self.ttl_ms = ttl_ms(ttl)
 
     def keys_of(self, keys: Sequence[str]) -> list[str]:

@@ -34,6 +34,7 @@ from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_name, check_text, ttl_ms
 from agent_memory.core.client_factory import client_from_url
 from agent_memory.errors import InvalidInputError
+from agent_memory.integrations._keys import check_name_for_segment
 from agent_memory.integrations._runners import Runners
 from agent_memory.integrations.llama_index import ops
 from agent_memory.integrations.llama_index.codec import encode_message, encode_messages
@@ -97,7 +98,7 @@ class AgentMemoryChatStore(BaseChatStore):
         ttl: float | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
-        checked = check_name(name)
+        checked = check_name_for_segment(check_name(name), ops.SEGMENT)
         expiry = ttl_ms(ttl)
         runners = Runners(
             client,
@@ -128,7 +129,7 @@ class AgentMemoryChatStore(BaseChatStore):
         Raises:
             InvalidInputError: a bad URL, client option, name or TTL.
         """
-        check_name(name)
+        check_name_for_segment(check_name(name), ops.SEGMENT)
         ttl_ms(ttl)
         store = cls(
             name=name,

@@ -33,6 +33,7 @@ from agent_memory.core.client_factory import client_from_url, close_async_client
 from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import InvalidInputError, StoreClosedError
+from agent_memory.integrations._keys import check_name_for_segment
 from agent_memory.integrations.openai_agents import ops
 from agent_memory.integrations.openai_agents.items import encode_items
 
@@ -139,7 +140,7 @@ class AgentMemorySession:
     ) -> None:
         self.session_id = check_text(session_id, field="session_id")
         self.session_settings = _settings(session_settings)
-        self._name = check_name(name)
+        self._name = check_name_for_segment(check_name(name), ops.SEGMENT)
         self._ttl_ms = ttl_ms(ttl)
         if client is None or not is_async_client(client):
             raise InvalidInputError(

@@ -36,6 +36,7 @@ from agent_memory.core.client_factory import client_from_url, close_async_client
 from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
+from agent_memory.integrations._keys import check_name_for_segment
 from agent_memory.integrations.pydantic_ai import ops
 from agent_memory.integrations.pydantic_ai.codec import encode_messages
 
@@ -110,7 +111,7 @@ class AgentMemoryMessageHistory:
         registry: CollectorRegistry | None = None,
     ) -> None:
         self._conversation_id = check_text(conversation_id, field="conversation_id")
-        self._name = check_name(name)
+        self._name = check_name_for_segment(check_name(name), ops.SEGMENT)
         self._ttl_ms = ttl_ms(ttl)
         if client is None or not hasattr(client, "execute_command"):
             raise InvalidInputError(
@@ -148,7 +149,7 @@ class AgentMemoryMessageHistory:
             InvalidInputError: a bad URL, client option, conversation id, name or TTL.
         """
         check_text(conversation_id, field="conversation_id")  # before a client exists
-        check_name(name)
+        check_name_for_segment(check_name(name), ops.SEGMENT)
         ttl_ms(ttl)
         client = client_from_url(url, asyncio=not blocking, **client_options)
         history = cls(conversation_id, client=client, name=name, ttl=ttl, registry=registry)
