@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import valkey.asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llama_index.core.llms import ChatMessage, MessageRole
@@ -416,3 +417,25 @@ def test_corrupt_entries_reach_the_metrics(client: Any, name: str, raw: Any) -> 
         "agent_memory_events_total", {"name": name, "event": "corrupt_entries"}
     )
     assert sample == 1
+
+
+def test_memorys_blocking_methods_work_through_a_sync_store(client: Any, name: str) -> None:
+    """``Memory.put`` / ``get`` run each call in an event loop of their own: the block
+    serves them through its ``sync_store`` (an asyncio client could not)."""
+    sync = SyncMemoryStore(client, name, HashingEmbedder(), default_threshold=2.0)
+    sync.ensure_index()
+    unused = MemoryStore(valkey.asyncio.Valkey(), name, HashingEmbedder())
+    scope = Scope(namespace="acme", agent_id="assistant")
+    memory = _memory(AgentMemoryBlock(store=unused, scope=scope, k=3, sync_store=sync))
+    for role, text in TURNS:
+        memory.put(_m(text, role))
+    contents = {item.content for item in sync.list(scope=scope, limit=50).items}
+    assert "I prefer dark mode in every editor." in contents
+    messages = memory.get(input="which editor mode do I prefer?")
+    assert "- I prefer dark mode in every editor." in (messages[0].content or "")
+
+
+async def test_a_sync_store_of_another_kind_is_refused(store: MemoryStore) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        AgentMemoryBlock(store=store, scope=Scope(namespace="n"), sync_store=store)
+    assert info.value.field == "sync_store"

@@ -14,10 +14,17 @@ template (system message by default).
 
 The scope is fixed: a LlamaIndex ``session_id`` never widens or narrows it, and nothing
 a message says can choose a namespace, agent, thread or session.
+
+``Memory``'s blocking methods (``put``, ``get``...) run each call in an event loop of
+their own, which an asyncio client cannot serve (its connections belong to the loop
+they were opened in). For them, pass ``sync_store=`` (a
+:class:`~agent_memory.SyncMemoryStore` of the same store): the block then serves every
+call through it, in a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, TextBlock
@@ -29,6 +36,7 @@ from agent_memory.integrations._memory_tools import check_store_and_scope
 from agent_memory.schema.types import Scope
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.write import MemoryInput
+from agent_memory.store.sync_store import SyncMemoryStore
 
 _OWNER = "AgentMemoryBlock"
 _LOOP_NOTE = "LlamaIndex's Memory calls its blocks on its event loop"
@@ -63,6 +71,9 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
         roles: the roles whose flushed messages are remembered.
         importance: the importance of each memory written (0..1).
         priority: ``Memory``'s truncation priority (0: never truncated).
+        sync_store: a :class:`~agent_memory.SyncMemoryStore` of the same store, for
+            ``Memory``'s blocking methods: when given, every call goes through it in a
+            worker thread (see the module doc).
 
     :meth:`aput` and :meth:`aget` raise :mod:`agent_memory.errors` exceptions
     (``InvalidInputError`` for a text longer than the store accepts, nothing written;
@@ -70,7 +81,8 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
 
     Raises:
         InvalidInputError: not a ``MemoryStore`` (a ``SyncMemoryStore`` included), not a
-            ``Scope``, or a bad ``k``, window, role list or importance.
+            ``Scope``, a ``sync_store`` that is not a ``SyncMemoryStore``, or a bad ``k``,
+            window, role list or importance.
     """
 
     name: str = Field(default="long_term_memory", description="The name of the block.")
@@ -84,9 +96,15 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
         default=("user", "assistant"), description="The roles whose messages are remembered."
     )
     importance: float = Field(default=0.5, description="Importance of each memory (0..1).")
+    sync_store: SyncMemoryStore | None = Field(
+        default=None, description="The blocking store for Memory's blocking calls.", exclude=True
+    )
 
     def __init__(self, *, store: MemoryStore, scope: Scope, **data: Any) -> None:
         check_store_and_scope(store, scope, owner=_OWNER, loop_note=_LOOP_NOTE)
+        sync_store = data.get("sync_store")
+        if sync_store is not None and not isinstance(sync_store, SyncMemoryStore):
+            raise InvalidInputError("sync_store must be a SyncMemoryStore", field="sync_store")
         _positive(data.get("k", 5), "k")
         _positive(data.get("retrieval_context_window", 3), "retrieval_context_window")
         roles = data.get("roles", ("user", "assistant"))
@@ -108,7 +126,12 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
         query = "\n".join(t for t in map(message_text, window) if t)
         if not query:
             return ""
-        result = await self.store.recall(query, scope=self.scope, k=self.k)
+        if self.sync_store is not None:
+            result = await asyncio.to_thread(
+                self.sync_store.recall, query, scope=self.scope, k=self.k
+            )
+        else:
+            result = await self.store.recall(query, scope=self.scope, k=self.k)
         return "\n".join(f"- {hit.item.content}" for hit in result)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
@@ -127,7 +150,9 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
                     content=text, importance=self.importance, scope=self.scope, metadata=metadata
                 )
             )
-        if items:
+        if items and self.sync_store is not None:
+            await asyncio.to_thread(self.sync_store.remember_many, items)
+        elif items:
             await self.store.remember_many(items)
 
 
