@@ -40,7 +40,13 @@ def release_abandoned(ctx: StoreContext, executor: AsyncExecutor | SyncExecutor)
         except Exception as exc:  # noqa: BLE001 - logged and counted; the lease ends them
             _failed(ctx, exc)
         return
-    task = asyncio.get_running_loop().create_task(run_async(_releases(ctx), executor))
+    releases = run_async(_releases(ctx), executor)
+    try:
+        task = asyncio.get_running_loop().create_task(releases)
+    except RuntimeError as exc:  # the loop is closing: the leases end the claims
+        releases.close()
+        _failed(ctx, exc)
+        return
     _releasing.add(task)
     task.add_done_callback(lambda done: _done(ctx, done))
 
