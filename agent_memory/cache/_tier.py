@@ -304,3 +304,10 @@ class SyncTier:
             result = run_sync(op, self._executor, self._telemetry.child_span)
             _record(self._telemetry, self._tier, scope, result, self._tier_core())
             return result
+
+
+def export_events(tier: AsyncTier | SyncTier) -> None:
+    """Send the events noted on ``tier`` since its last operation to its metrics now (for
+    the adapters that note what an operation returned once it has ended)."""
+    for event, amount in tier._tier_core().buffer.take_events().items():
+        tier._telemetry.count(event, amount)

@@ -89,10 +89,10 @@ class SessionCore:
     def _access(self, key: str, command: Command, counter: str | None) -> Operation[Any]:
         """Run ``command`` on the thread ``key`` with its TTL refresh (or, without a TTL,
         an ``EXISTS``), whose reply says whether the thread exists afterwards."""
-        probe = (
-            Command(("PEXPIRE", key, self.ttl_ms))
+        probe = (  # after a script even when the server did not know it yet
+            Command(("PEXPIRE", key, self.ttl_ms), after_scripts=True)
             if self.ttl_ms is not None
-            else Command(("EXISTS", key))
+            else Command(("EXISTS", key), after_scripts=True)
         )
         counts = {counter: 1} if counter else None
         got = yield from batch_with_stats(

@@ -65,7 +65,8 @@ def _access(
 ) -> Operation[Any]:
     commands = [command]
     if ttl_ms is not None:
-        commands.append(Command(("PEXPIRE", key, ttl_ms)))
+        # after the script even when the server did not know it yet (sent again)
+        commands.append(Command(("PEXPIRE", key, ttl_ms), after_scripts=True))
     counts = {counter: 1} if counter else None
     got = yield from batch_with_stats(tier.layout, tier.buffer, commands, counts)
     raise_first_error(got)

@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
+from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore, export_events
 from agent_memory.core.client_factory import client_from_url, close_async_client, close_sync_client
 from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
@@ -129,6 +129,14 @@ class Runners:
         """The operations' cache-tier state (``core.tier``)."""
         tier: TierCore = self.core.tier
         return tier
+
+    def note_corrupt(self, amount: int) -> None:
+        """Count ``amount`` corrupt entries an operation skipped (``corrupt_entries``),
+        in the metrics at once."""
+        self.tier.buffer.note("corrupt_entries", amount)
+        runner = self._sync if self._sync is not None else self._async
+        if runner is not None:
+            export_events(runner)
 
     def run(self, make: Callable[[], Operation[T]]) -> T:
         """Run the operation ``make()`` builds on the blocking client.

@@ -412,7 +412,6 @@ def test_corrupt_entries_reach_the_metrics(client: Any, name: str, raw: Any) -> 
     chat.add_message("k", _m("a"))
     raw.rpush(chat.chat_key("k"), "not json")
     assert [m.content for m in chat.get_messages("k")] == ["a"]
-    chat.get_messages("other")  # the next operation exports what the last one noted
     sample = registry.get_sample_value(
         "agent_memory_events_total", {"name": name, "event": "corrupt_entries"}
     )
@@ -439,3 +438,12 @@ async def test_a_sync_store_of_another_kind_is_refused(store: MemoryStore) -> No
     with pytest.raises(InvalidInputError) as info:
         AgentMemoryBlock(store=store, scope=Scope(namespace="n"), sync_store=store)
     assert info.value.field == "sync_store"
+
+
+def test_a_chat_written_by_a_script_the_server_did_not_know_keeps_its_ttl(
+    client: Any, name: str, raw: Any
+) -> None:
+    chat = AgentMemoryChatStore(client=client, name=name, ttl=30)
+    raw.script_flush()
+    chat.set_messages("k", [_m("a"), _m("b")])  # one script, sent again after NOSCRIPT
+    assert 0 < raw.pttl(chat.chat_key("k")) <= 30_000

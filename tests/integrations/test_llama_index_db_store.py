@@ -623,3 +623,14 @@ async def test_every_method_on_a_cluster(package: Package, cluster_url: str) -> 
     finally:
         client.close()
         await aclient.aclose()
+
+
+async def test_a_server_that_does_not_know_the_scripts_yet_still_gets_the_ttl(
+    client: Any, aclient: Any, name: str, raw: Any
+) -> None:
+    """The first write after a restart (or on a fresh server) meets ``NOSCRIPT``: the
+    script is sent again, and the chat's ``PEXPIRE`` with it, after it."""
+    timed = AgentMemoryDBChatStore(client=client, async_client=aclient, name=name, ttl=30)
+    raw.script_flush()
+    await timed.add_message("k", _m("a"))
+    assert 0 < raw.pttl(timed.chat_key("k")) <= 30_000

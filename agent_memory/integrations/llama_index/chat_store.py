@@ -164,7 +164,7 @@ class AgentMemoryChatStore(BaseChatStore):
             with self._lock:
                 self._skipped += skipped
             logger.warning("skipped %d corrupt element(s) of chat %s", skipped, key)
-            self._runners.tier.buffer.note("corrupt_entries", skipped)  # the tier's metric
+            self._runners.note_corrupt(skipped)
 
     def _got(self, read: ops.Read, key: str) -> list[ChatMessage]:
         messages, skipped = read

@@ -51,7 +51,8 @@ def on_key(
     """
     commands = [command]
     if ttl_ms is not None:
-        commands.append(Command(("PEXPIRE", key, ttl_ms)))
+        # after the script even when the server did not know it yet (sent again)
+        commands.append(Command(("PEXPIRE", key, ttl_ms), after_scripts=True))
     got = yield from batch_with_stats(tier.layout, tier.buffer, commands, {counter: 1})
     raise_first_error(got)
     return got[0]

@@ -30,7 +30,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from pydantic_ai.messages import ModelMessage
 
-from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore
+from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore, export_events
 from agent_memory.cache.keys import check_name, check_text, ttl_ms
 from agent_memory.core.client_factory import client_from_url, close_async_client, close_sync_client
 from agent_memory.core.clients import is_async_client
@@ -191,7 +191,8 @@ class AgentMemoryMessageHistory:
             with self._lock:
                 self._skipped += skipped
             logger.warning("skipped %d corrupt element(s) of message history %s", skipped, self.key)
-            self._core.tier.buffer.note("corrupt_entries", skipped)  # the tier's metric
+            self._core.tier.buffer.note("corrupt_entries", skipped)
+            export_events(self._runner)
         return messages
 
     def _run_sync(self, op: Operation[T]) -> T:

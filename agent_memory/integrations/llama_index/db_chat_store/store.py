@@ -164,7 +164,7 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
             with self._lock:
                 self._skipped += skipped
             logger.warning("skipped %d corrupt entr(y/ies) of chat %s", skipped, key)
-            self._runners.tier.buffer.note("corrupt_entries", skipped)  # the tier's metric
+            self._runners.note_corrupt(skipped)
         return value
 
     def _in_home_loop(self) -> bool:

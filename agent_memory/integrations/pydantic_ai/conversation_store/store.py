@@ -162,7 +162,7 @@ class AgentMemoryConversationStore(ConversationStore):
             logger.warning(
                 "skipped %d corrupt %s of conversation store %s", skipped, what, self._name
             )
-            self._runners.tier.buffer.note("corrupt_entries", skipped)  # the tier's metric
+            self._runners.note_corrupt(skipped)
 
     # -- the storage primitives -------------------------------------------------------
 
