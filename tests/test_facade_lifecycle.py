@@ -282,6 +282,33 @@ async def test_a_close_during_initialize_leaves_no_heartbeat(
     with pytest.raises(StoreClosedError):
         await initializing
     assert agent._heartbeat._task is None
+    raw = redis.Redis.from_url(server.url, decode_responses=True)
+    try:  # its heartbeats are withdrawn (the markers stay: Monitor shows it gone)
+        for field in (f"{agent.name}:mem", agent.name):
+            assert raw.exists(discovery.heartbeat_key(field)) == 0
+    finally:
+        raw.close()
+    pool = agent._client.connection_pool
+    assert all(not c.is_connected for c in pool._available_connections)
+    assert not pool._in_use_connections
+
+
+async def test_a_close_cancelled_while_sending_counters_still_releases_everything(
+    server: ServerInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = AgentMemory.from_url(server.url, name=_name(), embed=TableEmbedder(), discovery=False)
+    await agent.memory.remember("warm the client up")
+
+    async def slow_flush(self: Any) -> None:
+        await asyncio.sleep(10)
+
+    monkeypatch.setattr(type(agent.llm), "flush_stats", slow_flush)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(agent.close(), 0.1)
+    assert agent.memory._closed
+    pool = agent._client.connection_pool
+    assert all(not c.is_connected for c in pool._available_connections)
+    assert not pool._in_use_connections
 
 
 async def test_a_heartbeat_that_raises_anything_is_counted_and_goes_on() -> None:

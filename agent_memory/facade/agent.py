@@ -241,6 +241,7 @@ class AgentMemory:
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
             if self._closed:  # closed while registering: no heartbeat for a closed agent
+                await self._withdraw()
                 raise StoreClosedError(f"agent {self._name!r} was closed during initialize")
             self._heartbeat.start()
         self._initialized = True
@@ -296,14 +297,32 @@ class AgentMemory:
         except AgentMemoryError as exc:
             self._beat_failed(exc)
         finally:
+            await self._release()
+
+    async def _release(self) -> None:
+        """Send the buffered counters, then release the store, the client and the
+        server, each whatever the step before it raised (a cancellation included)."""
+        try:
+            await self._flush_counters()
+        finally:
             try:
-                await self._flush_counters()
                 await self.memory.close()
                 if self._owns_client:
                     await close_async_client(self._client)
             finally:
                 if self._server is not None:
                     await self._server.stop_async()
+
+    async def _withdraw(self) -> None:
+        """Undo a registration that a close() overtook: delete the markers it wrote and
+        close again the connection it reopened on a client this object owns."""
+        try:
+            await run_async(protocol.unregister([f"{self._name}:mem", self._name]), self._executor)
+        except AgentMemoryError as exc:
+            self._beat_failed(exc)
+        finally:
+            if self._owns_client:
+                await close_async_client(self._client)
 
     async def _flush_counters(self) -> None:
         """Send the tiers' buffered counters before the client goes (best-effort)."""

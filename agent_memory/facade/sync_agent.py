@@ -251,6 +251,7 @@ class SyncAgentMemory:
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
             if self._closed:  # closed while registering: no heartbeat for a closed agent
+                self._withdraw()
                 raise StoreClosedError(f"agent {self._name!r} was closed during initialize")
             self._heartbeat.start()
         self._initialized = True
@@ -304,14 +305,32 @@ class SyncAgentMemory:
         except AgentMemoryError as exc:
             self._beat_failed(exc)
         finally:
+            self._release()
+
+    def _release(self) -> None:
+        """Send the buffered counters, then release the store, the client and the
+        server, each whatever the step before it raised (a cancellation included)."""
+        try:
+            self._flush_counters()
+        finally:
             try:
-                self._flush_counters()
                 self.memory.close()
                 if self._owns_client:
                     close_sync_client(self._client)
             finally:
                 if self._server is not None:
                     self._server.stop()
+
+    def _withdraw(self) -> None:
+        """Undo a registration that a close() overtook: delete the markers it wrote and
+        close again the connection it reopened on a client this object owns."""
+        try:
+            run_sync(protocol.unregister([f"{self._name}:mem", self._name]), self._executor)
+        except AgentMemoryError as exc:
+            self._beat_failed(exc)
+        finally:
+            if self._owns_client:
+                close_sync_client(self._client)
 
     def _flush_counters(self) -> None:
         """Send the tiers' buffered counters before the client goes (best-effort)."""

@@ -708,3 +708,38 @@ def test_an_item_whose_metadata_another_writer_damaged_is_skipped_and_counted(ur
         assert served._ctx.counters["corrupt_records"] >= 4
     finally:
         lg.close()
+
+
+def test_a_capped_async_store_and_a_cap_set_later_are_refused(url: str) -> None:
+    name = f"lg_{uuid.uuid4().hex[:8]}"
+    sync = SyncMemoryStore.from_url(url, name=name, embed=HashingEmbedder())
+    capped = MemoryStore.from_url(url, name=name, embed=HashingEmbedder(), max_items_per_scope=2)
+    with pytest.raises(InvalidInputError, match="max_items_per_scope"):
+        AgentMemoryStore(sync, async_store=capped)
+    lg = AgentMemoryStore(sync)
+    try:
+        lg.put(("ns",), "a", {"text": "one"})
+        sync.client.hset(f"{name}:__mem_config", "maxItemsPerScope", "2")  # an operator
+        sync.refresh_config()
+        with pytest.raises(InvalidInputError, match="max_items_per_scope"):
+            lg.put(("ns",), "b", {"text": "two"})
+        assert lg.get(("ns",), "b") is None and lg.get(("ns",), "a") is not None
+    finally:
+        sync.close()
+
+
+def test_a_damaged_item_does_not_shorten_a_page(url: str) -> None:
+    lg = _lg(url, HashingEmbedder())
+    try:
+        for key in ("a", "b", "c"):
+            lg.put(("ns",), key, {"text": f"note {key}"})
+        served = lg._store
+        assert served is not None
+        broken = next(m for m in served.list(scope=lg._scope).items if "note b" in m.content)
+        meta = dict(broken.metadata)
+        meta["langgraph"] = "not an object of this adapter's"
+        served.client.hset(f"{served.name}:mem:{broken.id}", "metadata_json", json.dumps(meta))
+        page = lg.search(("ns",), filter={"text": {"$ne": "x"}}, limit=2)
+        assert len(page) == 2 and "b" not in {i.key for i in page}
+    finally:
+        lg.close()

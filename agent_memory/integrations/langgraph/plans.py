@@ -67,6 +67,21 @@ def _call(method: str, *args: Any, **kwargs: Any) -> Generator[Call, Any, Any]:
     return (yield (method, args, kwargs))
 
 
+def check_uncapped(store: MemoryStore | SyncMemoryStore | None) -> None:
+    """Refuse a store with ``max_items_per_scope`` in force: every LangGraph item shares
+    one exact scope, so a cap would evict items.
+
+    Raises:
+        InvalidInputError: the store has a cap (given, or set since in its live config).
+    """
+    if store is not None and store.current_config().max_items_per_scope is not None:
+        raise InvalidInputError(
+            "a LangGraph store needs a MemoryStore without max_items_per_scope "
+            "(every item shares one scope: the cap would evict items)",
+            field="store",
+        )
+
+
 def _document(value: Mapping[str, Any], fields: Sequence[str], max_bytes: int) -> str | None:
     """The text to embed for ``value``; ``None`` when no index field has text."""
     texts: list[str] = []
@@ -231,9 +246,12 @@ class OperationPlans:
             )
             if op.value is not None
         ]
-        # The store's own checks, on the final inputs, before anything is written.
+        # The store's own checks, on the final inputs, before anything is written; and
+        # no cap set since through the live config (it would evict items).
         for write in writes:
             validate_input(write, self._content_limit)
+        if writes:
+            check_uncapped(self._served)
         deletes = [
             memory_id
             for ((_, _), op), memory_id in zip(latest.items(), ids, strict=True)
@@ -326,11 +344,17 @@ class OperationPlans:
             )
             matched.extend((m, None) for m in page.items)
             offset = 0
-        window = matched[offset : offset + limit]
+        # Items another writer damaged are reported and left out before the page is
+        # cut, so a page is short only at the end.
+        readable = [
+            (memory, item)
+            for memory, score in matched
+            if (item := self._item(memory, score)) is not None
+        ]
+        window = readable[offset : offset + limit]
         if op.refresh_ttl:
-            yield from self._refresh([m for m, _ in window])
-        results = [self._item(m, score) for m, score in window]
-        return [r for r in results if r is not None]
+            yield from self._refresh([memory for memory, _ in window])
+        return [item for _, item in window]
 
     def _nearest(
         self, query: str, tags: list[str], flt: Mapping[str, Any] | None, wanted: int

@@ -16,7 +16,10 @@ require("langgraph.store.base", extra="langgraph", package="langgraph")
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig  # noqa: E402
 
 from agent_memory.integrations.langgraph.checks import check_config  # noqa: E402
-from agent_memory.integrations.langgraph.plans import OperationPlans  # noqa: E402
+from agent_memory.integrations.langgraph.plans import (  # noqa: E402
+    OperationPlans,
+    check_uncapped,
+)
 from agent_memory.integrations.langgraph.values import MAX_CONTENT_BYTES  # noqa: E402
 from agent_memory.schema.types import Scope  # noqa: E402
 from agent_memory.store.memory_store import MemoryStore  # noqa: E402
@@ -83,12 +86,8 @@ class AgentMemoryStore(OperationPlans, BaseStore):
         self._importance = float(importance)
         served = store if store is not None else async_store
         assert served is not None  # one of them was given (checked above)
-        if served.current_config().max_items_per_scope is not None:
-            # every item of this store shares one exact scope: a cap would evict items
-            raise InvalidInputError(
-                "a LangGraph store needs a MemoryStore without max_items_per_scope",
-                field="store",
-            )
+        for given in (store, async_store):
+            check_uncapped(given)
         # the store's limit on the text embedded, and its counter of unreadable records
         # (both stores of from_url share the settings)
         self._served = served
