@@ -41,5 +41,10 @@ step "pytest with ${AGENT_MEMORY_TEST_WORKERS:-2} workers (they start their own 
 # CrewAI pins mcp 1.x, which cannot share .venv with the mcp extra: its adapter's tests
 # run in their own virtualenv. Arguments select tests of the main suite only.
 if [ "$#" -eq 0 ]; then
+  # A restarted or failed-over server knows no script: the caches' and adapters' tests
+  # again, with every script's first send answered NOSCRIPT (tests/conftest.py).
+  step "pytest of the caches and adapters against servers that know no script yet"
+  AGENT_MEMORY_TEST_UNKNOWN_SCRIPTS=1 .venv/bin/python -m pytest \
+    -n "${AGENT_MEMORY_TEST_WORKERS:-2}" -q tests/cache tests/integrations
   exec ./scripts/test_crewai.sh
 fi

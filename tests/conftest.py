@@ -75,6 +75,23 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "CI=true but the real valkey-search kinds cannot run: " + "; ".join(_missing_report())
         )
+    if os.environ.get("AGENT_MEMORY_TEST_UNKNOWN_SCRIPTS") == "1":
+        _name_every_script_unknown()
+
+
+def _name_every_script_unknown() -> None:
+    """Send every script first under a SHA no server knows, so each batch meets the
+    ``NOSCRIPT`` a restarted or failed-over server answers, and every command that must
+    follow a script has to be sent again after it (``Command.after_scripts``)."""
+    from agent_memory.core import clients
+    from agent_memory.core.effects import Command
+
+    def unknown(cmd: Command) -> Command:
+        if cmd.name.upper() != "EVAL":
+            return cmd
+        return Command(("EVALSHA", "0" * 40, *cmd.args[2:]), binary=cmd.binary)
+
+    clients._by_sha = unknown
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
