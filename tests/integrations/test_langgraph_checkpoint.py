@@ -502,3 +502,26 @@ def test_the_example_runs_and_resumes(servers: _Servers) -> None:
         "user: are you still there?",
         "assistant: I have seen 3 messages",
     ]
+
+
+def test_delete_for_runs_keeps_the_index_of_a_checkpoint_written_meanwhile(
+    saver: AgentMemorySaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put of the same run while its checkpoints are deleted: its checkpoint stays, and
+    stays listed under the run, so the next delete_for_runs finds it."""
+    from agent_memory.integrations.checkpoint import ops
+
+    saver.put(*_put(saver, "t1", x=1))
+    real_drop = ops._drop
+
+    def racing_drop(layout: Any, work: Any) -> Any:
+        yield from real_drop(layout, work)
+        saver.put(*_put(saver, "t2", x=2))  # another task of run r1, right now
+
+    monkeypatch.setattr(ops, "_drop", racing_drop)
+    saver.delete_for_runs(["r1"])
+    monkeypatch.undo()
+    assert saver.get_tuple(generate_config("t1")) is None
+    assert saver.get_tuple(generate_config("t2")) is not None
+    saver.delete_for_runs(["r1"])
+    assert saver.get_tuple(generate_config("t2")) is None

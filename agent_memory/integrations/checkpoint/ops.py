@@ -217,7 +217,15 @@ def delete_for_runs(layout: Layout, run_ids: Iterable[Any]) -> Operation[None]:
                 by_lane[where[:2]].append(where[2])
     work = [(layout.lane(t, ns), "ids", ids) for (t, ns), ids in by_lane.items()]
     yield from _drop(layout, work)
-    yield from _batch([Command(("DEL", layout.run(r))) for r in runs])
+    # Only the members read leave the runs' index: a checkpoint a concurrent put of the
+    # same run indexed meanwhile stays listed there (and is found by the next call).
+    unindex = [
+        Command(("SREM", layout.run(r), *members))
+        for r, members in zip(runs, got, strict=True)
+        if members
+    ]
+    if unindex:
+        yield from _batch(unindex)
 
 
 def copy_thread(layout: Layout, source: Any, destination: Any, ttl_ms: int) -> Operation[None]:
