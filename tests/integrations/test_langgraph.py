@@ -741,5 +741,7 @@ def test_a_damaged_item_does_not_shorten_a_page(url: str) -> None:
         served.client.hset(f"{served.name}:mem:{broken.id}", "metadata_json", json.dumps(meta))
         page = lg.search(("ns",), filter={"text": {"$ne": "x"}}, limit=2)
         assert len(page) == 2 and "b" not in {i.key for i in page}
+        listed = lg.search(("ns",), limit=2)  # the plain listing, paged on the server
+        assert len(listed) == 2 and "b" not in {i.key for i in listed}
     finally:
         lg.close()

@@ -339,10 +339,8 @@ class OperationPlans:
             everything = yield from self._list_all(tags)
             matched.extend((m, None) for m in everything if matches_filter(self._value(m), flt))
         else:
-            page = yield from _call(
-                "list", self._scope, tags=tags, limit=min(limit, 10_000), offset=offset
-            )
-            matched.extend((m, None) for m in page.items)
+            page = yield from self._listed_page(tags, min(limit, 10_000), offset)
+            matched.extend(page)
             offset = 0
         # Items another writer damaged are reported and left out before the page is
         # cut, so a page is short only at the end.
@@ -355,6 +353,22 @@ class OperationPlans:
         if op.refresh_ttl:
             yield from self._refresh([memory for memory, _ in window])
         return [item for _, item in window]
+
+    def _listed_page(
+        self, tags: list[str], limit: int, offset: int
+    ) -> Plan[list[tuple[MemoryItem, float | None]]]:
+        """``limit`` items of the listing from ``offset`` (which counts every stored
+        item), topped up past the items another writer damaged (reported, left out)."""
+        found: list[tuple[MemoryItem, float | None]] = []
+        start = offset
+        while len(found) < limit:
+            wanted = limit - len(found)
+            page = yield from _call("list", self._scope, tags=tags, limit=wanted, offset=start)
+            start += len(page.items)
+            found.extend((m, None) for m in page.items if self._item(m) is not None)
+            if len(page.items) < wanted:
+                break
+        return found
 
     def _nearest(
         self, query: str, tags: list[str], flt: Mapping[str, Any] | None, wanted: int
