@@ -67,16 +67,12 @@ def held_prefix(
 ) -> tuple[int, list[str], AgentMemoryError | None]:
     """How many keys, from the first, were won (``SET NX`` answered ``OK``); the keys
     won after that (to release); and the first error among the replies."""
-    won = [reply is not None and reply is not False for reply in replies]
+    won = [r is not None and r is not False and not isinstance(r, Exception) for r in replies]
     error = next((r for r in replies if isinstance(r, AgentMemoryError)), None)
     prefix = 0
-    while prefix < len(keys) and won[prefix] and not isinstance(replies[prefix], Exception):
+    while prefix < len(keys) and won[prefix]:
         prefix += 1
-    beyond = [
-        key
-        for key, ok, reply in zip(keys[prefix:], won[prefix:], replies[prefix:], strict=True)
-        if ok and not isinstance(reply, Exception)
-    ]
+    beyond = [key for key, ok in zip(keys[prefix:], won[prefix:], strict=True) if ok]
     return prefix, beyond, error
 
 
