@@ -238,8 +238,7 @@ def _record(
 ) -> None:
     describe_result(scope, result)
     telemetry.cache_stored(tier, core.take_stored())
-    for event, amount in core.buffer.take_events().items():
-        telemetry.count(event, amount)
+    _count_events(telemetry, core)
     if core.active_sessions is not None:
         telemetry.cache_sessions(core.active_sessions())
     hits, misses, saved = core.take_lookups()
@@ -309,5 +308,9 @@ class SyncTier:
 def export_events(tier: AsyncTier | SyncTier) -> None:
     """Send the events noted on ``tier`` since its last operation to its metrics now (for
     the adapters that note what an operation returned once it has ended)."""
-    for event, amount in tier._tier_core().buffer.take_events().items():
-        tier._telemetry.count(event, amount)
+    _count_events(tier._telemetry, tier._tier_core())
+
+
+def _count_events(telemetry: Telemetry, core: TierCore) -> None:
+    for event, amount in core.buffer.take_events().items():
+        telemetry.count(event, amount)
