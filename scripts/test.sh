@@ -41,10 +41,17 @@ step "pytest with ${AGENT_MEMORY_TEST_WORKERS:-2} workers (they start their own 
 # CrewAI pins mcp 1.x, which cannot share .venv with the mcp extra: its adapter's tests
 # run in their own virtualenv. Arguments select tests of the main suite only.
 if [ "$#" -eq 0 ]; then
-  # A restarted or failed-over server knows no script: the caches' and adapters' tests
-  # again, with every script's first send answered NOSCRIPT (tests/conftest.py).
-  step "pytest of the caches and adapters against servers that know no script yet"
+  # A restarted or failed-over server knows no script: the caches', adapters' and
+  # facade's tests again, with every script's first send answered NOSCRIPT
+  # (tests/conftest.py), then the store's on every server kind through one async and one
+  # sync client (the executor's resend path is the same for the other client flavours).
+  step "pytest of the caches, adapters and facade against servers that know no script yet"
   AGENT_MEMORY_TEST_UNKNOWN_SCRIPTS=1 .venv/bin/python -m pytest \
-    -n "${AGENT_MEMORY_TEST_WORKERS:-2}" -q tests/cache tests/integrations
+    -n "${AGENT_MEMORY_TEST_WORKERS:-2}" -q tests/cache tests/integrations \
+    tests/test_facade.py tests/test_facade_lifecycle.py
+  step "pytest of the store against servers that know no script yet (two client flavours)"
+  AGENT_MEMORY_TEST_UNKNOWN_SCRIPTS=1 .venv/bin/python -m pytest \
+    -n "${AGENT_MEMORY_TEST_WORKERS:-2}" -q tests/store \
+    -k "valkey-resp2-bytes-async or valkey-resp3-str-sync"
   exec ./scripts/test_crewai.sh
 fi
