@@ -340,6 +340,35 @@ async def test_async_methods_on_an_async_store_and_in_a_thread(target: Target) -
         sync_store.client.close()
 
 
+async def test_a_record_another_writer_damaged_is_skipped_and_counted(target: Target) -> None:
+    sync_store = target.store()
+    async_store = MemoryStore(
+        target.package.client(target.url, blocking=False), sync_store.name, EMBED
+    )
+    scope = Scope(namespace="acme")
+    try:
+        storage = AgentMemoryStorage(sync_store, scope=scope, async_store=async_store)
+        storage.save([rec("a", content="tea"), rec("b", content="tea leaves")])
+        binding = Binding(scope)
+        key = f"{sync_store.name}:mem:{memory_id(binding, 'b')}"
+        stored = json.loads(sync_store.client.hget(key, "metadata_json"))
+        del stored["crewai"]["created_at"]  # what another writer left of it
+        sync_store.client.hset(key, "metadata_json", json.dumps(stored))
+
+        assert [r.id for r, _ in storage.search(vec("tea"))] == ["a"]
+        assert [r.id for r in storage.list_records()] == ["a"]
+        assert storage.get_record("b") is None
+        assert storage.delete(record_ids=["b"], categories=["x"]) == 0
+        assert sync_store._ctx.counters.get("corrupt_records") == 4
+        assert [r.id for r, _ in await storage.asearch(vec("tea"))] == ["a"]
+        assert await storage.adelete(record_ids=["b"], categories=["x"]) == 0
+        assert async_store._ctx.counters.get("corrupt_records") == 2
+        assert sync_store.get(memory_id(binding, "b")) is not None  # nothing deleted
+    finally:
+        await async_store.client.aclose()
+        sync_store.client.close()
+
+
 def test_from_url_owns_its_store_and_memory_close_closes_it(target: Target) -> None:
     storage = AgentMemoryStorage.from_url(
         target.url, name=_name(), embed=EMBED, scope=Scope(namespace="n"), ttl=60

@@ -23,8 +23,10 @@ T = TypeVar("T")
 #: The store methods an operation may call.
 METHODS = frozenset(
     {"ensure_index", "import_records", "recall_by_vector", "list", "get", "forget",
-     "forget_by_scope"}
+     "forget_by_scope", "report_corrupt_record"}
 )  # fmt: skip
+#: The store methods among them that are not coroutines on the asyncio store.
+_BLOCKING_ON_BOTH = frozenset({"report_corrupt_record"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,10 @@ async def run_async(store: MemoryStore, plan: Plan[T]) -> T:
     try:
         call = next(plan)
         while True:
-            call = plan.send(await getattr(store, call.method)(*call.args, **call.kwargs))
+            result = getattr(store, call.method)(*call.args, **call.kwargs)
+            if call.method not in _BLOCKING_ON_BOTH:
+                result = await result
+            call = plan.send(result)
     except StopIteration as done:
         value: T = done.value
         return value

@@ -298,14 +298,17 @@ class Stored:
     path: str
 
 
-def stored_record(binding: Binding, item: MemoryItem) -> Stored | None:
-    """The CrewAI record a memory of ``binding`` holds (pure); ``None`` for a memory of
-    another scope or one whose ``"crewai"`` metadata is missing or malformed."""
+def stored_record(binding: Binding, item: MemoryItem) -> Stored | str:
+    """The CrewAI record a memory of ``binding`` holds (pure), or why it holds none: a
+    memory of another scope, or one whose ``"crewai"`` metadata is missing, belongs to
+    another record id or is malformed."""
     if item.scope != binding.scope:
-        return None
+        return "a memory of another scope"
     blob = item.metadata.get(SOURCE)
-    if not isinstance(blob, Mapping) or item.id != memory_id(binding, str(blob.get("id"))):
-        return None
+    if not isinstance(blob, Mapping):
+        return f"no {SOURCE!r} metadata"
+    if item.id != memory_id(binding, str(blob.get("id"))):
+        return f"its {SOURCE!r} metadata names another record id"
     try:
         record = _types.MemoryRecord(
             id=blob["id"],
@@ -321,8 +324,10 @@ def stored_record(binding: Binding, item: MemoryItem) -> Stored | None:
             private=bool(blob.get("private", False)),
         )
         path = normalize_path(record.scope)
-    except (KeyError, TypeError, ValueError):  # pydantic's ValidationError is a ValueError
-        return None
+    except KeyError as exc:
+        return f"its {SOURCE!r} metadata has no {exc}"
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        return f"its {SOURCE!r} metadata is malformed ({type(exc).__name__})"
     return Stored(item.id, record, path)
 
 

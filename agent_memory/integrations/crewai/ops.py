@@ -21,7 +21,6 @@ scope tags (:mod:`.layout`), so nothing outside the binding is read, found or de
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -50,8 +49,6 @@ from agent_memory.schema.types import SIMILARITY_ONLY, ListResult, MemoryItem, R
 
 _backend = require("crewai.memory.storage.backend", extra="crewai")
 _types = require("crewai.memory.types", extra="crewai")
-
-logger = logging.getLogger(__name__)
 
 #: Records per ``list`` page when a whole prefix is read (the store's largest page).
 PAGE = 10_000
@@ -131,15 +128,26 @@ def _records(value: object) -> list[Any]:
     return [check_record(r) for r in value]
 
 
-def _owned(binding: Binding, items: Sequence[MemoryItem]) -> list[Stored]:
+def _owned(binding: Binding, items: Sequence[MemoryItem]) -> Plan[list[Stored]]:
     out: list[Stored] = []
     for item in items:
-        stored = stored_record(binding, item)
-        if stored is None:
-            logger.warning("skipped memory %s: not a CrewAI record of this storage", item.id)
-            continue
-        out.append(stored)
+        stored = yield from _readable(binding, item)
+        if stored is not None:
+            out.append(stored)
     return out
+
+
+def _readable(binding: Binding, item: MemoryItem) -> Plan[Stored | None]:
+    """``item`` as a record of ``binding``; ``None`` (reported to the store, which logs
+    it and counts it in ``corrupt_records``) when it holds none. Every caller reads under
+    the binding's own tags or derived ids, so such a memory is one whose metadata
+    another writer damaged."""
+    stored = stored_record(binding, item)
+    if isinstance(stored, str):
+        problem = f"not a readable CrewAI record of this storage: {stored}"
+        yield StoreCall("report_corrupt_record", (item.id, problem))
+        return None
+    return stored
 
 
 def save(binding: Binding, dim: Dimension, records: object) -> Plan[None]:
@@ -170,9 +178,9 @@ def get_record(binding: Binding, record_id: object) -> Plan[Any]:
     """
     checked = check_record_id(record_id)
     item = yield StoreCall("get", (memory_id(binding, checked),))
-    stored = None if item is None else stored_record(binding, item)
-    if item is not None and stored is None:
-        logger.warning("memory %s is not a CrewAI record of this storage: read as absent", item.id)
+    if item is None:
+        return None
+    stored = yield from _readable(binding, item)  # damaged: read as absent
     return None if stored is None else stored.record
 
 
@@ -227,11 +235,8 @@ def search(
             },
         )
         for hit in result:
-            stored = stored_record(binding, hit.item)
+            stored = yield from _readable(binding, hit.item)
             if stored is None:
-                logger.warning(
-                    "skipped memory %s: not a CrewAI record of this storage", hit.item.id
-                )
                 continue
             score = min(1.0, max(0.0, float(hit.similarity)))
             if score < floor or not matches(
@@ -260,7 +265,7 @@ def _scan(binding: Binding, prefix: str, *, include_suppressed: bool = False) ->
                 "include_suppressed": include_suppressed,
             },
         )
-        found += _owned(binding, page.items)
+        found += yield from _owned(binding, page.items)
         offset += len(page.items)
         if not page.items or offset >= page.total:
             return found
@@ -288,7 +293,7 @@ def list_records(
                 "offset": start,
             },
         )
-        records += [s.record for s in _owned(binding, page.items)]
+        records += [s.record for s in (yield from _owned(binding, page.items))]
         start += len(page.items)
         if not page.items or start >= page.total:
             break
@@ -384,7 +389,7 @@ def delete(
         candidates: list[Stored] = []
         for record_id in ids:
             item = yield StoreCall("get", (memory_id(binding, record_id),))
-            stored = None if item is None else stored_record(binding, item)
+            stored = None if item is None else (yield from _readable(binding, item))
             if stored is not None:
                 candidates.append(stored)
     else:
