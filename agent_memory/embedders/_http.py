@@ -67,7 +67,10 @@ def _decode_vector(raw: object) -> list[float]:
         isinstance(x, (int, float)) and not isinstance(x, bool) for x in raw
     ):
         raise ReplyParseError("embedding is not a list of numbers")
-    return [float(x) for x in raw]
+    try:
+        return [float(x) for x in raw]
+    except OverflowError as exc:  # a JSON integer beyond any float
+        raise ReplyParseError("embedding holds a number too large for a float") from exc
 
 
 def parse_response(body: bytes, count: int) -> list[list[float]]:
@@ -86,7 +89,7 @@ def parse_response(body: bytes, count: int) -> list[list[float]]:
     if len(data) != count:
         raise ReplyParseError(f"embedding response has {len(data)} vectors for {count} inputs")
     indices = [d.get("index", i) for i, d in enumerate(data)]
-    if sorted(indices) != list(range(count)):
+    if not all(type(i) is int for i in indices) or sorted(indices) != list(range(count)):
         raise ReplyParseError("embedding response indices are not 0..n-1")
     ordered = sorted(zip(indices, data, strict=True), key=lambda p: p[0])
     return [_decode_vector(d.get("embedding")) for _, d in ordered]

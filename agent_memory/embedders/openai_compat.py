@@ -89,7 +89,13 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
         batch_size: int = 64,
         embedder_id: str | None = None,
     ) -> None:
-        parts = urlsplit(base_url) if isinstance(base_url, str) else None
+        try:
+            parts = urlsplit(base_url) if isinstance(base_url, str) else None
+            _ = None if parts is None else parts.port  # a port that is not a number
+        except ValueError as exc:  # an unclosed IPv6 bracket, a bad port
+            raise InvalidInputError(
+                f"base_url is not a valid URL: {exc}", field="base_url"
+            ) from None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidInputError("base_url must be an http(s) URL", field="base_url")
         if parts.username is not None or parts.password is not None or parts.query:

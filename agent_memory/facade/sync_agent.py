@@ -358,6 +358,29 @@ class SyncAgentMemory:
         return f"{type(self).__name__}(name={self._name!r})"
 
 
+class _CachedEmbedder:
+    """The store's embedder routed through the embedding cache, with the embedder's
+    ``id``, ``dim`` and ``recommended_threshold``. ``dim`` is read from the embedder
+    only when the store asks (off the event loop, under the async store): an HTTP
+    embedder without a declared width answers it with a probe request."""
+
+    def __init__(self, embed: Callable[[str], Any], cached: Callable[..., Any], id: str) -> None:
+        self._embed = embed
+        self._cached = cached
+        self.id = id
+        threshold = getattr(embed, "recommended_threshold", None)
+        if threshold is not None:
+            self.recommended_threshold = threshold
+
+    def __call__(self, text: Any) -> Any:
+        return self._cached(text)
+
+    @property
+    def dim(self) -> Any:
+        """The wrapped embedder's ``dim`` (``None`` when it has none)."""
+        return getattr(self._embed, "dim", None)
+
+
 def _cached_embedder(
     cache: SyncEmbeddingCache, embed: Callable[[str], Any], options: dict[str, Any]
 ) -> tuple[Callable[[str], Any], dict[str, Any]]:
@@ -367,11 +390,7 @@ def _cached_embedder(
         embedder_id = (
             f"{type(embed).__module__}.{getattr(embed, '__qualname__', type(embed).__qualname__)}"
         )
-    cached = cache.wrap(embed, embedder_id=embedder_id)
-    for attribute in ("dim", "recommended_threshold"):
-        if hasattr(embed, attribute):
-            setattr(cached, attribute, getattr(embed, attribute))
-    cached.id = embedder_id  # type: ignore[attr-defined]
+    cached = _CachedEmbedder(embed, cache.wrap(embed, embedder_id=embedder_id), embedder_id)
     many = options.get("embed_many") or getattr(embed, "embed_many", None)
     if callable(many):
         options = {**options, "embed_many": cache.wrap(many, embedder_id=embedder_id, batched=True)}

@@ -261,12 +261,22 @@ def test_connection_refused() -> None:
         b'{"data": [{"embedding": "!!"}]}',
         b'{"data": [{"index": 5, "embedding": [1.0]}]}',
         b'{"data": [{"embedding": ["a"]}]}',
+        b'{"data": [{"embedding": [1%s]}]}' % (b"0" * 400),  # beyond any float
     ],
 )
 def test_malformed_responses(server: FakeServer, body: bytes) -> None:
     server.behaviour.body = body
     with pytest.raises(ReplyParseError):
         make(server).embed("x")
+
+
+@pytest.mark.parametrize(
+    "indices", [('"0"', "1"), ("null", "null"), ("1", "true"), ("0", "1.0"), ('"a"', "0")]
+)
+def test_indices_that_are_not_integers(indices: tuple[str, str]) -> None:
+    body = '{"data": [%s]}' % ", ".join(f'{{"index": {i}, "embedding": [1]}}' for i in indices)
+    with pytest.raises(ReplyParseError):
+        parse_response(body.encode(), 2)
 
 
 def test_parse_response_without_index() -> None:
@@ -307,6 +317,9 @@ async def test_async_and_call(server: FakeServer) -> None:
         (("not a url", "m"), {}),
         (("http://user:pw@h/v1", "m"), {}),
         (("http://h/v1?key=1", "m"), {}),
+        (("http://[::1", "m"), {}),
+        (("http://h:notaport/v1", "m"), {}),
+        (("http://h:99999/v1", "m"), {}),
         (("http://h/v1", ""), {}),
         (("http://h/v1", "m"), {"api_key": "a\r\nX-Injected: 1"}),
         (("http://h/v1", "m"), {"api_key": ""}),

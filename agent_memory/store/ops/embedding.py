@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Operation, call
-from agent_memory.errors import AgentMemoryError, EmbedderError
+from agent_memory.errors import EmbedderError
 from agent_memory.store.validation import unit_vector
 
 
@@ -22,13 +22,16 @@ def call_embedder(fn: Any, argument: Any, *, what: str) -> Operation[Any]:
     """Call the user's embedder; what it raises becomes :class:`EmbedderError`.
 
     Only the call is guarded, so a fault in the library's own handling of the result
-    surfaces as itself instead of being reported as the embedder's.
+    surfaces as itself instead of being reported as the embedder's. The built-in HTTP
+    embedder's own errors (an unreachable embedding server is a ``ServerUnavailableError``
+    when it is called directly) are wrapped too: through the store, that class means
+    the Valkey server.
     """
     try:
         result = yield from call(fn, argument, what=what)
-    except AgentMemoryError:
+    except EmbedderError:
         raise
-    except Exception as exc:  # any failure of user code, re-raised as ours
+    except Exception as exc:  # any failure of the embedder, re-raised as ours
         raise _embedder_failed(exc) from exc
     return result
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -53,8 +54,19 @@ class IndexStatus:
     adopted: int = 0
 
 
+def _read_dim(embed: object) -> object:
+    return getattr(embed, "dim", None)
+
+
 def _discover_dim(ctx: StoreContext) -> Operation[int]:
-    declared = getattr(ctx.settings.embed, "dim", None)
+    embed = ctx.settings.embed
+    declared: object
+    if isinstance(inspect.getattr_static(type(embed), "dim", None), property):
+        # A property may do I/O (the HTTP embedder's probe request): read like a call
+        # of the embedder, off the event loop, its errors wrapped.
+        declared = yield from call_embedder(_read_dim, embed, what="embed")
+    else:
+        declared = getattr(embed, "dim", None)
     if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
         return declared
     vector = yield from call_embedder(ctx.settings.embed, _PROBE_TEXT, what="embed")
