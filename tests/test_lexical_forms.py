@@ -99,3 +99,31 @@ def test_text_form_rescoring_reads_the_stored_terms(server: ServerInfo) -> None:
     finally:
         store.close()
         client.close()
+
+
+@pytest.mark.parametrize("kind", ["valkey", "valkey-redisearch"])
+@pytest.mark.parametrize("damage", ["another type", "a member that is not UTF-8"])
+def test_the_upgrade_of_an_old_store_skips_damaged_records(
+    servers: _Servers, kind: str, damage: str
+) -> None:
+    name = f"forms{uuid.uuid4().hex[:8]}"
+    embed = TableEmbedder()
+    client = valkey.Valkey.from_url(servers.get(kind).url)
+    try:
+        writer = SyncMemoryStore(client, name, embed, default_threshold=2.0)
+        ids = writer.remember_many([{"content": f"fact number {i}"} for i in range(4)])
+        if damage == "another type":
+            client.delete(f"{name}:mem:{ids[0]}")
+            client.set(f"{name}:mem:{ids[0]}", "junk")
+        else:
+            (registry,) = client.keys(f"{name}:__mem_reg:*")
+            client.zadd(registry, {b"\xff\xfe": float("inf")})
+        client.hdel(f"{name}:__mem_meta", "lexical")  # as written before hybrid recall
+        reader = SyncMemoryStore(client, name, embed, default_threshold=2.0)
+        reader.ensure_index()
+        assert reader._ctx.counters["corrupt_records"] >= 1
+        assert client.hget(f"{name}:__mem_meta", "lexical") is not None  # upgraded
+        found = {h.item.id for h in reader.recall("fact number", k=10, reinforce=False)}
+        assert set(ids[1:]) <= found
+    finally:
+        client.close()

@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
+from agent_memory.backends.reads import unreadable
 from agent_memory.cache.keys import glob_escape
 from agent_memory.core.effects import Command, Operation, command, execute_batch, scan_keys
 from agent_memory.core.replies import (
@@ -26,7 +27,7 @@ from agent_memory.core.replies import (
     raw_bytes,
     text,
 )
-from agent_memory.errors import IndexMismatchError
+from agent_memory.errors import IndexMismatchError, ReplyParseError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.encoding import SHARED_SESSION_TOKEN
@@ -138,6 +139,24 @@ def _session_vectors(
     return {m: raw_bytes(v) for m, v in zip(ids, replies, strict=True) if v is not None}
 
 
+def _skip_damaged(ctx: StoreContext, key: str, why: str) -> None:
+    logger.warning("store %s: %s is skipped by the lexical upgrade: %s", ctx.keys.name, key, why)
+    ctx.count("corrupt_records")
+
+
+def _readable_members(ctx: StoreContext, members: list[Any]) -> list[str]:
+    """The registry's memory ids; one that is not UTF-8 is logged, counted and skipped
+    (no memory key can be built from it), so one damaged entry does not stop the upgrade
+    of the whole store."""
+    ids: list[str] = []
+    for member in members:
+        try:
+            ids.append(text(member))
+        except ReplyParseError:
+            unreadable(ctx, repr(member), "its registry entry is not valid UTF-8")
+    return ids
+
+
 def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
     """Write the lexical field (``ctx.lexical_form``) of every registered memory (and the
     FLAT copy of the embedding of each session-scoped one), drop the other form's field,
@@ -154,19 +173,24 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
     for raw_key in sorted({text(k) for k in registries}):  # SCAN may repeat keys
         ns = raw_key[len(prefix) :]
         listing = yield from execute_batch([command("ZRANGE", raw_key, "0", "-1")])
+        if isinstance(listing[0], WrongTypeError):
+            _skip_damaged(ctx, raw_key, "the registry holds another type")
+            continue
         raise_first_error(listing)
-        ids = [text(x) for x in listing[0] or []]
+        ids = _readable_members(ctx, listing[0] or [])
         contents: list[str] = []
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
             fetched = yield from execute_batch(
                 [command("HMGET", ctx.keys.memory(m), *_READ, binary=True) for m in chunk]
             )
-            raise_first_error(fetched)
-            read = [
-                (m, *(list(values or []) + [None] * 2)[:2])
-                for m, values in zip(chunk, fetched, strict=True)
-            ]
+            read: list[tuple[str, Any, Any]] = []
+            for memory_id, values in zip(chunk, fetched, strict=True):
+                if isinstance(values, WrongTypeError):
+                    unreadable(ctx, memory_id, "its key holds no hash (left as it is)")
+                    continue
+                raise_first_error([values])
+                read.append((memory_id, *(list(values or []) + [None] * 2)[:2]))
             vectors = yield from _session_vectors(ctx, read)
             writes: list[Command] = []
             for memory_id, content_raw, _ in read:
@@ -181,7 +205,10 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
                 writes.append(Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *fields)))
                 writes.append(command("HDEL", key, *_other_fields(ctx.lexical_form)))
             written = yield from execute_batch(writes)
-            raise_first_error(written)
+            for cmd, reply in zip(writes, written, strict=True):
+                if isinstance(reply, WrongTypeError):  # replaced meanwhile by another writer
+                    unreadable(ctx, text(cmd.args[2 if cmd.name == "EVAL" else 0]), reply)
+            raise_first_error([r for r in written if not isinstance(r, WrongTypeError)])
         seen += len(contents)
         stats_key = ctx.keys.term_stats(ns)
         done = yield from execute_batch(
