@@ -68,6 +68,26 @@ async def test_capacity_evicts_lowest_importance_and_recency_exactly(env: StoreE
     assert stats.items == 4
 
 
+@pytest.mark.parametrize("damage", ["importance", "another type"])
+async def test_capacity_skips_a_member_it_cannot_read(env: StoreEnv, damage: str) -> None:
+    store = env.make(max_items_per_scope=3)
+    scope = Scope(agent_id="capped")
+    ids = [
+        await store.remember(f"m{i}", importance=0.5 + i / 10, scope=scope) for i in range(3)
+    ]
+    if damage == "importance":
+        await _raw(store, "HSET", _key(store, ids[0]), "importance", "not-a-number")
+    else:
+        await _raw(store, "DEL", _key(store, ids[0]))
+        await _raw(store, "SET", _key(store, ids[0]), "junk")
+    later = [await store.remember(f"n{i}", importance=0.9, scope=scope) for i in range(3)]
+    readable = {i.id for i in (await store.list(scope=scope, limit=100)).items}
+    # the damaged member is neither evicted nor ranked: the readable ones keep the cap
+    assert readable - {ids[0]} == set(later)
+    assert int(await _raw(store, "EXISTS", _key(store, ids[0]))) == 1
+    assert getattr(store, "wrapped", store)._ctx.counters["corrupt_records"] >= 1
+
+
 async def test_capacity_covers_unscoped_writes(env: StoreEnv) -> None:
     store = env.make(max_items_per_scope=2)
     ids = await store.remember_many([{"content": f"u{i}", "importance": i / 10} for i in range(5)])

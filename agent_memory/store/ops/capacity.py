@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent_memory.backends.context import StoreContext
+from agent_memory.backends.reads import unreadable
 from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import integer, number, raise_first_error, text
+from agent_memory.errors import ReplyParseError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema.scoring import eviction_order
 from agent_memory.store.ops.forget import (
@@ -28,7 +30,9 @@ def evict_over_capacity(
 
     Reads every member of the bucket (no ceiling on its size), drops members whose
     memory expired or was deleted, ranks the rest by importance + recency with the
-    store's weights and deletes the lowest. Returns how many were evicted.
+    store's weights and deletes the lowest. A member whose record cannot be read is
+    logged and counted (``corrupt_records``), and neither ranked nor evicted. Returns how
+    many were evicted.
     """
     bucket_key = ctx.keys.scope_bucket(bucket)
     reply = yield from execute_batch([command("ZRANGE", bucket_key, "0", "-1")])
@@ -42,16 +46,26 @@ def evict_over_capacity(
             for m in ids
         ]
     )
-    raise_first_error(fetched)
+    raise_first_error([r for r in fetched if not isinstance(r, WrongTypeError)])
     live, importance, touched, gone = [], [], [], []
     for memory_id, values in zip(ids, fetched, strict=True):
+        if isinstance(values, WrongTypeError):
+            unreadable(ctx, memory_id, "its key holds no hash (not evicted)")
+            continue
         if not values or values[0] is None:
             gone.append(memory_id)
             continue
+        try:
+            rank = number(values[0])
+            created = integer(values[1]) if values[1] is not None else 0
+            accessed = integer(values[2]) if values[2] is not None else created
+        except ReplyParseError as exc:
+            # Unranked, it is neither evicted (that would delete data for damage) nor
+            # counted against the cap; the write that triggered this stays a success.
+            unreadable(ctx, memory_id, f"{exc} (not evicted)")
+            continue
         live.append(memory_id)
-        importance.append(number(values[0]))
-        created = integer(values[1]) if values[1] is not None else 0
-        accessed = integer(values[2]) if values[2] is not None else created
+        importance.append(rank)
         touched.append(max(created, accessed))
     excess = len(live) - cap
     victims = (
