@@ -253,6 +253,22 @@ async def test_agent_and_thread_indexes_are_built_for_older_stores(env: StoreEnv
     assert (await reopened.list(scope=Scope(thread_id="t"))).total == 1
 
 
+async def test_indexing_an_older_store_skips_records_it_cannot_read(env: StoreEnv) -> None:
+    store = env.make()
+    good = await store.remember("of agent a", scope=Scope(agent_id="a"))
+    clobbered = await store.remember("clobbered", scope=Scope(agent_id="a"))
+    name = getattr(store, "wrapped", store).name
+    await _raw(store, "DEL", f"{name}:__mem_agent:_d:a")
+    await _raw(store, "HDEL", f"{name}:__mem_meta", "member_indexes")
+    await _raw(store, "DEL", _key(store, clobbered))
+    await _raw(store, "SET", _key(store, clobbered), "junk")
+    await _raw(store, "ZADD", f"{name}:__mem_reg:_d", "+inf", b"\xff\xfe")
+    reopened = env.make(name=name)
+    await reopened.ensure_index()
+    assert [i.id for i in (await reopened.list(scope=Scope(agent_id="a"))).items] == [good]
+    assert getattr(reopened, "wrapped", reopened)._ctx.counters["corrupt_records"] >= 1
+
+
 async def test_effective_config_is_published_never_imposed(env: StoreEnv) -> None:
     """ensure_index fills the unset fields of {name}:__mem_config (Monitor shows them),
     never overwrites an operator's value, and another process does not take a published
