@@ -274,7 +274,8 @@ def test_malformed_responses(server: FakeServer, body: bytes) -> None:
     "indices", [('"0"', "1"), ("null", "null"), ("1", "true"), ("0", "1.0"), ('"a"', "0")]
 )
 def test_indices_that_are_not_integers(indices: tuple[str, str]) -> None:
-    body = '{"data": [%s]}' % ", ".join(f'{{"index": {i}, "embedding": [1]}}' for i in indices)
+    items = ", ".join(f'{{"index": {i}, "embedding": [1]}}' for i in indices)
+    body = '{"data": [' + items + "]}"
     with pytest.raises(ReplyParseError):
         parse_response(body.encode(), 2)
 

@@ -72,9 +72,7 @@ async def test_capacity_evicts_lowest_importance_and_recency_exactly(env: StoreE
 async def test_capacity_skips_a_member_it_cannot_read(env: StoreEnv, damage: str) -> None:
     store = env.make(max_items_per_scope=3)
     scope = Scope(agent_id="capped")
-    ids = [
-        await store.remember(f"m{i}", importance=0.5 + i / 10, scope=scope) for i in range(3)
-    ]
+    ids = [await store.remember(f"m{i}", importance=0.5 + i / 10, scope=scope) for i in range(3)]
     if damage == "importance":
         await _raw(store, "HSET", _key(store, ids[0]), "importance", "not-a-number")
     else:
