@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,8 @@ from agent_memory.core.clients import script_sha
 from agent_memory.errors import ServerResponseError
 from agent_memory.schema import lexical, scripts
 from agent_memory.schema.utility import is_context_entry
+
+_DIGITS = re.compile("[0-9]+")
 
 
 def run_script(ks: Keyspace, a: list[Any]) -> Any:
@@ -221,6 +224,10 @@ def _feedback(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
     h = ks.get(keys[0], Hash)
+    expires = _decode(h.get("expires_at"))
+    digits = isinstance(expires, str) and _DIGITS.fullmatch(expires) is not None
+    if digits and int(expires) <= int(_s(argv[2])):  # expired by the store's clock
+        return 0
     if _s(argv[0]) == "clear":
         h.pop("manual_utility", None)
     else:

@@ -284,6 +284,10 @@ return apply(KEYS[1])
 
 FEEDBACK = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local expires = redis.call('HGET', KEYS[1], 'expires_at')
+if expires and string.match(expires, '^%d+$') and tonumber(expires) <= tonumber(ARGV[3]) then
+  return 0
+end
 if ARGV[1] == 'clear' then
   redis.call('HDEL', KEYS[1], 'manual_utility')
 else
@@ -292,7 +296,8 @@ else
 end
 return 1
 """
-"""ARGV = ["set"|"clear", value, now_ms]: the manual usefulness of an existing memory."""
+"""ARGV = ["set"|"clear", value, now_ms]: the manual usefulness of an existing memory
+that has not expired by the store's clock (``now_ms``; the server reaps it by its own)."""
 
 PUBLISH = """
 local raw = redis.call('HGET', KEYS[1], ARGV[1])

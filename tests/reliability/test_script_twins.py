@@ -164,7 +164,7 @@ AGGREGATE = st.sampled_from(["0", "0.5", "-1", "x", "", "nan", " 1"])
 MEMORY = st.fixed_dictionaries(
     {"content": st.sampled_from(["a note", "", "ü"]), "importance": SMALL,
      "last_accessed_at": st.sampled_from(["0", "500", "1000"])},
-    optional={"access_count": COUNT, "eval_sum": AGGREGATE, "eval_weight": AGGREGATE,
+    optional={"expires_at": st.sampled_from(["1300", "1301", "900", "junk", "1e9", ""]),"access_count": COUNT, "eval_sum": AGGREGATE, "eval_weight": AGGREGATE,
               "utility_ctx": CONTEXTS,
               "namespace": st.just("ns"), "session": st.just("_s"), "agentId": st.just("a1")},
 )  # fmt: skip

@@ -41,6 +41,47 @@ async def test_ttl_is_set_with_the_write_and_expired_memories_never_return(env: 
     assert (await store.list()).total == 0
 
 
+async def test_a_memory_expired_by_the_stores_clock_is_never_changed_or_revived(
+    env: StoreEnv,
+) -> None:
+    clock = Clock()
+    store = env.make(clock=clock)
+    mid = await store.remember("the deploy window is friday", ttl=30)
+    clock.now += 31  # expired for the store; the server has not reaped it
+    with pytest.raises(NotFoundError):
+        await store.update(mid, importance=0.9)
+    with pytest.raises(NotFoundError):
+        await store.feedback(mid, 1.0)
+    assert await store.expire_many({mid: 3600}) == []
+    assert await store.get(mid) is None
+    fields = await _raw(store, "HMGET", _key(store, mid), "importance", "manual_utility")
+    assert fields[1] is None and float(fields[0]) == 0.5  # nothing written
+
+
+async def test_update_of_a_record_without_a_namespace_says_so(env: StoreEnv) -> None:
+    store = env.make()
+    mid = await store.remember("a note")
+    await _raw(store, "HDEL", _key(store, mid), "namespace")
+    for change in ({"importance": 0.7}, {"ttl": 60.0}, {"content": "new text"}):
+        with pytest.raises(NotFoundError, match="no namespace"):
+            await store.update(mid, **change)
+
+
+async def test_stats_skips_a_counter_another_writer_damaged(env: StoreEnv) -> None:
+    store = env.make()
+    await store.remember("a note")
+    name = getattr(store, "wrapped", store).name
+    await _raw(store, "HSET", f"{name}:__mem_stats", "oops", "not a number")
+    stats = await store.stats()
+    assert stats.items == 1 and stats.counters["remembers"] == 1
+    assert "oops" not in stats.counters
+    assert getattr(store, "wrapped", store)._ctx.counters["corrupt_records"] == 1
+    if env.expected_backend == "ft":
+        await _raw(store, "FT.DROPINDEX", f"{name}:mem:idx")
+        assert (await store.stats()).foreign == 0
+        assert getattr(store, "wrapped", store)._ctx.counters["index_info_failures"] == 1
+
+
 async def test_server_side_expiry_removes_the_memory(env: StoreEnv) -> None:
     store = env.make()
     mid = await store.remember("ephemeral", ttl=0.2)

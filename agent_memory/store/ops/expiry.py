@@ -19,7 +19,7 @@ from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import check_id, check_ttl
 
 # What a new expiry touches besides the record: the sets that score it by its expiry.
-_LOCATION = (L.F_NAMESPACE, L.F_AGENT, L.F_THREAD)
+_LOCATION = (L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_EXPIRES)
 
 
 def check_ttls(ttls: object) -> dict[str, float]:
@@ -53,9 +53,11 @@ def expire_many(ctx: StoreContext, ttls: Mapping[str, float]) -> Operation[list[
         if isinstance(values, Unreadable):
             unreadable(ctx, memory_id, "its key holds no hash")
             continue
-        namespace, agent, thread = (optional_text(v) for v in values)
+        namespace, agent, thread, expiry = (optional_text(v) for v in values)
         if namespace is None:
             continue  # gone (or not a memory this library wrote)
+        if expiry is not None and expiry.isascii() and expiry.isdigit() and int(expiry) <= now:
+            continue  # expired by the store's clock: never brought back
         ttl_ms = max(1, math.ceil(checked[memory_id] * 1000))
         expires = str(now + ttl_ms)
         key = ctx.keys.memory(memory_id)

@@ -321,6 +321,22 @@ def foreign_estimate(index_docs: int | None, items: int) -> int:
     return max(0, index_docs - items) if index_docs is not None else 0
 
 
+def _counters(ctx: StoreContext, reply: Any) -> dict[str, int]:
+    """The store counters of ``{name}:__mem_stats``; a field that is not an integer
+    (another writer's) is logged, counted and left out."""
+    counters: dict[str, int] = {}
+    for name, value in pairs(reply).items():
+        try:
+            counters[name] = integer(value)
+        except ReplyParseError as exc:
+            logger.warning(
+                "store %s: counter %r in %s is unreadable: %s",
+                ctx.keys.name, name, ctx.keys.stats, exc,
+            )  # fmt: skip
+            ctx.count("corrupt_records")
+    return counters
+
+
 def stats(ctx: StoreContext) -> Operation[MemoryStats]:
     """Item count from every namespace registry, counters from ``{name}:__mem_stats``, and
     (search backend) the foreign records the index holds, in one round trip."""
@@ -331,10 +347,19 @@ def stats(ctx: StoreContext) -> Operation[MemoryStats]:
     items, replies = yield from count_items(ctx, *extra)
     if isinstance(replies[0], AgentMemoryError):
         raise replies[0]
-    counters = {k: integer(v) for k, v in pairs(replies[0]).items()}
+    counters = _counters(ctx, replies[0])
     foreign = 0
-    if on_index and not isinstance(replies[1], AgentMemoryError):
-        foreign = foreign_estimate(parse_index_info(replies[1]).num_docs, items)
+    if on_index:
+        try:
+            if isinstance(replies[1], AgentMemoryError):
+                raise replies[1]
+            foreign = foreign_estimate(parse_index_info(replies[1]).num_docs, items)
+        except AgentMemoryError as exc:  # the estimate only: the rest of stats stands
+            logger.warning(
+                "store %s: FT.INFO failed, stats reports 0 foreign records: %s",
+                ctx.keys.name, exc,
+            )  # fmt: skip
+            ctx.count("index_info_failures")
     backend = ctx.backend.name if ctx.backend is not None else "unknown"
     if ctx.telemetry is not None:
         ctx.telemetry.set_items(items)

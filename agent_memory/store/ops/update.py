@@ -31,6 +31,7 @@ from agent_memory.schema.types import MemoryItem
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
+from agent_memory.store.ops.read import is_expired
 from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import (
     check_id,
@@ -176,8 +177,13 @@ def update(
     vector: NDArray[np.float32] | None = None  # the text to write is the same at every attempt
     for _ in range(_ATTEMPTS):
         fields = fields_of((yield from execute("HMGET", key, *L.ITEM_FIELDS)))
-        if L.F_CONTENT not in fields:
+        if L.F_CONTENT not in fields or is_expired(fields, ctx.now_ms()):
             raise NotFoundError(f"no memory with id {memory_id!r}")
+        if L.F_NAMESPACE not in fields:  # no registry or statistics to keep in step
+            raise NotFoundError(
+                f"memory {memory_id!r} has no namespace: a record another library wrote "
+                "that this store has not adopted (see adopt_foreign), or a damaged one"
+            )
         current = parse_item(memory_id, fields).content
         if changes.content is not None and changes.content != current and vector is None:
             vector = yield from embed_one(ctx, changes.content)
