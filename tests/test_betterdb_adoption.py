@@ -187,3 +187,72 @@ def test_what_the_peer_writes_while_we_run_is_ours_within_the_interval(
         _peer(url, name, "write", json.dumps([["written later", {}]]))
         time.sleep(0.35)
         assert quiet.stats().foreign == 1
+
+
+def _write_foreign(store: SyncMemoryStore, memory_id: str, **fields: Any) -> None:
+    """A record as the BetterDB library writes it, ``fields`` replacing its own."""
+    record: dict[str, Any] = {
+        "content": memory_id, "vector": np.asarray(_unit(7), dtype="<f4").tobytes(),
+        "importance": "0.5", "created_at": "1700000000000", "last_accessed_at": "1700000000000",
+        "access_count": "0", "tags": "",
+    }  # fmt: skip
+    record.update(fields)
+    store.client.hset(f"{store.name}:mem:{memory_id}", mapping=record)
+
+
+DAMAGED = {
+    "nan_created": {"created_at": "nan"},
+    "inf_accessed": {"last_accessed_at": "inf"},
+    "overflowing_count": {"access_count": "1e400"},
+    "nan_importance": {"importance": "nan"},
+    "zero_vector": {"vector": np.zeros(DIM, dtype="<f4").tobytes()},
+    "nan_vector": {"vector": np.full(DIM, np.nan, dtype="<f4").tobytes()},
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGED))
+def test_a_damaged_foreign_record_is_skipped_and_the_sound_ones_adopted(
+    servers: _Servers, damage: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = servers.get("valkey-redisearch").url
+    name = f"damaged{uuid.uuid4().hex[:8]}"
+    with _store(url, name) as store:
+        store.remember("ours")
+        _write_foreign(store, "damaged", **DAMAGED[damage])
+        _write_foreign(store, "sound")
+    with _store(url, name) as fresh, caplog.at_level("WARNING", "agent_memory.store"):
+        assert fresh.ensure_index().adopted == 1
+        assert fresh._ctx.counters.get("foreign_skipped") == 1
+        assert "foreign record damaged" in caplog.text
+        assert fresh.get("sound").content == "sound"
+        assert _recall(fresh, "ours")  # the store goes on working
+        report = fresh.adopt_foreign()
+        assert (report.adopted, report.skipped) == (0, 1)
+        assert not fresh.client.hexists(f"{name}:mem:damaged", "session")  # left as it was
+
+
+def test_the_periodic_adoption_never_fails_the_operation(
+    servers: _Servers, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = servers.get("valkey-redisearch").url
+    name = f"periodic{uuid.uuid4().hex[:8]}"
+    with _store(url, name, adopt_interval=0.2) as store:
+        store.remember("ours")
+        store.ensure_index()
+        _write_foreign(store, "damaged", created_at="nan")
+        _write_foreign(store, "sound")
+        time.sleep(0.25)
+        assert _recall(store, "ours")[0] == "ours"
+        assert store._ctx.counters.get("foreign_skipped") == 1
+        assert store.get("sound").content == "sound"
+
+        # Whatever a check raises (here: a bug of ours) is logged and counted.
+        def broken(*_: Any) -> Any:
+            raise RuntimeError("a bug in the check")
+
+        monkeypatch.setattr("agent_memory.store.sync_store.adopt_if_changed", broken)
+        time.sleep(0.25)
+        with caplog.at_level("WARNING", "agent_memory.store"):
+            assert _recall(store, "ours")[0] == "ours"
+        assert store._ctx.counters.get("adoption_failures") == 1
+        assert "a bug in the check" in caplog.text

@@ -31,11 +31,18 @@ QUESTIONS = [
 
 
 def run_demo(
-    url: str, *, name: str, as_json: bool, out: Callable[[str], None] = print
+    url: str,
+    *,
+    name: str,
+    as_json: bool,
+    out: Callable[[str], None] = print,
+    embedder: str = "auto",
+    dim: int | None = None,
 ) -> dict[str, Any]:
     """Run the scripted demo against store ``name`` at ``url`` (namespace ``demo``, so
-    the other commands find it); returns what was shown."""
-    embed, embedder_name = choose_embedder("auto")
+    the other commands find it) with the embedder ``--embedder``/``--dim`` name (the
+    one the other commands then need); returns what was shown."""
+    embed, embedder_name = choose_embedder(embedder, dim)
     scope = Scope(namespace="demo", agent_id="assistant")
     report: dict[str, Any] = {"embedder": embedder_name, "recalls": [], "name": name}
     store = SyncMemoryStore.from_url(url, name=name, embed=embed)

@@ -123,6 +123,13 @@ class _OwnServerProbe:
         return pid == self.pid
 
 
+def _config_word(word: str) -> str:
+    """``word`` quoted for a configuration file, whose lines split at spaces: a module
+    under a folder whose name has a space must stay one word."""
+    escaped = word.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r") + '"'
+
+
 def start_server(
     binary: ServerBinary,
     data_dir: Path,
@@ -153,7 +160,8 @@ def start_server(
     args = [str(binary.path)]
     if module is not None and module_args:
         config = data_dir / f"modules-{port}.conf"
-        config.write_text(" ".join(["loadmodule", str(module), *module_args]) + "\n")
+        words = [str(module), *module_args]
+        config.write_text(" ".join(["loadmodule", *map(_config_word, words)]) + "\n")
         args.append(str(config))
     args += [
         "--port",

@@ -4,10 +4,22 @@
 ``embedded`` extra; ``redis-server`` where there is no Valkey) on a free loopback port
 with the search module when one is available, persisting to ``path`` with an
 append-only file. A folder keeps the server family that first wrote it (recorded in
-``server-family``), since Valkey cannot read the RDB format of Redis 8. The folder
-records the running server (``server.json``) under a file lock, so a second process
-opening the same folder reuses it instead of starting another. The process that
-started the server stops it on :meth:`EmbeddedServer.stop` or at interpreter exit.
+``server-family``), since Valkey cannot read the RDB format of Redis 8.
+
+The folder records its running server in ``server.json`` (pid, port, owner pid), read
+and written under a file lock (``server.lock``), so a second process opening the same
+folder reuses that server instead of starting another. At most one server runs per
+folder: while the recorded pid is alive and is that folder's server (on Linux, a
+``*-server`` process whose working directory is the folder) no other is started, even
+if it does not answer (a long script, loading its data); the opener waits for it up to
+``wait`` seconds, then raises :class:`~agent_memory.errors.ServerUnavailableError`.
+
+The owner (the process that started the server) stops it on
+:meth:`EmbeddedServer.stop` or at interpreter exit; other openers leave it running. An
+owner killed without running its exit handlers (SIGKILL, a crash) leaves the server
+running: the next process to open the folder adopts it (``owned`` is then True and its
+``stop`` stops the server), so an orphan lives until the next open's close instead of
+forever.
 """
 
 from __future__ import annotations
@@ -18,14 +30,23 @@ import contextlib
 import fcntl
 import json
 import logging
+import math
 import os
+import signal
+import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent_memory.embedded.binaries import find_search_module, find_server_binary
 from agent_memory.embedded.launcher import ServerProcess, server_pid, start_server
-from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
+from agent_memory.errors import (
+    AgentMemoryError,
+    CapabilityError,
+    InvalidInputError,
+    ServerUnavailableError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +54,12 @@ STATE_FILE = "server.json"
 LOCK_FILE = "server.lock"
 FAMILY_FILE = "server-family"
 LOG_FILE = "server.log"
+DEFAULT_WAIT = 30.0
+"""Seconds :func:`open_embedded` waits for a folder's running server that does not
+answer (or for another process holding the folder's lock) before it gives up."""
+
+_POLL = 0.05
+_STOP_TIMEOUT = 10.0
 
 
 @dataclass(slots=True)
@@ -42,8 +69,11 @@ class EmbeddedServer:
     Attributes:
         url: ``redis://127.0.0.1:<port>``.
         path: the data folder.
-        owned: this process started the server (and stops it).
+        owned: this process stops the server on :meth:`stop` (and at exit): it started
+            it, or adopted it from an owner that died without stopping it.
         has_search: the search module is loaded.
+        process: the server process, when this process started it.
+        adopted_pid: the pid of the server, when this process adopted it.
     """
 
     url: str
@@ -51,6 +81,7 @@ class EmbeddedServer:
     owned: bool
     has_search: bool
     process: ServerProcess | None = None
+    adopted_pid: int | None = None
 
     async def stop_async(self) -> None:
         """:meth:`stop` in a worker thread: it waits for the process to exit (up to
@@ -58,21 +89,50 @@ class EmbeddedServer:
         await asyncio.to_thread(self.stop)
 
     def stop(self) -> None:
-        """Stop the server if this process started it (idempotent)."""
-        if self.process is None:
-            return
+        """Stop the server if this process owns it (idempotent); a no-op otherwise."""
         process, self.process = self.process, None
-        process.stop()
-        with _locked(self.path):
+        adopted, self.adopted_pid = self.adopted_pid, None
+        pid = process.process.pid if process is not None else adopted
+        if pid is None:
+            return
+        with contextlib.ExitStack() as stack:
+            # Held until the server has exited: an opener must not see it half stopped
+            # (no longer answering) and start a second server on the same data.
+            try:
+                stack.enter_context(_locked(self.path))
+            except OSError as exc:  # the folder was removed: the server must stop anyway
+                logger.warning("cannot lock %s (%s); stopping its server anyway", self.path, exc)
+            if process is not None:
+                process.stop()
+            else:
+                _terminate(pid, self.path)
             state = self.path / STATE_FILE
-            if state.exists() and _read_state(state).get("pid") == process.process.pid:
-                state.unlink()
+            # Only if it still describes this server: never forget a running one.
+            with contextlib.suppress(OSError):
+                if state.exists() and _read_state(state).get("pid") == pid:
+                    state.unlink()
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(path: Path, deadline: float | None = None) -> Iterator[None]:
+    """The folder's lock; with ``deadline`` (``time.monotonic()``), waiting at most until
+    then (:class:`ServerUnavailableError`)."""
     with open(path / LOCK_FILE, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        if deadline is None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        else:
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise ServerUnavailableError(
+                            f"another process kept {path / LOCK_FILE} locked (starting or "
+                            f"stopping the server of {path}{_recorded(path)}) for longer "
+                            "than the wait; retry later"
+                        ) from None
+                    time.sleep(_POLL)
         try:
             yield
         finally:
@@ -86,6 +146,23 @@ def _read_state(state: Path) -> dict[str, object]:
         logger.warning("ignoring unreadable %s: %s", state, exc)
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _write_state(folder: Path, state: dict[str, object]) -> None:
+    # Replaced whole: a crash mid-write must not leave an unreadable record, which would
+    # let the next opener start a second server beside the running one.
+    partial = folder / f"{STATE_FILE}.tmp"
+    partial.write_text(json.dumps(state))
+    os.replace(partial, folder / STATE_FILE)
+
+
+def _recorded(folder: Path) -> str:
+    """`` (pid N, port P)`` of the recorded server, for messages (best effort, unlocked)."""
+    state = folder / STATE_FILE
+    if not state.exists():
+        return ""
+    data = _read_state(state)
+    return f" (pid {data.get('pid')}, port {data.get('port')})"
 
 
 def _written_by(folder: Path) -> str | None:
@@ -109,14 +186,82 @@ def _written_by(folder: Path) -> str | None:
     return last[0] if last[1] >= 0 else None
 
 
-def _pid_alive(pid: int) -> bool:
+def _pid_running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not: it exited and waits to be
+    reaped, which for a server whose owner died is up to init)."""
+    if pid <= 0:  # kill(0 or -n) would signal a process group
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return not Path("/proc/self").is_dir()  # without /proc, kill() is all we know
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def _serves(pid: int, folder: Path) -> bool:
+    """Whether process ``pid`` is alive and is a server of ``folder``: a pid reused by
+    another process (after a crash or reboot) is not mistaken for it."""
+    if not _pid_running(pid):
+        return False
+    proc = Path(f"/proc/{pid}")
+    try:
+        cwd = os.readlink(proc / "cwd")
+        programs = [os.readlink(proc / "exe")]
+        programs += os.fsdecode((proc / "cmdline").read_bytes()).split("\0")[:1]
+    except FileNotFoundError:
+        if Path("/proc/self").is_dir():
+            return False  # exited meanwhile
+        programs = _ps_program(pid)  # no /proc (macOS)
+    except OSError:  # not readable (another user's process): ask ps
+        programs = _ps_program(pid)
+    else:
+        # Valkey and Redis chdir to their --dir: the working directory ties the
+        # process to the folder.
+        if Path(cwd) != folder:
+            return False
+    if not programs:
+        # Cannot tell: assume it is, since wrongly starting a second server on the same
+        # append-only file risks the data, while wrongly waiting ends in a clear error.
+        return True
+    # (Debian's redis-server is a link to redis-check-rdb: the command line tells.)
+    return any("-server" in Path(program).name for program in programs)
+
+
+def _ps_program(pid: int) -> list[str]:
+    try:
+        listed = subprocess.run(
+            ["ps", "-o", "comm=", "-p", str(pid)],
+            capture_output=True, text=True, timeout=5, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [listed.stdout.strip()] if listed.stdout.strip() else []
+
+
+def _terminate(pid: int, folder: Path, timeout: float = _STOP_TIMEOUT) -> None:
+    """Stop an adopted server (SIGTERM, SIGKILL after ``timeout`` seconds). It is not
+    this process's child, so it cannot be waited for: poll until it is gone, and signal
+    it only while it is still the folder's server (its pid may have been reused)."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        if not _serves(pid, folder):
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not _pid_running(pid):
+                return
+            time.sleep(_POLL)
+        if signum == signal.SIGTERM:
+            logger.warning("server pid %d of %s ignored SIGTERM; killing it", pid, folder)
 
 
 def data_folder(path: object) -> Path:
@@ -145,22 +290,38 @@ def data_folder(path: object) -> Path:
 
 
 def open_embedded(
-    path: str | os.PathLike[str] = "./agent-memory-data", *, port: int | None = None
+    path: str | os.PathLike[str] = "./agent-memory-data",
+    *,
+    port: int | None = None,
+    wait: float = DEFAULT_WAIT,
 ) -> EmbeddedServer:
     """Reuse the server already serving ``path`` or start one (on ``port`` when given,
     else on a free loopback port).
 
+    A folder has at most one server. When its recorded server is alive but does not
+    answer (busy with a long script or command, loading its data), this waits up to
+    ``wait`` seconds for it rather than start a second one on the same data. When the
+    process that started it died without stopping it, the returned server is adopted:
+    ``owned`` is True and :meth:`EmbeddedServer.stop` stops it.
+
     Raises:
         InvalidInputError: ``path`` is not a usable folder (an existing file, say, or
-            one that cannot be created or written to).
+            one that cannot be created or written to); ``port`` differs from the port of
+            the server already serving ``path`` (field ``port``); ``wait`` is not a
+            number of seconds >= 0.
         CapabilityError: no server binary on PATH and the ``embedded`` extra is not
             installed.
         ServerUnavailableError: the server failed to start (with the end of its log),
-            ``port`` being taken by another server, say.
+            ``port`` being taken by another server, say; or the folder's running server
+            (named with its pid) did not answer within ``wait`` seconds.
     """
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait < math.inf:
+        raise InvalidInputError(
+            f"wait must be a number of seconds >= 0, got {wait!r}", field="wait"
+        )
     folder = data_folder(path)
     try:
-        return _open(folder, port)
+        return _open(folder, port, wait)
     except AgentMemoryError:
         raise  # ServerUnavailableError is also an OSError (a ConnectionError)
     except OSError as exc:
@@ -170,42 +331,77 @@ def open_embedded(
         ) from exc
 
 
-def _open(folder: Path, port: int | None) -> EmbeddedServer:
-    with _locked(folder):
-        state_path = folder / STATE_FILE
-        if state_path.exists():
-            state = _read_state(state_path)
-            running, pid = state.get("port"), state.get("pid")
-            if (
-                isinstance(running, int)
-                and isinstance(pid, int)
-                and _pid_alive(pid)
-                and server_pid(running) == pid
-            ):
-                return EmbeddedServer(
-                    f"redis://127.0.0.1:{running}", folder, False, bool(state.get("search"))
-                )
-        binary = find_server_binary(prefer=_written_by(folder))
-        if binary is None:
-            raise CapabilityError(
-                "no valkey-server or redis-server found: install one, or "
-                "pip install 'agent-memory[embedded]'"
+def _open(folder: Path, port: int | None, wait: float) -> EmbeddedServer:
+    deadline = time.monotonic() + wait
+    while True:
+        with _locked(folder, deadline):
+            state_path = folder / STATE_FILE
+            state = _read_state(state_path) if state_path.exists() else {}
+            pid, running = state.get("pid"), state.get("port")
+            if not isinstance(pid, int) or not isinstance(running, int):
+                return _start(folder, port)
+            if _pid_running(pid) and server_pid(running) == pid:
+                return _reuse(folder, state, pid, running, port)
+            if not _serves(pid, folder):
+                return _start(folder, port)
+        # The folder's server is alive but not answering: busy (a long script or
+        # command), loading its data or stopping. Another server would be a second
+        # writer on the same append-only file, so wait for this one.
+        if time.monotonic() >= deadline:
+            raise ServerUnavailableError(
+                f"the server of {folder} (pid {pid}, port {running}) did not answer within "
+                f"{wait:g}s: it is busy (a long script or command), loading its data, or "
+                f"hung. No second server is started on the same data: retry later, or "
+                f"stop pid {pid}"
             )
-        module = find_search_module()
-        process = start_server(
-            binary, folder, port=port, module=module, appendonly=True, log_name=LOG_FILE
+        time.sleep(0.1)
+
+
+def _reuse(
+    folder: Path, state: dict[str, object], pid: int, running: int, port: int | None
+) -> EmbeddedServer:
+    if port is not None and port != running:
+        raise InvalidInputError(
+            f"{folder} is already served on port {running} (pid {pid}); it cannot also be "
+            f"served on port {port}: omit port to use that server, or stop it first",
+            field="port",
         )
-        try:
-            (folder / FAMILY_FILE).write_text(binary.family + "\n")
-            state_path.write_text(
-                json.dumps(
-                    {"pid": process.process.pid, "port": process.port,
-                     "search": module is not None, "binary": str(binary.path)}
-                )
-            )  # fmt: skip
-        except BaseException:
-            process.stop()
-            raise
+    url, search = f"redis://127.0.0.1:{running}", bool(state.get("search"))
+    owner = state.get("owner")
+    # The owner's exit handlers stop the server; an owner killed without running them
+    # (SIGKILL, a crash) leaves it to nobody, so this opener takes it over. Under the
+    # lock, and the record then names this process: two openers cannot both adopt it.
+    # A record without an owner comes from an older release, whose owner may be alive.
+    if not isinstance(owner, int) or _pid_running(owner):
+        return EmbeddedServer(url, folder, False, search)
+    _write_state(folder, {**state, "owner": os.getpid()})
+    logger.info("adopting the server of %s (pid %d): its owner %d is gone", folder, pid, owner)
+    server = EmbeddedServer(url, folder, True, search, adopted_pid=pid)
+    atexit.register(server.stop)
+    return server
+
+
+def _start(folder: Path, port: int | None) -> EmbeddedServer:
+    binary = find_server_binary(prefer=_written_by(folder))
+    if binary is None:
+        raise CapabilityError(
+            "no valkey-server or redis-server found: install one, or "
+            "pip install 'agent-memory[embedded]'"
+        )
+    module = find_search_module()
+    process = start_server(
+        binary, folder, port=port, module=module, appendonly=True, log_name=LOG_FILE
+    )
+    try:
+        (folder / FAMILY_FILE).write_text(binary.family + "\n")
+        _write_state(
+            folder,
+            {"pid": process.process.pid, "port": process.port, "search": module is not None,
+             "binary": str(binary.path), "owner": os.getpid()},
+        )  # fmt: skip
+    except BaseException:
+        process.stop()
+        raise
     server = EmbeddedServer(process.url, folder, True, module is not None, process)
     atexit.register(server.stop)
     return server

@@ -314,8 +314,12 @@ class MemoryStore(MemoryMethods, UpkeepMethods):
             return
         try:
             adopted = await run_async(adopt_if_changed(self._ctx, self._adoption), self._executor)
-        except AgentMemoryError as exc:
-            logger.warning("%s: adopting foreign memories failed: %s", self.name, exc)
+        except Exception as exc:  # best-effort: never the caller's failure
+            # Not ours (a bug, or a record we did not foresee): its traceback helps.
+            logger.warning(
+                "%s: adopting foreign memories failed: %s",
+                self.name, exc, exc_info=not isinstance(exc, AgentMemoryError),
+            )  # fmt: skip
             self._ctx.count("adoption_failures")
             return
         if adopted:

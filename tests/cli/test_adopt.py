@@ -37,3 +37,16 @@ def test_adopt_takes_over_a_peer_store_only_when_asked(cli: Any, search_url: str
 def test_adopt_on_a_store_that_does_not_exist(cli: Any, search_url: str) -> None:
     run = cli("--url", search_url, "--name", unique("none"), "adopt")
     assert run.code == 0 and "nothing to adopt" in run.out
+
+
+@pytest.mark.parametrize("width", ["abc", "0", "-3"])
+def test_adopt_with_a_damaged_stored_width(cli: Any, search_url: str, width: str) -> None:
+    from agent_memory import SyncMemoryStore
+    from agent_memory.embedders import HashingEmbedder
+
+    name = unique("damaged")
+    with SyncMemoryStore.from_url(search_url, name=name, embed=HashingEmbedder()) as store:
+        store.client.hset(f"{name}:__mem_meta", "dim", width)
+    run = cli("--url", search_url, "--name", name, "adopt")
+    assert run.code == 1 and run.out == ""
+    assert run.err.startswith(f"error: store '{name}' records the vector width '{width}'")

@@ -45,7 +45,7 @@ def test_export_file_import_into_another_name(
     assert not list(tmp_path.glob(".*partial"))
 
     imported = cli(*_opts(url, copy), "--json", "import", "--input", str(dump)).json()
-    assert imported == {"read": 3, "imported": 3, "skipped_expired": 0}
+    assert imported == {"read": 3, "imported": 3, "skipped_expired": 0, "repeated_ids": 0}
     assert _listed(cli, url, copy, namespace) == _listed(cli, url, name, namespace)
     assert _recalled(cli, url, copy, namespace) == _recalled(cli, url, name, namespace)
     stats = cli(*_opts(url, copy), "--json", "stats").json()
@@ -105,3 +105,61 @@ def test_export_to_an_unwritable_place_fails_cleanly(
     target = tmp_path / "missing-dir" / "out.jsonl"
     run = cli(*_opts(seeded.url, seeded.name), "export", "-o", str(target))
     assert run.code == 1 and run.err.startswith(f"error: cannot write {target}")
+
+
+@pytest.mark.parametrize("where", [".", "/", "", "dir"])
+def test_export_to_a_directory_is_refused_before_reading(
+    cli: Any, seeded: Seeded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    target = str(tmp_path) if where == "dir" else where
+    run = cli(*_opts(seeded.url, seeded.name), "export", "-o", target)
+    assert run.code == 1 and run.out == ""
+    assert run.err == f"error: cannot write {target!r}: it is a directory; name a file\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def _lines(*records: dict[str, Any]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in records)
+
+
+def test_import_summary_counts_memories_not_records(
+    cli: Any, search_url: str, tmp_path: Path
+) -> None:
+    name = unique("dst")
+    dump = tmp_path / "in.jsonl"
+    dump.write_text(_lines(
+        {"id": "e1", "content": "expired one", "ttl_remaining_ms": -5},
+        {"id": "d1", "content": "first version"},
+        {"id": "d1", "content": "second version"},
+        {"id": "g1", "content": "kept"},
+    ))  # fmt: skip
+    run = cli(*_opts(search_url, name), "import", "-i", str(dump))
+    assert run.code == 0, run.err
+    assert run.out == (
+        f"imported 2 of 4 memories into '{name}' "
+        "(1 expired, skipped, 1 repeated an earlier record's id)\n"
+    )
+    as_json = cli(*_opts(search_url, name), "--json", "import", "-i", str(dump)).json()
+    assert as_json == {"read": 4, "imported": 2, "skipped_expired": 1, "repeated_ids": 1}
+    assert cli(*_opts(search_url, name), "--json", "stats").json()["items"] == 2
+
+
+def test_a_failed_batch_says_what_the_batches_before_wrote(
+    cli: Any, search_url: str, tmp_path: Path
+) -> None:
+    name = unique("dst")
+    dump = tmp_path / "in.jsonl"
+    dump.write_text(_lines(
+        {"id": "e1", "content": "expired one", "ttl_remaining_ms": -5},
+        {"id": "e2", "content": "expired two", "ttl_remaining_ms": -5},
+        {"id": "g3", "content": "good three"},
+        {"id": "bad4", "content": "bad", "importance": 7},
+    ))  # fmt: skip
+    run = cli(*_opts(search_url, name), "import", "-i", str(dump), "--batch-size", "3")
+    assert run.code == 1 and "Traceback" not in run.err
+    assert run.err.endswith(
+        "(in records 4-4, none of which was written; the 3 records before: 1 imported, "
+        "2 expired, skipped; fix the input and run the import again)\n"
+    )
+    assert cli(*_opts(search_url, name), "--json", "stats").json()["items"] == 1

@@ -96,6 +96,14 @@ async def test_stdio_server_with_the_real_client(servers: _Servers) -> None:
             assert stolen.is_error
             assert "NotFoundError" in stolen.content[0].text  # type: ignore[union-attr]
             assert await other.get(foreign) is not None
+            # So is another tenant's selection, even with its id.
+            theirs = (
+                await other.recall("launch code", scope=Scope(namespace="tenant-b"))
+            ).selection_id
+            assert await _call(session, "complete", {"selection_id": theirs, "score": 0.0}) == {
+                "applied": False
+            }
+            assert await other.complete(theirs, 1.0)  # still there for its own tenant
 
             assert (await _call(session, "forget", {"id": first["id"]})) == {"forgotten": True}
             assert (await _call(session, "list", {}))["total"] == 1
@@ -191,3 +199,23 @@ async def test_tools_in_process_ids_outside_the_scope_are_not_found() -> None:
     mine = (await tools.call("remember", {"content": "mine", "durability": "session"}))["id"]
     assert (await tools.call("forget", {"id": mine})) == {"forgotten": True}
     assert await store.get(theirs) is not None
+
+
+async def test_complete_applies_only_the_selections_of_the_bound_scope() -> None:
+    from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
+
+    store = MemoryStore(AsyncInProcessClient(Keyspace()), "mcp_complete", HashingEmbedder())
+    await store.remember("tenant b prefers dark mode", scope=Scope(namespace="b"))
+    theirs = (await store.recall("dark mode", scope=Scope(namespace="b"))).selection_id
+    tools = MemoryTools(store, namespace="a")
+    await tools.call("remember", {"content": "tenant a prefers light mode"})
+    mine = (await tools.call("recall", {"query": "light mode"}))["selection_id"]
+
+    assert await tools.call("complete", {"selection_id": theirs, "score": 0.0}) == {
+        "applied": False
+    }
+    assert await store.complete(theirs, 1.0)  # untouched: still there for its own tenant
+    with pytest.raises(InvalidInputError, match="not a selection id"):
+        await tools.call("complete", {"selection_id": "not-hex", "score": 0.0})
+    assert await tools.call("complete", {"selection_id": mine, "score": 1.0}) == {"applied": True}
+    assert await tools.call("complete", {"selection_id": mine, "score": 1.0}) == {"applied": False}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from agent_memory.cli.context import Invocation
+from agent_memory.cli.context import CliError, Invocation
 from agent_memory.cli.options import AddParser
 from agent_memory.cli.output import emit_json, out
 from agent_memory.errors import CapabilityError
@@ -48,7 +48,18 @@ def _stored_dim(client: Any, name: str) -> int | None:
     with map_client_errors("HGET"):
         meta = client.hget(f"{name}:__mem_meta", "dim")
     if meta is not None:
-        return int(meta)
+        stored = meta.decode(errors="replace") if isinstance(meta, bytes) else str(meta)
+        try:
+            dim = int(stored)
+        except ValueError:
+            dim = 0
+        if dim <= 0:  # another writer damaged it: no width to open the store with
+            raise CliError(
+                f"store '{name}' records the vector width {stored!r} in {name}:__mem_meta, "
+                "not a positive whole number; repair that field (or delete it to use "
+                "the index's width) and run adopt again"
+            )
+        return dim
     try:
         with map_client_errors("FT.INFO"):
             reply = client.execute_command("FT.INFO", f"{name}:mem:idx")

@@ -17,7 +17,9 @@ def register(add_parser: AddParser) -> None:
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     from agent_memory.cli.demo import run_demo
 
-    run_demo(inv.url, name=args.name, as_json=args.json, out=out)
+    run_demo(
+        inv.url, name=args.name, as_json=args.json, out=out, embedder=args.embedder, dim=args.dim
+    )
     if not args.json:
         where = f" --name {args.name}" if args.name != DEFAULT_NAME else ""
         out(f"\nlook around: agent-memory{where} list --namespace demo")

@@ -37,14 +37,19 @@ def register(add_parser: AddParser) -> None:
 
 
 def run(args: argparse.Namespace, inv: Invocation) -> int:
+    to_file = args.output not in (None, "-")
+    target = Path(args.output or "")
+    # Checked before anything is read: "." and "/" have no name to write the partial
+    # file beside, and os.replace onto a directory would fail only after the export.
+    if to_file and (not target.name or target.is_dir()):
+        raise CliError(f"cannot write {args.output!r}: it is a directory; name a file")
     store = inv.store()
     progress = Progress("exporting", enabled=progress_enabled(args.progress))
     records = store.export(inv.scope(), include_vectors=args.vectors)
-    if args.output in (None, "-"):
+    if not to_file:
         _write(records, sys.stdout, progress)
         progress.finish()
         return 0
-    target = Path(args.output)
     partial = target.with_name(f".{target.name}.partial")
     try:
         with open(partial, "w", encoding="utf-8") as handle:

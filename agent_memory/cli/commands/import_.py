@@ -47,29 +47,45 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     progress = Progress(
         "importing", enabled=progress_enabled(args.progress), total=len(records), every=1
     )
-    imported = 0
+    written: list[str] = []  # one id per record written, as import_records returns them
     try:
         for start in range(0, len(records), args.batch_size):
             batch = records[start : start + args.batch_size]
             try:
-                imported += len(store.import_records(batch, reembed=args.reembed))
+                written += store.import_records(batch, reembed=args.reembed)
             except AgentMemoryError as exc:
                 if start == 0:
                     raise
                 raise CliError(
-                    f"{exc} (in records {start + 1}-{start + len(batch)}; the {start} "
-                    "before were imported; fix the input and run the import again)"
+                    f"{exc} (in records {start + 1}-{start + len(batch)}, none of which was "
+                    f"written; the {start} records before: {_outcome(start, written)}; fix "
+                    "the input and run the import again)"
                 ) from exc
             progress.advance(len(batch))
     finally:
         progress.finish()
-    skipped = len(records) - imported
+    imported = len(set(written))
+    expired, repeated = len(records) - len(written), len(written) - imported
     if args.json:
-        emit_json({"read": len(records), "imported": imported, "skipped_expired": skipped})
+        emit_json({"read": len(records), "imported": imported, "skipped_expired": expired,
+                   "repeated_ids": repeated})  # fmt: skip
     else:
-        note = f" ({skipped} expired, skipped)" if skipped else ""
+        note = f" ({_outcome(len(records), written, counted=False)})" if expired or repeated else ""
         out(f"imported {imported} of {len(records)} memories into '{args.name}'{note}")
     return 0
+
+
+def _outcome(read: int, written: list[str], *, counted: bool = True) -> str:
+    """What ``read`` records became (``counted``: say how many were imported). A memory
+    per distinct id: a record repeating an earlier one's id rewrote that memory; a
+    record missing from ``written`` expired."""
+    imported = len(set(written))
+    parts = [f"{imported} imported"] if counted else []
+    if read > len(written):
+        parts.append(f"{read - len(written)} expired, skipped")
+    if len(written) > imported:
+        parts.append(f"{len(written) - imported} repeated an earlier record's id")
+    return ", ".join(parts)
 
 
 def _read(path: str | None) -> list[dict[str, Any]]:

@@ -22,8 +22,9 @@ unscoped record joins the default namespace (their library then shows ``namespac
 ``_d``).
 
 A record that cannot be adopted is left untouched, logged and counted as
-``foreign_skipped``: a vector of another size, text over the store's limit, a bad id, or
-a namespace, agent, thread or tag that is not plain ASCII letters and digits. We index
+``foreign_skipped``: a vector of another size, of zero length or with NaN, a timestamp,
+count or importance that is not a finite number, text over the store's limit, a bad id,
+or a namespace, agent, thread or tag that is not plain ASCII letters and digits. We index
 such values as tokens (the valkey-search 1.0 dialect cannot escape them); rewriting them
 would hide the memory from the queries of the library that wrote it.
 """
@@ -31,6 +32,7 @@ would hide the memory from the queries of the library that wrote it.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,7 +61,7 @@ from agent_memory.store.ops.ensure import ensure_index
 from agent_memory.store.ops.namespaces import registry_keys
 from agent_memory.store.ops.read import count_in, foreign_estimate
 from agent_memory.store.ops.transfer import FORMAT, import_records, parse_record
-from agent_memory.store.validation import check_id
+from agent_memory.store.validation import check_id, unit_vector
 
 logger = logging.getLogger("agent_memory.store")
 
@@ -119,6 +121,9 @@ def foreign_record(
         vector = blob_vector(raw_bytes(blob), dim)
     except ReplyParseError as exc:
         raise InvalidInputError(str(exc), field="vector") from exc
+    # Checked here, not only by import_records: there a zero or NaN vector would fail
+    # the whole chunk, every sound record with it.
+    unit_vector(vector, dim)
     created = _number(fields, L.F_CREATED)
     tags = [t for t in (fields[L.F_TAGS] or "").split(L.TAG_SEPARATOR) if t]
     for name, value in ((L.F_NAMESPACE, fields[L.F_NAMESPACE]), (L.F_AGENT, fields[L.F_AGENT]),
@@ -151,6 +156,10 @@ def _number(fields: Mapping[str, str | None], name: str, default: Any = None) ->
         value = float(raw)
     except ValueError as exc:
         raise InvalidInputError(f"the record's {name} is not a number", field=name) from exc
+    # float() accepts "nan", "inf" and "1e400" (infinite), which no timestamp or count
+    # can be: int() of them would raise past the caller's skip of a bad record.
+    if not math.isfinite(value):
+        raise InvalidInputError(f"the record's {name} {raw!r} is not a finite number", field=name)
     return int(value) if name != L.F_IMPORTANCE else value
 
 
