@@ -51,8 +51,6 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     url = server.url
     if not server.owned:
         raise CliError(f"{args.path} is already served at {url} by another process")
-    if args.port is not None and not url.endswith(f":{args.port}"):
-        raise CliError(f"{args.path} is served at {url}, not on port {args.port}")
     previous = signal.signal(signal.SIGTERM, _stop)
     out(f"serving {args.path} at {url} (Ctrl-C to stop)")
     sys.stdout.flush()
