@@ -68,3 +68,29 @@ async def test_a_plain_write_by_another_client_is_never_held_back(env: StoreEnv)
         assert item is not None and item.importance == 0.9  # foreign fields are ignored
     finally:
         other.close()
+
+
+async def test_a_first_call_that_writes_is_settled_too(env: StoreEnv) -> None:
+    """A process whose first call is a deletion or a feedback (no ``ensure_index`` yet,
+    so the dialect is not known) settles it like any other write."""
+    embed = TableEmbedder()
+    writer = env.make(embed)
+    name = getattr(writer, "wrapped", writer).name
+    ids = [await writer.remember(f"m{i}") for i in range(4)]
+    other = _other_client(env)
+    try:
+        for changed, first_call in (
+            (ids[0], lambda store: store.feedback(ids[0], 0.5)),
+            (ids[1], lambda store: store.forget(ids[1])),
+            (ids[2], lambda store: store.forget_many([ids[2]])),
+        ):
+            fresh = env.make(embed, name=name)
+            await first_call(fresh)
+            key = getattr(fresh, "wrapped", fresh)._ctx.keys.memory(changed)
+            try:
+                await asyncio.to_thread(other.execute_command, "HSET", key, "probe", "1")
+            except Exception as exc:
+                raise AssertionError(f"held back after {first_call}: {exc!r}") from exc
+            await asyncio.to_thread(other.execute_command, "DEL", key)
+    finally:
+        other.close()

@@ -24,6 +24,7 @@ from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.lexical import adjust_args, stats_delta
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.durability import check_replicated, wait_commands
+from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.read import exact_index, is_wrong_type, matching_ids
 from agent_memory.store.ops.settle import execute_writes, settle_each_primary
 from agent_memory.store.validation import check_id, check_ids
@@ -229,13 +230,16 @@ def raise_unless_wrong_type(
 def forget(ctx: StoreContext, memory_id: str) -> Operation[bool]:
     """Delete one memory; ``False`` when it did not exist."""
     check_id(memory_id)
+    yield from ensure_ready(ctx)  # the dialect decides whether the deletion is settled
     deleted = yield from delete_ids(ctx, [memory_id])
     return deleted > 0
 
 
 def forget_many(ctx: StoreContext, ids: Iterable[str]) -> Operation[int]:
     """Delete memories by id (two round trips per 1000); returns how many existed."""
-    deleted = yield from delete_ids(ctx, list(dict.fromkeys(check_ids(ids))))
+    checked = list(dict.fromkeys(check_ids(ids)))
+    yield from ensure_ready(ctx)
+    deleted = yield from delete_ids(ctx, checked)
     return deleted
 
 
@@ -244,6 +248,7 @@ def forget_matching(ctx: StoreContext, flt: MemoryFilter) -> Operation[int]:
 
     When one id set holds exactly the filter's memories (a namespace, an agent or a
     thread), its members are deleted without reading any field first."""
+    yield from ensure_ready(ctx)
     exact = exact_index(ctx, flt)
     if exact is None:
         matched = yield from matching_ids(ctx, flt, include_expired=True)

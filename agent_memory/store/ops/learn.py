@@ -34,6 +34,7 @@ from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.records import retention_from_fields
 from agent_memory.schema.versions import bump
+from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.forget import delete_ids
 from agent_memory.store.ops.ghosts import sweep
 from agent_memory.store.ops.namespaces import check_forgotten, forget_if_empty, registry_keys
@@ -64,6 +65,7 @@ def check_selection(selection_id: object) -> str:
 def complete(ctx: StoreContext, selection_id: str, score: float) -> Operation[bool]:
     """Apply an eval outcome to a selection once; ``False`` when it was already
     completed, has expired, or never existed."""
+    yield from ensure_ready(ctx)  # the dialect decides whether the writes are settled
     receipt_key = ctx.keys.receipt(selection_id)
     raw = (
         yield from execute("GETDEL", receipt_key)
@@ -131,6 +133,7 @@ def feedback(ctx: StoreContext, memory_id: str, value: float | None) -> Operatio
         NotFoundError: no memory with that id.
     """
     argv = ("clear", "0") if value is None else ("set", repr(value))
+    yield from ensure_ready(ctx)
     (found,) = yield from execute_writes(
         ctx,
         [
