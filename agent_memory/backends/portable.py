@@ -24,7 +24,7 @@ scoring and selection over a namespace's snapshot live in
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,7 @@ _FETCH_CHUNK = 2000
 # than reading every vector too; past this deadline it refreshes itself.
 _LOAD_WAIT_SECONDS = 10.0
 _PARSE_TURN = 200  # vectors parsed per event-loop turn while a mirror loads
+_LIST_TURN = 4096  # registry members parsed per event-loop turn (~1 ms)
 _NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
 
 
@@ -77,9 +78,16 @@ _NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
 class _NamespaceMirror:
     epoch: str | None = None  # change tokens (agent_memory.schema.versions)
     version: str | None = None
-    entries: dict[str, Entry] = field(default_factory=dict)
     snapshot: Snapshot | None = None
+    # Listed records reported unreadable under this epoch: a record changes only with
+    # the epoch (agent_memory.schema.versions), so each is read and reported once.
+    skipped: set[str] = field(default_factory=set)
     loading: InFlight = field(default_factory=InFlight)  # a refresh under way
+
+    @property
+    def entries(self) -> Mapping[str, int]:
+        """The mirrored memories (their rows), those of the last listing only."""
+        return self.snapshot.row_of if self.snapshot is not None else {}
 
 
 class PortableBackend:
@@ -161,8 +169,8 @@ class PortableBackend:
             version = optional_text(counters[2 * i + 1]) or ""
             mirror = self._mirrors.setdefault(ns, _NamespaceMirror())
             if mirror.epoch != epoch:
-                mirror.entries = {}
                 mirror.snapshot = None
+                mirror.skipped = set()
                 mirror.epoch = epoch
 
             def same_epoch(m: _NamespaceMirror = mirror, e: str = epoch) -> bool:
@@ -183,6 +191,9 @@ class PortableBackend:
     def _refresh(
         self, ctx: StoreContext, ns: str, mirror: _NamespaceMirror, epoch: str
     ) -> Operation[Snapshot]:
+        """The namespace's snapshot from a fresh listing of its registry, built on the
+        mirrored one: only ids it does not hold are read, and its rows are reused."""
+        base = mirror.snapshot or Snapshot.empty(ctx.dim or 0)
         listing = yield from execute_batch(
             [
                 command(
@@ -192,13 +203,27 @@ class PortableBackend:
         )
         if isinstance(listing[0], AgentMemoryError):
             raise listing[0]
-        pairs, bad = _scored(listing[0])
+        listed, expires, rows, bad = yield from _read_listing(listing[0], base)
+        skipped = _still_listed(mirror.skipped, listed, bad)
         for member in bad:
-            unreadable(ctx, member, "its registry entry is not valid UTF-8")
-        entries = mirror.entries
-        missing = [memory_id for memory_id, _ in pairs if memory_id not in entries]
-        for start in range(0, len(missing), _FETCH_CHUNK):
-            chunk = missing[start : start + _FETCH_CHUNK]
+            if member not in skipped:
+                unreadable(ctx, member, "its registry entry is not valid UTF-8")
+        skipped.update(bad)
+        missing = [listed[i] for i in np.flatnonzero(rows < 0).tolist()]
+        added = yield from self._fetch(ctx, [m for m in missing if m not in skipped], skipped)
+        snapshot = yield from base.updated(listed, expires, rows, added)
+        if mirror.epoch == epoch:
+            mirror.snapshot = snapshot
+            mirror.skipped = skipped
+        return snapshot
+
+    @staticmethod
+    def _fetch(ctx: StoreContext, ids: list[str], skipped: set[str]) -> Operation[dict[str, Entry]]:
+        """The entries of ``ids``; those unreadable are reported and added to ``skipped``,
+        those gone since the listing left out."""
+        entries: dict[str, Entry] = {}
+        for start in range(0, len(ids), _FETCH_CHUNK):
+            chunk = ids[start : start + _FETCH_CHUNK]
             fetched = yield from execute_batch(
                 [
                     Command(("HMGET", ctx.keys.memory(m), *_MIRROR_FIELDS), binary=True)
@@ -208,25 +233,13 @@ class PortableBackend:
             for n, (memory_id, values) in enumerate(zip(chunk, fetched, strict=True)):
                 if n and n % _PARSE_TURN == 0:
                     yield from pause()  # thousands of vectors: parsed in short turns
-                if isinstance(values, AgentMemoryError):
-                    if not isinstance(values, WrongTypeError):
-                        raise values
-                    unreadable(ctx, memory_id, "its key holds no hash")
-                    continue
-                try:
-                    entry = _entry(ctx, memory_id, values)
-                except ReplyParseError as exc:
-                    unreadable(ctx, memory_id, exc)
-                    continue
-                if entry is not None and mirror.epoch == epoch:
+                entry = _fetched_entry(ctx, memory_id, values)
+                if isinstance(entry, str):
+                    unreadable(ctx, memory_id, entry)
+                    skipped.add(memory_id)
+                elif entry is not None:
                     entries[memory_id] = entry
-        live = [(m, e) for m, e in pairs if m in entries]
-        snapshot = Snapshot.build(
-            tuple(m for m, _ in live), [e for _, e in live], entries, ctx.dim or 0
-        )
-        if mirror.epoch == epoch:
-            mirror.snapshot = snapshot
-        return snapshot
+        return entries
 
     def knn(
         self, ctx: StoreContext, queries: Sequence[KnnQuery]
@@ -280,7 +293,7 @@ class PortableBackend:
             mask = snap.mask(q.filter, now)
             if q.lexical and q.terms:
                 mask &= snap.holding(q.terms)  # only where the query's rarest terms are
-            rows = np.nonzero(mask)[0]
+            rows = snap.selected(mask)
             if rows.size == 0:
                 picked.append([])
                 continue
@@ -329,23 +342,67 @@ class PortableBackend:
         return SearchOutcome(matches, list(fetched[reads:]))
 
 
-def _scored(reply: Any) -> tuple[list[tuple[str, float]], list[str]]:
-    """``ZRANGEBYSCORE ... WITHSCORES`` as (member, score) pairs, whatever the shape, and
-    the members that are not valid UTF-8 (no memory of this library: left out)."""
+def _read_listing(
+    reply: Any, base: Snapshot
+) -> Operation[tuple[list[str], NDArray[np.float64], NDArray[np.intp], list[str]]]:
+    """Sub-operation: ``ZRANGEBYSCORE ... WITHSCORES``, whatever the reply's shape, as
+    its ids, their expiry scores and their rows in ``base`` (-1: not held), parsed
+    ``_LIST_TURN`` members per event-loop turn; and the members that are not valid UTF-8
+    (no memory of this library: left out)."""
+    members, scores = _pairs(reply)
+    listed: list[str] = []
+    expires: list[NDArray[np.float64]] = []
+    rows: list[NDArray[np.intp]] = []
+    bad: list[str] = []
+    for start in range(0, len(members), _LIST_TURN):
+        if start:
+            yield from pause()
+        part = _texts(members[start : start + _LIST_TURN])
+        stamps = _stamps(scores[start : start + _LIST_TURN])
+        if None in part:
+            bad += [repr(m)[:40] for m, t in zip(members[start:], part, strict=False) if t is None]
+            stamps = stamps[[t is not None for t in part]]
+        ids = [t for t in part if t is not None]
+        listed += ids
+        expires.append(stamps)
+        rows.append(base.locate(ids))
+    if not members:
+        return listed, np.zeros(0), np.zeros(0, np.intp), bad
+    return listed, np.concatenate(expires), np.concatenate(rows), bad
+
+
+def _pairs(reply: Any) -> tuple[Sequence[Any], Sequence[Any]]:
+    """The members and scores of a ``WITHSCORES`` reply: flat (RESP2) or pairs (RESP3)."""
     items = list(reply or [])
     if items and isinstance(items[0], (list, tuple)):
-        raw = [(m, s) for m, s in items]
-    else:
-        raw = [(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
-    out: list[tuple[str, float]] = []
-    bad: list[str] = []
-    for member, score in raw:
-        decoded = lenient_text(member)
-        if decoded is None:
-            bad.append(repr(member)[:40])
-        else:
-            out.append((decoded, _score(score)))
-    return out, bad
+        members, scores = zip(*items, strict=True) if items else ((), ())
+        return members, scores
+    return items[0::2], items[1::2][: len(items) // 2]
+
+
+def _texts(members: Sequence[Any]) -> list[str | None]:
+    """``members`` as text (``None``: not UTF-8); bulk-decoded in the common cases, as
+    tens of thousands of them are on a listing's path."""
+    try:
+        return list(map(bytes.decode, members))
+    except (TypeError, UnicodeDecodeError):
+        if all(type(m) is str for m in members):
+            return list(members)
+        return [lenient_text(m) for m in members]
+
+
+def _stamps(scores: Sequence[Any]) -> NDArray[np.float64]:
+    try:
+        return np.fromiter(map(float, scores), np.float64, len(scores))
+    except (TypeError, ValueError):
+        return np.array([_score(s) for s in scores], dtype=np.float64)
+
+
+def _still_listed(skipped: set[str], listed: list[str], bad: list[str]) -> set[str]:
+    """The ``skipped`` records the listing still holds (a copy: a refresh races others)."""
+    if not skipped:
+        return set()
+    return skipped & {*listed, *bad}
 
 
 def _score(value: Any) -> float:
@@ -353,6 +410,18 @@ def _score(value: Any) -> float:
         return float(value)
     raw = text(value).lower()
     return math.inf if raw in {"inf", "+inf"} else float(raw)
+
+
+def _fetched_entry(ctx: StoreContext, memory_id: str, values: Any) -> Entry | str | None:
+    """:func:`_entry` of an ``HMGET`` reply, or why the record is unreadable."""
+    if isinstance(values, AgentMemoryError):
+        if not isinstance(values, WrongTypeError):
+            raise values
+        return "its key holds no hash"
+    try:
+        return _entry(ctx, memory_id, values)
+    except ReplyParseError as exc:
+        return str(exc)
 
 
 def _entry(ctx: StoreContext, memory_id: str, values: Any) -> Entry | None:

@@ -1,21 +1,29 @@
 """The portable backend's index of one namespace: an immutable snapshot of its vectors,
 hashed term vectors and filter tokens, scored exactly with numpy.
 
-A snapshot is built once per mirror refresh and only read afterwards, so recalls on
-several threads or coroutines share it without locks. Scoring is a sub-operation: while
-other operations share the event loop it runs in slices, one per loop turn.
+A snapshot is only read once made, so recalls on several threads or coroutines share it
+without locks. Its rows live in storage (:class:`Rows`) that successive snapshots of a
+mirror share: a row is written once and never changed, and a snapshot sees only the rows
+written before it, so a refresh appends the memories it has not seen and marks the ones
+that left the namespace dead instead of copying the namespace. Once dead rows pass a
+quarter of the live ones, or the storage is full, a refresh repacks the live rows into
+new storage in registry order, one slice per event-loop turn (what a first load does).
+Scoring is a sub-operation: while other operations share the event loop it runs in
+slices, one per loop turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.backends.base import KnnQuery
-from agent_memory.core.effects import Operation, pause
+from agent_memory.core.effects import Operation, T, pause
 from agent_memory.schema import layout as L
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.lexical import LEX_DIM, bucket
@@ -27,6 +35,12 @@ from agent_memory.schema.scoring import cosine_distances
 # slices: lag p99 3.4-5.1 against 6.2-7.4 ms, the same total time.
 SCORE_ROWS = 1024
 MIN_SLICE = 64  # a shorter tail is not worth a turn of its own: it joins the slice before
+COPY_ROWS = 2048  # rows copied per event-loop turn while storage is (re)packed
+# Single-valued tokens filter as one integer code per row; tags and labels, which hold
+# several tokens each, as (code, row) postings.
+CODED = (L.F_SESSION, L.F_AGENT, L.F_THREAD, L.F_SOURCE)
+BAGGED = (L.F_TAGS, L.F_LABELS)
+_DEAD = -np.inf  # the expiry of a row whose memory left the namespace
 
 
 @dataclass(slots=True)
@@ -38,54 +52,272 @@ class Entry:
     lex: NDArray[np.float32]
 
 
+class _Postings:
+    """The (code, row) pairs of a multi-valued token field. It grows by reallocation, so
+    the views an older snapshot took of the buffers it replaced stay valid."""
+
+    __slots__ = ("codes", "rows", "size")
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.codes = np.empty(capacity, np.int32)
+        self.rows = np.empty(capacity, np.int32)
+        self.size = 0
+
+    def add(
+        self, codes: Sequence[int] | NDArray[np.int32], rows: Sequence[int] | NDArray[np.int32]
+    ) -> None:
+        end = self.size + len(codes)
+        if end > self.codes.size:
+            capacity = max(end, 2 * self.codes.size)
+            self.codes = _grown(self.codes, capacity, self.size)
+            self.rows = _grown(self.rows, capacity, self.size)
+        self.codes[self.size : end] = codes
+        self.rows[self.size : end] = rows
+        self.size = end
+
+    def view(self) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
+        return self.codes[: self.size], self.rows[: self.size]
+
+
+def _grown(array: NDArray[np.int32], capacity: int, used: int) -> NDArray[np.int32]:
+    grown = np.empty(capacity, array.dtype)
+    grown[:used] = array[:used]
+    return grown
+
+
+class Rows:
+    """The rows of one mirror, shared by its successive snapshots: a row is written
+    once, before any snapshot sees it, and never changed.
+
+    The token code tables and the lock pass on to the storage a repack makes, so codes
+    stay valid across it; the lock serialises appends and code assignment between
+    threads (it is never held across a pause).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        capacity: int,
+        codes: dict[str, dict[str, int]] | None = None,
+        lock: threading.Lock | None = None,
+    ) -> None:
+        self.matrix = np.empty((capacity, dim), np.float32)
+        self.lex = np.empty((LEX_DIM, capacity), np.float32)
+        self.columns = {name: np.empty(capacity, np.int32) for name in CODED}
+        self.postings = {name: _Postings() for name in BAGGED}
+        self.codes = codes if codes is not None else {name: {} for name in (*CODED, *BAGGED)}
+        self.lock = lock or threading.Lock()
+        self.ids: list[str] = []
+
+    def free(self) -> int:
+        return self.matrix.shape[0] - len(self.ids)
+
+    def append(self, base: int, ids: Sequence[str], entries: Sequence[Entry]) -> bool:
+        """Write ``entries`` after row ``base``; ``False`` when rows were written past it
+        since (another refresh's) or there is no room: the caller repacks instead."""
+        with self.lock:
+            if len(self.ids) != base or len(entries) > self.free():
+                return False
+            self._write(np.arange(base, base + len(entries)), entries)
+            self.ids.extend(ids)  # last: a row counts once it is whole
+            return True
+
+    def fill(self, dst: NDArray[np.intp], entries: Sequence[Entry]) -> None:
+        """Write ``entries`` to rows ``dst`` of storage no snapshot sees yet."""
+        with self.lock:  # the code tables are shared
+            self._write(dst, entries)
+
+    def _write(self, dst: NDArray[np.intp], entries: Sequence[Entry]) -> None:
+        if not entries:
+            return
+        self.matrix[dst] = np.stack([e.vector for e in entries])
+        self.lex[:, dst] = np.stack([e.lex for e in entries]).T
+        for name in CODED:
+            table = self.codes[name]
+            self.columns[name][dst] = [
+                -1 if (token := e.tokens.get(name)) is None else table.setdefault(token, len(table))
+                for e in entries
+            ]
+        for name in BAGGED:
+            table = self.codes[name]
+            codes: list[int] = []
+            rows: list[int] = []
+            for row, e in zip(dst.tolist(), entries, strict=True):
+                # As MemoryFilter.matches reads the field: no value holds the empty token.
+                for token in set((e.tokens.get(name) or "").split(L.TAG_SEPARATOR)):
+                    codes.append(table.setdefault(token, len(table)))
+                    rows.append(row)
+            self.postings[name].add(codes, rows)
+
+    def copy(self, dst: NDArray[np.intp], source: Snapshot, src: NDArray[np.intp]) -> None:
+        """Copy rows ``src`` of ``source`` to rows ``dst`` (their codes are shared)."""
+        self.matrix[dst] = source.matrix[src]
+        self.lex[:, dst] = source.lex_by_dim[:, src]
+        for name in CODED:
+            self.columns[name][dst] = source.columns[name][src]
+
+    def copy_postings(self, source: Snapshot, moved: NDArray[np.intp]) -> None:
+        """The postings of ``source``'s rows, ``moved`` mapping each row to its new one
+        (-1: not kept)."""
+        for name in BAGGED:
+            codes, rows = source.postings[name]
+            target = moved[rows]
+            kept = target >= 0
+            self.postings[name].add(codes[kept], target[kept].astype(np.int32))
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """An immutable view of one namespace: readers never see a half-built state.
 
-    Session, agent and thread tokens are stored as integer codes (``codes`` maps each
-    token to its code; -1 for no value), so a filter on them is one vectorised compare.
+    Rows are in the order their memories were first mirrored; ``order`` lists the live
+    ones in registry order (the tie-break of the nearest). A row whose memory left the
+    namespace stays, with an expiry of ``-inf``, until a repack. Session, agent, thread
+    and source tokens are stored as integer codes (``codes`` maps each token to its
+    code; -1 for no value), so a filter on them is one vectorised compare; tags and
+    labels as (code, row) postings.
     """
 
     ids: tuple[str, ...]
     expires: NDArray[np.float64]
+    order: NDArray[np.intp]
     matrix: NDArray[np.float32]
     columns: dict[str, NDArray[np.int32]]
     codes: dict[str, dict[str, int]]
-    tokens: tuple[dict[str, str | None], ...]
+    postings: dict[str, tuple[NDArray[np.int32], NDArray[np.int32]]]
     lex_by_dim: NDArray[np.float32]  # hashed term vectors, one row per dimension
+    row_of: dict[str, int]  # the live rows by id
+    rows: Rows
+
+    @classmethod
+    def empty(cls, dim: int) -> Snapshot:
+        return cls._over(Rows(dim, 0), (), np.zeros(0), np.zeros(0, np.intp), {})
 
     @classmethod
     def build(
         cls, ids: tuple[str, ...], expires: list[float], entries: dict[str, Entry], dim: int
     ) -> Snapshot:
-        rows = [entries[i] for i in ids]
-        matrix = np.stack([r.vector for r in rows]) if rows else np.zeros((0, dim), np.float32)
-        columns: dict[str, NDArray[np.int32]] = {}
-        codes: dict[str, dict[str, int]] = {}
-        for name in (L.F_SESSION, L.F_AGENT, L.F_THREAD):
-            table: dict[str, int] = {}
-            column = np.empty(len(rows), dtype=np.int32)
-            for i, r in enumerate(rows):
-                token = r.tokens.get(name)
-                column[i] = -1 if token is None else table.setdefault(token, len(table))
-            columns[name], codes[name] = column, table
-        # Stored dimension-major: a query has a handful of non-zero dimensions, and
-        # their rows are all a lexical score reads (a row-major matrix would be read
-        # whole, LEX_DIM floats per memory, for every query).
-        lex_by_dim = (
-            np.ascontiguousarray(np.stack([r.lex for r in rows]).T)
-            if rows
-            else np.zeros((LEX_DIM, 0), np.float32)
+        """The snapshot of ``ids`` (in registry order) from scratch."""
+        listed = list(ids)
+        return _finished(
+            cls.empty(dim).updated(
+                listed,
+                np.asarray(expires, dtype=np.float64),
+                np.full(len(listed), -1, np.intp),
+                entries,
+            )
         )
+
+    @classmethod
+    def _over(
+        cls,
+        rows: Rows,
+        ids: tuple[str, ...],
+        expires: NDArray[np.float64],
+        order: NDArray[np.intp],
+        row_of: dict[str, int],
+    ) -> Snapshot:
+        """A snapshot of the first ``len(ids)`` rows of ``rows``; called where no row can
+        be added to them concurrently (postings past those rows)."""
+        n = len(ids)
         return cls(
             ids,
-            np.asarray(expires, dtype=np.float64),
-            matrix,
-            columns,
-            codes,
-            tuple(r.tokens for r in rows),
-            lex_by_dim,
+            expires,
+            order,
+            rows.matrix[:n],
+            {name: column[:n] for name, column in rows.columns.items()},
+            rows.codes,
+            {name: postings.view() for name, postings in rows.postings.items()},
+            rows.lex[:, :n],
+            row_of,
+            rows,
         )
+
+    def locate(self, ids: Sequence[str]) -> NDArray[np.intp]:
+        """The row of each of ``ids`` (-1: not mirrored)."""
+        return np.fromiter(map(self.row_of.get, ids, repeat(-1)), np.intp, len(ids))
+
+    def updated(
+        self,
+        listed: Sequence[str],
+        expires: NDArray[np.float64],
+        rows: NDArray[np.intp],
+        added: Mapping[str, Entry],
+    ) -> Operation[Snapshot]:
+        """Sub-operation: the snapshot of a new registry listing (``listed`` ids in
+        registry order, their ``expires`` and their rows here, :meth:`locate`), with the
+        ``added`` entries of ids it did not hold; a listed id with neither is left out.
+
+        The result holds the same memories, vectors and tokens, in the same registry
+        order, as :meth:`build` of the listing; only its storage order may differ.
+        """
+        fresh = [i for i in np.flatnonzero(rows < 0).tolist() if listed[i] in added]
+        live = int(np.count_nonzero(rows >= 0)) + len(fresh)
+        base = len(self.ids)
+        if 4 * (base + len(fresh) - live) <= live and self.rows.append(
+            base, [listed[i] for i in fresh], [added[listed[i]] for i in fresh]
+        ):
+            return self._appended(listed, expires, rows, fresh)
+        snapshot = yield from self._repacked(listed, expires, rows, fresh, added)
+        return snapshot
+
+    def _appended(
+        self,
+        listed: Sequence[str],
+        expires: NDArray[np.float64],
+        rows: NDArray[np.intp],
+        fresh: list[int],
+    ) -> Snapshot:
+        """The snapshot over this one's rows and the ``fresh`` ones just appended."""
+        base = len(self.ids)
+        rows = rows.copy()
+        rows[fresh] = np.arange(base, base + len(fresh))
+        kept = rows >= 0
+        order = rows[kept]
+        ids = tuple(self.rows.ids[: base + len(fresh)])
+        stamps = np.full(len(ids), _DEAD)
+        stamps[order] = expires[kept]
+        row_of = dict(self.row_of)
+        for row in np.flatnonzero(np.isneginf(stamps[:base]) & ~np.isneginf(self.expires)):
+            del row_of[ids[row]]  # left the namespace
+        row_of.update((listed[i], base + n) for n, i in enumerate(fresh))
+        return Snapshot._over(self.rows, ids, stamps, order, row_of)
+
+    def _repacked(
+        self,
+        listed: Sequence[str],
+        expires: NDArray[np.float64],
+        rows: NDArray[np.intp],
+        fresh: list[int],
+        added: Mapping[str, Entry],
+    ) -> Operation[Snapshot]:
+        """The snapshot over new storage holding the live rows in registry order (with
+        room for a quarter more), copied ``COPY_ROWS`` per event-loop turn."""
+        is_fresh = np.zeros(len(listed), np.bool_)
+        is_fresh[fresh] = True
+        positions = np.flatnonzero((rows >= 0) | is_fresh)
+        live = len(positions)
+        target = Rows(self.matrix.shape[1], live + live // 4 + 32, self.codes, self.rows.lock)
+        for start in range(0, live, COPY_ROWS):
+            if start:
+                yield from pause()
+            part = positions[start : start + COPY_ROWS]
+            dst = np.arange(start, start + len(part))
+            old = rows[part] >= 0
+            target.copy(dst[old], self, rows[part][old])
+            target.fill(dst[~old], [added[listed[i]] for i in part[~old].tolist()])
+        moved = np.full(len(self.ids), -1, np.intp)
+        moved[rows[positions][rows[positions] >= 0]] = np.flatnonzero(rows[positions] >= 0)
+        target.copy_postings(self, moved)
+        ids = tuple(listed[i] for i in positions.tolist())
+        target.ids.extend(ids)
+        order = np.arange(live, dtype=np.intp)
+        row_of = dict(zip(ids, range(live), strict=True))
+        return Snapshot._over(target, ids, expires[positions], order, row_of)
+
+    def selected(self, mask: NDArray[np.bool_]) -> NDArray[np.intp]:
+        """The rows ``mask`` holds, in registry order."""
+        return self.order[mask[self.order]]
 
     def lexical_scores(
         self, query: NDArray[np.float32], start: int = 0, stop: int | None = None
@@ -144,11 +376,40 @@ class Snapshot:
                 if code is None:
                     return np.zeros(len(self.ids), dtype=np.bool_)
                 mask &= self.columns[name] == code
-        if flt.tags or flt.label_groups or flt.sources is not None or flt.exclude_sources:
-            for row in np.nonzero(mask)[0]:
-                if not flt.matches(self.tokens[row]):
-                    mask[row] = False
+        if flt.sources is not None:
+            mask &= np.isin(self.columns[L.F_SOURCE], self._codes_of(L.F_SOURCE, flt.sources))
+        if flt.exclude_sources:
+            excluded = self._codes_of(L.F_SOURCE, flt.exclude_sources)
+            mask &= ~np.isin(self.columns[L.F_SOURCE], excluded)
+        for tag in flt.tags:
+            mask &= self._holding_token(L.F_TAGS, (tag,))
+        for group in flt.label_groups:
+            mask &= self._holding_token(L.F_LABELS, group)
         return mask
+
+    def _codes_of(self, name: str, tokens: Sequence[str]) -> list[int]:
+        table = self.codes[name]
+        return [code for token in tokens if (code := table.get(token)) is not None]
+
+    def _holding_token(self, name: str, tokens: Sequence[str]) -> NDArray[np.bool_]:
+        """The rows whose ``name`` field holds one of ``tokens``."""
+        held = np.zeros(len(self.ids), dtype=np.bool_)
+        codes, rows = self.postings[name]
+        wanted = self._codes_of(name, tokens)
+        if wanted:
+            held[rows[np.isin(codes, wanted)]] = True
+        return held
+
+
+def _finished(op: Operation[T]) -> T:
+    """The value of a sub-operation that only pauses, run without a loop to give way to."""
+    try:
+        next(op)
+        while True:
+            op.send(False)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
 
 
 def nearest(
