@@ -32,6 +32,12 @@ def normalise(text: object, *, what: str) -> str:
         raise InvalidInputError(
             f"label {what} must be 1-{MAX_LABEL_CHARS} characters, got {text!r}", field="labels"
         )
+    try:  # a lone surrogate would fail only when the write encodes it (or digests it)
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"label {what} {text!r} is not valid Unicode (a lone surrogate)", field="labels"
+        ) from exc
     return value
 
 
@@ -78,7 +84,8 @@ def check_labels(labels: object, policy: LabelPolicy | None, *, enforce: bool = 
     out: Labels = {}
     for raw_key, raw_values in labels.items():
         key = normalise(raw_key, what="key")
-        if isinstance(raw_values, str) or not isinstance(raw_values, Iterable):
+        # A mapping iterates as its keys: its values would be dropped without a word.
+        if isinstance(raw_values, (str, bytes, Mapping)) or not isinstance(raw_values, Iterable):
             raise InvalidInputError(f"label {key!r} needs a list of values", field="labels")
         values: list[str] = []
         for raw in raw_values:

@@ -34,6 +34,7 @@ from agent_memory.schema.utility import (
     Contexts,
     Forgetting,
     UtilityState,
+    impossible,
     retention,
     utility,
 )
@@ -184,16 +185,25 @@ def label_fields(labels: Labels) -> list[str | bytes]:
 def utility_state(fields: Mapping[str, Any], contexts: Contexts | None = None) -> UtilityState:
     """The learned-usefulness aggregates stored with a memory; its per-context ones are
     given by the caller that ranks in a context (:func:`parse_contexts`, whose damage
-    report belongs to the caller), as nothing else reads them."""
+    report belongs to the caller), as nothing else reads them.
+
+    Raises:
+        ReplyParseError: an aggregate that is not a number, or one no writer makes
+            (:func:`~agent_memory.schema.utility.impossible`).
+    """
     manual = fields.get(L.F_MANUAL)
     reinforced = fields.get(L.F_REINFORCED)
-    return UtilityState(
+    state = UtilityState(
         eval_sum=number(fields.get(L.F_EVAL_SUM, 0)),
         eval_weight=number(fields.get(L.F_EVAL_WEIGHT, 0)),
         manual=number(manual) if manual is not None else None,
         contexts=contexts,
         last_reinforced_at=integer(reinforced) if reinforced is not None else None,
     )
+    damage = impossible(state)
+    if damage is not None:  # as a NaN aggregate is: the readers skip the memory and count it
+        raise ReplyParseError(f"its learning state is damaged: {damage}")
+    return state
 
 
 _EMPTY_JSON = frozenset({b"{}", "{}", b"[]", "[]"})

@@ -25,6 +25,8 @@ from agent_memory.errors import InvalidInputError
 
 PRIOR_WEIGHT = 1.0
 MANUAL_SHARE = 0.6
+MANUAL_LOW, MANUAL_HIGH = -1.0, 1.0
+"""The range of the manual usefulness ``feedback()`` takes."""
 MIN_CONTEXT_WEIGHT = 0.5
 MIN_HALF_LIFE_SHARE = 1 / 30  # default Forgetting.min_half_life / half_life_seconds
 MAX_HALF_LIFE_SHARE = 365 / 30  # default Forgetting.max_half_life / half_life_seconds
@@ -105,7 +107,18 @@ class UtilityState:
 
 
 def eval_mean(total: float, weight: float) -> float:
+    """The prior-shrunk mean of the aggregates; ``weight`` is never negative (see
+    :func:`impossible`), so the divisor is at least the prior."""
     return max(-1.0, min(1.0, 2.0 * total / (weight + PRIOR_WEIGHT)))
+
+
+def impossible(state: UtilityState) -> str | None:
+    """What in ``state`` no writer makes and :func:`utility` cannot weigh (``None``:
+    nothing). Every evaluation adds a positive weight, so a negative ``eval_weight`` is
+    damage: -1 would divide by zero and any other negative one turn or blow up the mean."""
+    if state.eval_weight < 0:
+        return f"eval_weight {state.eval_weight!r} is negative"
+    return None
 
 
 def utility(state: UtilityState, context: str | None = None) -> float:
@@ -158,6 +171,8 @@ def parse_contexts(raw: str | None) -> tuple[dict[str, tuple[float, float, int]]
         data: Any = json.loads(raw)
     except ValueError as exc:
         return {}, f"not JSON ({exc})"
+    except RecursionError:
+        return {}, "JSON nested too deeply"
     if data == []:
         return {}, None  # Lua's empty table: the script reads it as no entries too
     if not isinstance(data, dict):

@@ -18,7 +18,29 @@ from agent_memory.schema.types import Scope
 MAX_TAGS = 64
 MAX_TAG_CHARS = 256
 MAX_METADATA_BYTES = 64 * 1024
+MAX_TIMESTAMP_MS = 253_402_300_799_999
+"""9999-12-31T23:59:59.999Z, the last instant a ``datetime`` holds: the CLI and the MCP
+tools show a memory's times as datetimes, which fail beyond it."""
+MAX_COUNT = 2**53
+"""The largest count a restored memory may carry: the scripts add to counts as Lua
+numbers (doubles), exact up to here, and ``HINCRBY`` stays far from its 64-bit limit."""
 _NAME = re.compile(r"[A-Za-z0-9_.\-:]{1,128}")
+_SHOWN_BITS = 128
+
+
+def shown(value: object) -> str:
+    """``value`` for an error message: an integer too long to print (Python refuses past
+    4300 digits, and a 400-digit number helps nobody) is told by its size."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _SHOWN_BITS:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)[:60]
+
+
+def _as_float(value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an int beyond any float (a JSON 1e400 written as digits)
+        return math.inf
 
 
 def check_scope(scope: object) -> Scope | None:
@@ -63,9 +85,11 @@ def check_importance(value: object) -> float:
             f"importance must be a number in [0, 1], got {type(value).__name__}",
             field="importance",
         )
-    result = float(value)
+    result = _as_float(value)
     if not math.isfinite(result) or not 0.0 <= result <= 1.0:
-        raise InvalidInputError(f"importance must be in [0, 1], got {value}", field="importance")
+        raise InvalidInputError(
+            f"importance must be in [0, 1], got {shown(value)}", field="importance"
+        )
     return result
 
 
@@ -79,7 +103,8 @@ def check_tags(tags: object) -> tuple[str, ...]:
     """A list of distinct non-empty strings (order kept, duplicates dropped)."""
     if tags is None:
         return ()
-    if isinstance(tags, (str, bytes)) or not isinstance(tags, Iterable):
+    # A mapping iterates as its keys: its values would be dropped without a word.
+    if isinstance(tags, (str, bytes, Mapping)) or not isinstance(tags, Iterable):
         raise InvalidInputError("tags must be a list of strings", field="tags")
     out: list[str] = []
     for tag in tags:
@@ -126,6 +151,27 @@ def check_metadata(metadata: object) -> str | None:
     return encoded
 
 
+def check_whole(value: object, *, field: str, low: int | None = 0, high: int) -> int:
+    """A whole number in ``[low, high]`` (``low`` ``None``: no lower bound); a finite
+    float is truncated, as the records of other tools may write ``1.7e12``.
+
+    Raises:
+        InvalidInputError: not a number, not finite, or out of range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(
+            f"{field} must be a number, got {type(value).__name__}", field=field
+        )
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(f"{field} must be a finite number, got {value}", field=field)
+        value = int(value)
+    if (low is not None and value < low) or value > high:
+        bounds = f"in [{low}, {high}]" if low is not None else f"at most {high}"
+        raise InvalidInputError(f"{field} must be {bounds}, got {shown(value)}", field=field)
+    return value
+
+
 def check_k(k: object, *, field: str = "k", maximum: int = 1000) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= maximum:
         raise InvalidInputError(f"{field} must be an int in [1, {maximum}], got {k!r}", field=field)
@@ -135,10 +181,10 @@ def check_k(k: object, *, field: str = "k", maximum: int = 1000) -> int:
 def check_threshold(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInputError("threshold must be a number in [0, 2]", field="threshold")
-    result = float(value)
+    result = _as_float(value)
     if not math.isfinite(result) or not 0.0 <= result <= 2.0:
         raise InvalidInputError(
-            f"threshold is a cosine distance and must be in [0, 2], got {value}",
+            f"threshold is a cosine distance and must be in [0, 2], got {shown(value)}",
             field="threshold",
         )
     return result
@@ -172,6 +218,8 @@ def unit_vector(vector: Any, dim: int | None, *, field: str = "vector") -> NDArr
         )
     try:
         array = np.asarray(vector, dtype=np.float64)
+    except OverflowError as exc:  # an int beyond any float
+        raise InvalidInputError(f"{field} contains a number too large", field=field) from exc
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{field} contains non-numeric values", field=field) from exc
     if array.ndim != 1 or array.size == 0:

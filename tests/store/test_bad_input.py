@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import math
 from typing import Any
 
 import pytest
 
-from agent_memory import AgentMemoryError, InvalidInputError, NotFoundError, Scope
+from agent_memory import (
+    AgentMemoryError,
+    Forgetting,
+    InvalidInputError,
+    LabelPolicy,
+    NotFoundError,
+    Scope,
+)
 from tests.store.conftest import StoreEnv
-from tests.support import TableEmbedder
+from tests.support import DIM, TableEmbedder, random_unit
 
 
 class BadEmbedder(TableEmbedder):
@@ -47,6 +56,10 @@ BAD_REMEMBER: list[tuple[str, dict[str, Any], str]] = [
     ("session without id", {"content": "x", "durability": "session"}, "durability"),
     ("bad durability", {"content": "x", "durability": "forever"}, "durability"),
     ("scope not a Scope", {"content": "x", "scope": {"agent_id": "a"}}, "scope"),
+    ("importance beyond a float", {"content": "x", "importance": 10**400}, "importance"),
+    ("tags as a mapping", {"content": "x", "tags": {"a": 1}}, "tags"),
+    ("label key lone surrogate", {"content": "x", "labels": {"k\ud800": ["v"]}}, "labels"),
+    ("label value lone surrogate", {"content": "x", "labels": {"k": ["v\udc80"]}}, "labels"),
 ]
 
 
@@ -182,3 +195,135 @@ async def test_embedder_failures_are_one_exception(env: StoreEnv) -> None:
         assert isinstance(caught.value, InvalidInputError)
         assert isinstance(caught.value, CapabilityError)
         assert isinstance(caught.value.__cause__, RuntimeError)
+
+
+HUGE = 10**400  # a JSON integer no float holds
+BAD_IMPORTS: list[tuple[str, dict[str, Any], str]] = [
+    ("eval_weight -1", {"learning": {"eval_sum": "1", "eval_weight": "-1"}}, "learning.eval_weight"),
+    ("eval_sum beyond its weight", {"learning": {"eval_sum": "1e308", "eval_weight": "1e-308"}},
+     "learning.eval_sum"),
+    ("manual 5", {"learning": {"manual_utility": "5"}}, "learning.manual_utility"),
+    ("manual -5", {"learning": {"manual_utility": -5}}, "learning.manual_utility"),
+    ("reinforced 1e300", {"learning": {"last_reinforced_at": "1e300"}}, "learning.last_reinforced_at"),
+    ("context weight -1", {"learning": {"utility_ctx": json.dumps({"c": [1, -1, 5]})}},
+     "learning.utility_ctx"),
+    ("context lone surrogate", {"learning": {"utility_ctx": '{"a\ud800": [1, 1, 1]}'}},
+     "learning.utility_ctx"),
+    ("created_at 2**70", {"created_at": 2**70}, "created_at"),
+    ("created_at negative", {"created_at": -5}, "created_at"),
+    ("access_count 2**70", {"access_count": 2**70}, "access_count"),
+    ("exposures 2**70", {"exposures": 2**70}, "exposures"),
+    ("tags as a mapping", {"tags": {"a": 1}}, "tags"),
+    ("importance 10**400", {"importance": HUGE}, "importance"),
+    ("ttl_remaining_ms 10**400", {"ttl_remaining_ms": HUGE}, "ttl_remaining_ms"),
+    ("created_at 10**400", {"created_at": HUGE}, "created_at"),
+    ("access_count 10**400", {"access_count": HUGE}, "access_count"),
+    ("exposures 10**400", {"exposures": HUGE}, "exposures"),
+    ("vector holding 10**400", {"vector": [HUGE] + [0.0] * (DIM - 1)}, "vector"),
+    ("label key lone surrogate", {"labels": {"k\ud800": ["v"]}}, "labels"),
+    ("label value lone surrogate", {"labels": {"k": ["v\ud800"]}}, "labels"),
+    ("label outside the policy", {"labels": {"secret": ["v"]}}, "labels"),
+]  # fmt: skip
+
+
+async def _export(store: Any) -> list[dict[str, Any]]:
+    result = store.export()
+    if hasattr(result, "__aiter__"):
+        return [r async for r in result]
+    generator = await result  # AsyncView: the sync generator comes back from the thread
+    return await asyncio.to_thread(list, generator)
+
+
+async def test_bad_import_records_name_record_and_field_and_write_nothing(env: StoreEnv) -> None:
+    """Each record outside what the store's own writes accept (remember's checks with the
+    label policy, feedback's range, learning aggregates an evaluation could make, times a
+    datetime holds, counts the scripts add to exactly) is refused with the record and the
+    field named, before any record of its batch is written; the memories already stored
+    keep their state."""
+    store = env.make(label_policy=LabelPolicy(allowed_keys=frozenset({"topic"})))
+    existing = await store.remember("existing", labels={"topic": ["a"]})
+    await store.feedback(existing, 0.5)
+    before = await _snapshot(store)
+    good = {"id": "a" * 32, "content": "good one", "vector": random_unit("good")}
+    errors = []
+    for case, changes, field in BAD_IMPORTS:
+        bad = {"id": "b" * 32, "content": "bad one", **changes}
+        try:
+            await store.import_records([good, bad])
+        except InvalidInputError as exc:
+            if exc.field != field or "record 2 of 2" not in str(exc) or "b" * 32 not in str(exc):
+                errors.append(f"{case}: field {exc.field!r}, {exc}")
+        except (AgentMemoryError, ArithmeticError, ValueError, TypeError) as exc:
+            errors.append(f"{case}: {type(exc).__name__}: {exc}"[:200])
+        else:
+            errors.append(f"{case}: imported")
+            await store.forget("b" * 32)
+        await store.forget("a" * 32)  # present only if the batch was (partly) written
+    assert errors == []
+    assert await _snapshot(store) == before
+    item = await store.get(existing)
+    assert item is not None and item.feedback == 0.5 and dict(item.labels) == {"topic": ("a",)}
+
+
+async def test_a_stored_negative_eval_weight_is_an_unreadable_memory(
+    env: StoreEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A negative eval_weight (no evaluation makes one; an older import let it in) divided
+    by zero in every read of the namespace: the memory is skipped like any unreadable one,
+    logged and counted, every read returns the others, prune keeps it, and it can be
+    forgotten."""
+    embed = TableEmbedder()
+    embed.set("query", random_unit("q"))
+    forgetting = Forgetting(half_life_seconds=30 * 86400.0)
+    store = env.make(embed, default_threshold=2.0, reinforcement=True, forgetting=forgetting)
+    raw = getattr(store, "wrapped", store)
+    healthy = await store.remember("healthy note")
+    victims = [await store.remember(f"damaged note {w}") for w in ("-1", "-0.5")]
+    for victim, weight in zip(victims, ("-1", "-0.5"), strict=True):
+        reply = raw.client.execute_command(
+            "HSET", raw._ctx.keys.memory(victim), "eval_sum", "1", "eval_weight", weight
+        )
+        if hasattr(reply, "__await__"):
+            await reply
+    before = raw._ctx.counters.get("corrupt_records", 0)
+    with caplog.at_level("WARNING", logger="agent_memory.store"):
+        assert [i.id for i in (await store.list()).items] == [healthy]
+        assert [h.item.id for h in await store.recall("query", k=5)] == [healthy]
+        assert [r["id"] for r in await _export(store)] == [healthy]
+        for victim in victims:
+            assert await store.get(victim) is None
+        assert not (await store.prune()).deleted
+    assert raw._ctx.counters.get("corrupt_records", 0) > before
+    assert "eval_weight" in caplog.text and "negative" in caplog.text
+    for victim in victims:
+        assert await store.forget(victim) is True
+    assert (await store.list()).total == 1
+
+
+async def test_export_leaves_out_learning_state_import_would_refuse(
+    env: StoreEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A manual usefulness outside feedback's range or per-context entries with a negative
+    weight (stored by an older import) travel without the damaged part, logged and
+    counted, so the exported record imports."""
+    embed = TableEmbedder()
+    source = env.make(embed)
+    mid = await source.remember("learned")
+    raw = getattr(source, "wrapped", source)
+    contexts = json.dumps({"good": [0.25, 1.0, 1700000000000], "bad": [1, -1, 5]})
+    reply = raw.client.execute_command(
+        "HSET", raw._ctx.keys.memory(mid), "manual_utility", "5", "utility_ctx", contexts
+    )
+    if hasattr(reply, "__await__"):
+        await reply
+    before = raw._ctx.counters.get("corrupt_records", 0)
+    with caplog.at_level("WARNING", logger="agent_memory.store"):
+        (record,) = await _export(source)
+    assert raw._ctx.counters.get("corrupt_records", 0) - before == 2
+    assert caplog.text.count("exported without it") == 2
+    assert "manual_utility" not in record["learning"]
+    assert json.loads(record["learning"]["utility_ctx"]) == {"good": [0.25, 1.0, 1700000000000]}
+    target = env.make(embed)
+    assert await target.import_records([record]) == [mid]
+    item = await target.get(mid)
+    assert item is not None and item.feedback is None

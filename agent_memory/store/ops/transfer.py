@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,19 +24,27 @@ from numpy.typing import NDArray
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.reads import damaged, unreadable
+from agent_memory.core.checks import MAX_TTL_SECONDS
 from agent_memory.core.effects import Command, Operation, execute_batch
 from agent_memory.core.replies import raw_bytes, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema.filters import MemoryFilter
+from agent_memory.schema.labels import LabelPolicy
 from agent_memory.schema.records import NewMemory, blob_vector
 from agent_memory.schema.types import Scope
-from agent_memory.schema.utility import parse_contexts
+from agent_memory.schema.utility import MANUAL_HIGH, MANUAL_LOW, Contexts, parse_contexts
 from agent_memory.store.ops.embedding import embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.read import item_commands, matching_ids, parse_items
 from agent_memory.store.ops.write import MemoryInput, validate_input, write_memories
-from agent_memory.store.validation import unit_vector
+from agent_memory.store.validation import (
+    MAX_COUNT,
+    MAX_TIMESTAMP_MS,
+    check_whole,
+    shown,
+    unit_vector,
+)
 
 FORMAT = "agent-memory/1"
 
@@ -97,9 +106,10 @@ _LEARNING_FIELDS = (L.F_EVAL_SUM, L.F_EVAL_WEIGHT, L.F_MANUAL, L.F_CONTEXTS, L.F
 
 def _learning(ctx: StoreContext, memory_id: str, fields: Mapping[str, Any]) -> dict[str, str]:
     """A memory's learning state as :func:`import_records` takes it back. Damage no
-    writer makes (a value that is not UTF-8 or not a finite number, per-context entries
-    that are not ``[sum, weight, updated_ms]``) is left out, logged and counted: the
-    record stays importable and the rest of its state travels."""
+    writer makes (a value that is not UTF-8, not a number or out of the range the store
+    writes, per-context entries that are not ``[sum, weight, updated_ms]`` with a weight
+    >= 0) is left out, logged and counted: the record stays importable and the rest of
+    its state travels."""
     out: dict[str, str] = {}
     for name in _LEARNING_FIELDS:
         if name not in fields:
@@ -111,21 +121,24 @@ def _learning(ctx: StoreContext, memory_id: str, fields: Mapping[str, Any]) -> d
             continue
         if name == L.F_CONTEXTS:
             contexts, damage = parse_contexts(value)
+            kept = _restorable(contexts)
+            if damage is None and len(kept) < len(contexts):
+                damage = f"{len(contexts) - len(kept)} of its entries are out of range"
             if damage is not None:
                 _damaged_learning(ctx, memory_id, name, damage)
-                value = json.dumps({k: list(v) for k, v in contexts.items()}, separators=(",", ":"))
-        elif not _finite(value):
-            _damaged_learning(ctx, memory_id, name, f"{value!r} is not a finite number")
-            continue
+                value = json.dumps({k: list(v) for k, v in kept.items()}, separators=(",", ":"))
+        else:
+            try:
+                value = _learning_value(name, value)
+            except InvalidInputError as exc:
+                _damaged_learning(ctx, memory_id, name, str(exc))
+                continue
         out[name] = value
+    problem = _eval_problem(out)
+    if problem is not None:  # its weight was left out, or a foreign writer's sum
+        _damaged_learning(ctx, memory_id, L.F_EVAL_SUM, problem)
+        del out[L.F_EVAL_SUM]
     return out
-
-
-def _finite(value: str) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except ValueError:
-        return False
 
 
 def _damaged_learning(ctx: StoreContext, memory_id: str, name: str, why: str) -> None:
@@ -136,48 +149,139 @@ def _restored_fields(record: Mapping[str, Any]) -> tuple[str, ...]:
     learning = record.get("learning") or {}
     if not isinstance(learning, Mapping):
         raise InvalidInputError("record learning state must be an object", field="learning")
-    out: list[str] = []
-    for name in _LEARNING_FIELDS:
-        value = learning.get(name)
-        if value is None:
-            continue
-        if name == L.F_CONTEXTS:
-            _, damage = parse_contexts(str(value))
-            if damage is not None:
-                raise InvalidInputError(f"record {name} is damaged: {damage}", field="learning")
-        elif not _finite(str(value)):  # a NaN or an infinity would make the memory unreadable
-            raise InvalidInputError(f"record {name} is not a finite number", field="learning")
-        out += [name, str(value)]
-    exposures = _int(record, "exposures", 0)
+    restored = {
+        name: _learning_value(name, value)
+        for name in _LEARNING_FIELDS
+        if (value := learning.get(name)) is not None
+    }
+    problem = _eval_problem(restored)
+    if problem is not None:
+        raise InvalidInputError(problem, field=f"learning.{L.F_EVAL_SUM}")
+    out = [x for name, value in restored.items() for x in (name, value)]
+    exposures = _whole(record, "exposures", 0, high=MAX_COUNT)
     if exposures > 0:
         out += [L.F_EXPOSURES, str(exposures)]
     return tuple(out)
 
 
-def _int(record: Mapping[str, Any], key: str, default: int) -> int:
-    value = record.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInputError(f"record field {key!r} must be a number", field=key)
-    return int(value)
+# How the scripts (Lua ``tonumber``) and the server (``HINCRBYFLOAT``) read a number:
+# Python's float() also takes " 1", "1_000" and "infinity", which they would not.
+_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _learning_value(name: str, value: object) -> str:
+    """One learning field's text to store, refused unless the store itself could have
+    written it: any other value changes how the memory ranks and decays, and a negative
+    weight cannot even be read back."""
+    field = f"learning.{name}"
+    if isinstance(value, str):
+        try:  # a lone surrogate would fail only once the write encodes it
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidInputError(
+                f"{name} is not valid Unicode (a lone surrogate)", field=field
+            ) from exc
+    if name == L.F_CONTEXTS:
+        if not isinstance(value, str):
+            raise InvalidInputError(f"{name} must be JSON text", field=field)
+        _check_contexts(value, field)
+        return value
+    number = _learning_number(value)
+    if number is None or not math.isfinite(number):
+        raise InvalidInputError(f"{name} is not a finite number", field=field)
+    if name == L.F_EVAL_WEIGHT and number < 0:
+        raise InvalidInputError(f"{name} must be >= 0, got {shown(value)}", field=field)
+    if name == L.F_MANUAL and not MANUAL_LOW <= number <= MANUAL_HIGH:
+        raise InvalidInputError(
+            f"{name} must be in [{MANUAL_LOW:g}, {MANUAL_HIGH:g}] (as feedback() "
+            f"takes it), got {shown(value)}",
+            field=field,
+        )
+    if name == L.F_REINFORCED:
+        if not (number.is_integer() and 0 <= number <= MAX_TIMESTAMP_MS):
+            raise InvalidInputError(
+                f"{name} must be a time in whole ms in [0, {MAX_TIMESTAMP_MS}], got {shown(value)}",
+                field=field,
+            )
+        return str(int(number))
+    return value if isinstance(value, str) else str(value)
+
+
+def _eval_problem(learning: Mapping[str, str]) -> str | None:
+    """What is wrong with the eval aggregates together (``None``: nothing). Each
+    evaluation adds ``(score - 0.5) * w`` to the sum and ``w`` to the weight, so the sum
+    stays within half the weight (up to rounding); beyond it, a sum of 1e308 over a
+    weight of 1e-308 would read as the best memory there is."""
+    total = float(learning.get(L.F_EVAL_SUM, 0))
+    weight = float(learning.get(L.F_EVAL_WEIGHT, 0))
+    if abs(total) <= weight / 2 + _ROUNDING * max(1.0, weight):
+        return None
+    return f"{L.F_EVAL_SUM} {total!r} is beyond half its {L.F_EVAL_WEIGHT} {weight!r}"
+
+
+_ROUNDING = 1e-9
+
+
+def _learning_number(value: object) -> float | None:
+    """``value`` (text or a JSON number) as a float; ``None``: not a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond any float
+            return math.inf
+    if isinstance(value, str) and _NUMBER.fullmatch(value):
+        return float(value)
+    return None
+
+
+def _check_contexts(value: str, field: str) -> None:
+    contexts, damage = parse_contexts(value)
+    if damage is None and len(_restorable(contexts)) < len(contexts):
+        damage = f"an entry has a negative weight or a time outside [0, {MAX_TIMESTAMP_MS}]"
+    if damage is not None:
+        raise InvalidInputError(f"{L.F_CONTEXTS} is damaged: {damage}", field=field)
+
+
+def _restorable(contexts: Contexts) -> dict[str, tuple[float, float, int]]:
+    """The per-context entries the learning script could have written."""
+    return {
+        digest: entry
+        for digest, entry in contexts.items()
+        if entry[1] >= 0 and 0 <= entry[2] <= MAX_TIMESTAMP_MS
+    }
+
+
+def _whole(
+    record: Mapping[str, Any], key: str, default: int, *, high: int, low: int | None = 0
+) -> int:
+    value = record.get(key)
+    return default if value is None else check_whole(value, field=key, low=low, high=high)
 
 
 def parse_record(
-    record: object, now: int, max_bytes: int
+    record: object, now: int, max_bytes: int, policy: LabelPolicy | None = None
 ) -> tuple[MemoryInput, dict[str, Any]] | None:
-    """A record's memory input and restored state (``None``: it expired in transit).
+    """A record's memory input and restored state (``None``: it expired in transit),
+    held to what the store's own writes accept: ``remember``'s checks (with the label
+    ``policy``), ``feedback``'s range, times a ``datetime`` holds and counts the scripts
+    add to exactly.
 
     Raises:
-        InvalidInputError: a malformed record.
+        InvalidInputError: a malformed record (``field`` names the record's key).
     """
     if not isinstance(record, Mapping):
         raise InvalidInputError("each record must be a JSON object", field="records")
     if record.get("format", FORMAT) != FORMAT:
         raise InvalidInputError(f"unknown record format {record.get('format')!r}", field="format")
     remaining = record.get("ttl_remaining_ms")
-    if remaining is not None and _int(record, "ttl_remaining_ms", 0) <= 0:
-        return None  # expired while in transit
+    if remaining is not None:
+        remaining = check_whole(
+            remaining, field="ttl_remaining_ms", low=None, high=MAX_TTL_SECONDS * 1000
+        )
+        if remaining <= 0:
+            return None  # expired while in transit
     scope_raw = record.get("scope") or {}
     if not isinstance(scope_raw, Mapping):
         raise InvalidInputError("record scope must be an object", field="scope")
@@ -185,21 +289,33 @@ def parse_record(
         content=record.get("content"),  # type: ignore[arg-type]
         importance=record.get("importance", 0.5),
         tags=record.get("tags") or (),
-        ttl=_int(record, "ttl_remaining_ms", 0) / 1000 if remaining is not None else None,
+        ttl=remaining / 1000 if remaining is not None else None,
         scope=Scope(**{k: scope_raw.get(k) for k in ("namespace", "agent_id", "thread_id", "session_id")}),
         source=record.get("source"), subject=record.get("subject"), date=record.get("date"),
         metadata=record.get("metadata") or None, durability=record.get("durability", "shared"),
         id=record.get("id"), labels=record.get("labels") or None,
     )  # fmt: skip
-    validate_input(memory_input, max_bytes)
+    validated = validate_input(memory_input, max_bytes, policy)
+    created = _whole(record, "created_at", now, high=MAX_TIMESTAMP_MS)
     extra = {
-        "created_at": _int(record, "created_at", now),
-        "last_accessed_at": _int(record, "last_accessed_at", _int(record, "created_at", now)),
-        "access_count": max(0, _int(record, "access_count", 0)),
+        "created_at": created,
+        "last_accessed_at": _whole(record, "last_accessed_at", created, high=MAX_TIMESTAMP_MS),
+        "access_count": _whole(record, "access_count", 0, high=MAX_COUNT),
         "vector": record.get("vector"),
         "restored": _restored_fields(record),
+        "validated": validated,
     }
     return memory_input, extra
+
+
+def _named(records: Sequence[object], index: int, exc: InvalidInputError) -> InvalidInputError:
+    """``exc`` naming the record it is about (a batch may hold thousands)."""
+    record = records[index]
+    which = f"record {index + 1} of {len(records)}"
+    memory_id = record.get("id") if isinstance(record, Mapping) else None
+    if isinstance(memory_id, str):
+        which += f" (id {shown(memory_id)})"
+    return InvalidInputError(f"{which}: {exc}", field=exc.field)
 
 
 def import_records(
@@ -209,32 +325,41 @@ def import_records(
     validated before anything is written.
 
     Raises:
-        InvalidInputError: a malformed record, or a vector of the wrong dimension.
+        InvalidInputError: a malformed record, or a vector of the wrong dimension (the
+            message names the record, ``field`` its key).
     """
     now = ctx.now_ms()
-    parsed = [
-        p
-        for p in (parse_record(r, now, ctx.settings.max_content_bytes) for r in records)
-        if p is not None
-    ]
+    parsed: list[tuple[int, MemoryInput, dict[str, Any]]] = []
+    for index, record in enumerate(records):
+        try:
+            found = parse_record(
+                record, now, ctx.settings.max_content_bytes, ctx.settings.label_policy
+            )
+        except InvalidInputError as exc:
+            raise _named(records, index, exc) from exc
+        if found is not None:
+            parsed.append((index, *found))
     if not parsed:
         return []
     yield from ensure_ready(ctx)
     vectors: list[NDArray[np.float32] | None] = []
     need_embedding = [
-        i for i, (_, extra) in enumerate(parsed) if reembed or extra["vector"] is None
+        i for i, (_, _, extra) in enumerate(parsed) if reembed or extra["vector"] is None
     ]
-    for _, extra in parsed:
+    for index, _, extra in parsed:
         if not reembed and extra["vector"] is not None:
-            vectors.append(unit_vector(extra["vector"], ctx.dim, field="vector"))
+            try:
+                vectors.append(unit_vector(extra["vector"], ctx.dim, field="vector"))
+            except InvalidInputError as exc:
+                raise _named(records, index, exc) from exc
         else:
             vectors.append(None)
-    embedded = yield from embed_texts(ctx, [parsed[i][0].content for i in need_embedding])
+    embedded = yield from embed_texts(ctx, [parsed[i][1].content for i in need_embedding])
     for i, fresh in zip(need_embedding, embedded, strict=True):
         vectors[i] = fresh
     memories: list[tuple[NewMemory, float | None]] = []
-    for (memory_input, extra), vector in zip(parsed, vectors, strict=True):
-        v = validate_input(memory_input, ctx.settings.max_content_bytes)
+    for (_, _, extra), vector in zip(parsed, vectors, strict=True):
+        v = extra["validated"]
         assert vector is not None
         expires = now + math.ceil(v.ttl * 1000) if v.ttl is not None else None
         memory = NewMemory(
