@@ -377,6 +377,21 @@ def _delete_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     return found
 
 
+def _delete_if_unchanged(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
+    if not ks._alive(keys[0]):
+        return None
+    h = ks.data[keys[0]]
+    count = int(_s(argv[0]))
+    if not isinstance(h, Hash) or count == 0:  # the server refuses an HMGET of no field
+        return 0
+    for i in range(1, count + 1):
+        value = h.get(_s(argv[i])) if i < len(argv) else None
+        want = argv[count + i] if count + i < len(argv) else None
+        if want is None or (b"=" + _bytes(value) if value is not None else b"") != _bytes(want):
+            return 0
+    return _delete_memory(ks, keys, argv)
+
+
 def _forget_empty_namespace(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if ks._alive(keys[0]):
         return 0
@@ -397,6 +412,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     lexical.ADJUST_STATS: _adjust_stats,
     lexical.REPLACE_STATS: _replace_stats,
     scripts.DELETE_MEMORY: _delete_memory,
+    scripts.DELETE_IF_UNCHANGED: _delete_if_unchanged,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.WRITE_MEMORY: _write_memory,
     scripts.PUBLISH: _publish,

@@ -83,6 +83,28 @@ agent token, thread token, session token]`` (nil when it did not exist; only the
 content when the key held no hash). Only the caller that deleted it gets them, so
 counters and term statistics stay exact under concurrency."""
 
+DELETE_IF_UNCHANGED = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local n = tonumber(ARGV[1])
+local stored = redis.pcall('HMGET', KEYS[1], unpack(ARGV, 2, 1 + n))
+if stored.err then return 0 end
+for i = 1, n do
+  local value = stored[i]
+  if value then value = '=' .. value else value = '' end
+  if value ~= ARGV[1 + n + i] then return 0 end
+end
+local found = redis.call('HMGET', KEYS[1], 'content', 'namespace', 'agentId', 'threadId', 'session')
+redis.call('DEL', KEYS[1])
+found[1] = found[1] or ''
+return found
+"""
+"""Delete a memory only if the given fields still hold what a caller read (a
+consolidation deletes the sources it summarised, not what another writer changed since).
+ARGV = [field count n, field..., expected...]: an expected value is ``=`` followed by
+the value read, or empty for a field that was absent. Returns what
+:data:`DELETE_MEMORY` returns when deleted, nil when the memory did not exist, 0 when a
+field differs or the key holds no hash (nothing deleted)."""
+
 UNREGISTER = """
 local nsets = tonumber(ARGV[1])
 local gone = {}

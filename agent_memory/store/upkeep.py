@@ -89,9 +89,10 @@ class UpkeepMethods:
         ``mode="summary"``: ``summarize(items) -> str`` is called once per exact scope
         among the candidates; its text is stored as a new memory (``source="summary"``,
         ``importance`` or the sources' maximum, their tags, the same scope) and the
-        sources are deleted unless ``delete_sources=False``. Earlier summaries and facts
-        are never re-summarised. Lossy by design: for corpora where later statements
-        supersede earlier ones, use facts mode.
+        sources are deleted unless ``delete_sources=False``; a source another writer
+        changed while ``summarize`` ran is kept (``deleted`` names only what was
+        deleted). Earlier summaries and facts are never re-summarised. Lossy by design:
+        for corpora where later statements supersede earlier ones, use facts mode.
 
         ``mode="facts"``: ``extract_facts(items) -> list[Fact]`` receives only source
         memories this selection has not processed before (never summaries or facts);
@@ -103,10 +104,14 @@ class UpkeepMethods:
         (``source="fact"``, ``subject``, ``date``; content ``"<statement> (as of
         <date>)"``, importance ``importance`` or 0.8) in the selection's scope, written
         additively: source memories stay. Superseded facts are deleted, or kept for
-        :meth:`fact_history` with ``keep_fact_history=True``.
+        :meth:`fact_history` with ``keep_fact_history=True``. The live facts reconciled
+        are those in the selection's scope with its tags (``older_than_seconds`` and
+        ``max_importance`` choose sources only); every run ends by keeping the newest
+        live fact of each subject, which repairs what racing or interrupted runs left.
 
         New memories are written before old ones are deleted, under deterministic ids,
-        so re-running after a crash converges to the same state.
+        so re-running after a crash converges to the same state; ``max_items_per_scope``
+        is enforced after the deletions and never evicts what the run wrote.
 
         Raises:
             InvalidInputError: no criterion, a missing or bad callback result, bad

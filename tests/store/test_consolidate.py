@@ -6,6 +6,7 @@ import asyncio
 import itertools
 import json
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -174,16 +175,16 @@ async def test_facts_crash_mid_run_then_rerun_converges(
     extract = Extractor()
     await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
     await store.remember("Color: green @2024-01-01", scope=scope)
-    real_delete = consolidate_module.delete_ids
+    real_delete = consolidate_module._delete
 
     def crashing_delete(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("process died")
         yield  # pragma: no cover
 
-    monkeypatch.setattr(consolidate_module, "delete_ids", crashing_delete)
+    monkeypatch.setattr(consolidate_module, "_delete", crashing_delete)
     with pytest.raises(RuntimeError):
         await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
-    monkeypatch.setattr(consolidate_module, "delete_ids", real_delete)
+    monkeypatch.setattr(consolidate_module, "_delete", real_delete)
     healed = await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
     facts = [i for i in (await store.list(scope=scope)).items if i.source == "fact"]
     assert [f.content for f in facts] == ["green (as of 2024-01-01)"]
@@ -219,6 +220,235 @@ async def test_deprecated_alias_warns(env: StoreEnv) -> None:
     await store.remember("A: b", scope=Scope(agent_id="d"))
     with pytest.warns(DeprecationWarning):
         await store.consolidate_facts(extract_facts=Extractor(), scope=Scope(agent_id="d"))
+
+
+async def _live_facts(store: Any, scope: Scope) -> list[MemoryItem]:
+    return [i for i in (await store.list(scope=scope, limit=100)).items if i.source == "fact"]
+
+
+async def test_age_and_importance_criteria_choose_sources_not_the_facts_to_reconcile(
+    env: StoreEnv,
+) -> None:
+    """A run with ``max_importance`` or ``older_than_seconds`` supersedes and retracts the
+    facts earlier runs wrote (before, the live facts were looked up with those criteria
+    too: facts, written at importance 0.8 or just now, were never seen, so a newer
+    statement was added beside the old one and a tombstone matched nothing)."""
+    clock = Clock()
+    store = env.make(clock=clock)
+    extract = Extractor()
+    low = Scope(agent_id="low")
+
+    async def by_importance() -> Any:
+        return await store.consolidate(
+            mode="facts", scope=low, max_importance=0.5, extract_facts=extract
+        )
+
+    await store.remember("City: lives in Paris @2024-01-01", scope=low, importance=0.3)
+    await by_importance()
+    await store.remember("City: lives in Berlin @2024-06-01", scope=low, importance=0.3)
+    second = await by_importance()
+    assert len(second.deleted) == 1
+    assert [f.content for f in await _live_facts(store, low)] == [
+        "lives in Berlin (as of 2024-06-01)"
+    ]
+    await store.remember("City: forget @2025-01-01", scope=low, importance=0.3)
+    third = await by_importance()
+    assert third.unmatched_tombstones == () and len(third.deleted) == 1
+    assert await _live_facts(store, low) == []
+
+    old = Scope(agent_id="old")
+
+    async def by_age() -> Any:
+        return await store.consolidate(
+            mode="facts", scope=old, older_than_seconds=60, extract_facts=extract
+        )
+
+    await store.remember("City: lives in Paris @2024-01-01", scope=old)
+    clock.now += 100
+    await store.remember("City: lives in Berlin @2024-06-01", scope=old)
+    clock.now += 20
+    await by_age()  # the Paris note only: the Berlin one is 20 s old
+    clock.now += 50  # the Berlin note is 70 s old, the Paris fact 50 s
+    assert len((await by_age()).deleted) == 1
+    assert [f.content for f in await _live_facts(store, old)] == [
+        "lives in Berlin (as of 2024-06-01)"
+    ]
+
+
+@pytest.mark.parametrize("delete_sources", [True, False])
+async def test_a_summary_is_never_evicted_by_its_own_run(
+    env: StoreEnv, delete_sources: bool
+) -> None:
+    """With ``max_items_per_scope`` a summary ranked below the rest of its scope stays
+    (before, writing it took the scope over the cap and evicted it, then its sources
+    were deleted: nothing was left of them while ``created`` named the summary)."""
+    store = env.make(max_items_per_scope=3)
+    scope = Scope(agent_id="capped")
+    sources = [await store.remember(f"pet {i}", scope=scope, importance=0.3) for i in range(2)]
+    kept = await store.remember("user's name is Ada", scope=scope, importance=0.9)
+    result = await store.consolidate(
+        mode="summary", scope=scope, max_importance=0.5, importance=0.1,
+        summarize=lambda items: "two pets", delete_sources=delete_sources,
+    )  # fmt: skip
+    (summary,) = result.created
+    assert await store.get(summary) is not None
+    listed = {i.id for i in (await store.list(scope=scope)).items}
+    if delete_sources:
+        assert sorted(result.deleted) == sorted(sources)
+        assert listed == {summary, kept}
+    else:
+        # the cap still holds: a source, ranked lowest after the summary, is evicted
+        assert len(listed) == 3 and {summary, kept} <= listed
+        assert (await store.stats()).counters.get("evictions") == 1
+
+
+def _in_callback(
+    env: StoreEnv, sync_step: Callable[[], Any], async_step: Callable[[], Awaitable[Any]]
+) -> Callable[[list[MemoryItem]], Any]:
+    """A summarize / extract_facts callback that first performs another process's step
+    (the sync store calls its callback in the worker thread it runs in)."""
+    if env.cfg.mode == "sync":
+
+        def callback(items: list[MemoryItem]) -> Any:
+            sync_step()
+            return "digest"
+
+        return callback
+
+    async def acallback(items: list[MemoryItem]) -> Any:
+        await async_step()
+        return "digest"
+
+    return acallback
+
+
+async def test_summary_deletes_only_sources_unchanged_since_they_were_read(
+    env: StoreEnv,
+) -> None:
+    """A source another writer changes while ``summarize`` runs (its text, or its
+    importance above ``max_importance``) is kept, and only what was deleted is reported
+    and counted (before, every source read was deleted)."""
+    name = f"t{uuid.uuid4().hex[:12]}"
+    embed = TableEmbedder()
+    store, other = env.make(embed, name=name), env.make(embed, name=name)
+    scope = Scope(agent_id="busy")
+    retexted = await store.remember("user likes tea", scope=scope, importance=0.2)
+    raised = await store.remember("user lives in Paris", scope=scope, importance=0.2)
+    unchanged = await store.remember("user has a cat", scope=scope, importance=0.2)
+    new_text = "user now prefers coffee, never tea"
+
+    def sync_step() -> None:
+        other.wrapped.update(retexted, content=new_text)
+        other.wrapped.update(raised, importance=0.95)
+
+    async def async_step() -> None:
+        await other.update(retexted, content=new_text)
+        await other.update(raised, importance=0.95)
+
+    result = await store.consolidate(
+        mode="summary", scope=scope, max_importance=0.5,
+        summarize=_in_callback(env, sync_step, async_step),
+    )  # fmt: skip
+    assert result.deleted == (unchanged,)
+    assert await store.get(unchanged) is None
+    assert (await store.get(retexted)).content == new_text  # type: ignore[union-attr]
+    assert (await store.get(raised)).importance == 0.95  # type: ignore[union-attr]
+    assert (await store.stats()).counters.get("forgets") == 1
+
+
+async def test_a_facts_run_with_nothing_new_keeps_the_newest_fact_of_each_subject(
+    env: StoreEnv,
+) -> None:
+    """Several live facts of one subject (left by racing runs) are reduced to the newest
+    by the next run, even one with no new source (before, such a run returned at once)."""
+    store = env.make()
+    scope = Scope(agent_id="dup")
+    extract = Extractor()
+    await store.remember("City: lives in Paris @2024-01-01", scope=scope)
+    await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    (first,) = await _live_facts(store, scope)
+    newer = await store.remember(
+        "lives in Rome (as of 2024-03-01)", scope=scope, source="fact", subject="city",
+        date="2024-03-01T00:00:00Z",
+    )  # fmt: skip
+    repaired = await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    assert extract.calls == 1 and repaired.callback_calls == 0
+    assert repaired.deleted == (first.id,)
+    assert [f.id for f in await _live_facts(store, scope)] == [newer]
+
+
+class _RacingEmbedder(TableEmbedder):
+    """Runs ``race`` once, just before embedding ``trigger``."""
+
+    def __init__(self, trigger: str, race: Callable[[], Any]) -> None:
+        super().__init__()
+        self.trigger, self.race, self.fired = trigger, race, False
+
+    def __call__(self, text: str) -> list[float]:
+        if text == self.trigger and not self.fired:
+            self.fired = True
+            self.race()
+        return super().__call__(text)
+
+
+class _AsyncRacingEmbedder(TableEmbedder):
+    def __init__(self, trigger: str, race: Callable[[], Awaitable[Any]]) -> None:
+        super().__init__()
+        self.trigger, self.race, self.fired = trigger, race, False
+
+    async def __call__(self, text: str) -> list[float]:  # type: ignore[override]
+        if text == self.trigger and not self.fired:
+            self.fired = True
+            await self.race()
+        return TableEmbedder.__call__(self, text)
+
+
+@pytest.mark.parametrize("racer_newer", [True, False])
+async def test_racing_facts_runs_leave_one_live_fact_per_subject(
+    env: StoreEnv, racer_newer: bool
+) -> None:
+    """Another run of the same selection writes a fact of the subject after this run
+    read the live facts and before it writes its own (made deterministic: it runs while
+    this run embeds its fact). The newest fact stays, alone (before, both stayed, and
+    no later run removed either)."""
+    name = f"t{uuid.uuid4().hex[:12]}"
+    scope = Scope(agent_id="race")
+    racer_date, own_date = (
+        ("2024-06-02", "2024-06-01") if racer_newer else ("2024-06-01", "2024-06-02")
+    )
+    racer = env.make(name=name)
+    raced: list[Any] = []
+
+    def racer_facts(items: list[MemoryItem]) -> list[Fact]:
+        return [Fact("home city", "lives in Berlin, Germany", date=racer_date)]
+
+    def own_facts(items: list[MemoryItem]) -> list[Fact]:
+        return [Fact("Home City", "lives in Berlin", date=own_date)]
+
+    def race() -> None:
+        raced.append(
+            racer.wrapped.consolidate(mode="facts", scope=scope, extract_facts=racer_facts)
+        )
+
+    async def arace() -> None:
+        raced.append(await racer.consolidate(mode="facts", scope=scope, extract_facts=racer_facts))
+
+    trigger = f"lives in Berlin (as of {own_date})"
+    embed = (
+        _RacingEmbedder(trigger, race)
+        if env.cfg.mode == "sync"
+        else _AsyncRacingEmbedder(trigger, arace)
+    )
+    store = env.make(embed, name=name)
+    await store.remember("I moved to Berlin", scope=scope)
+    await store.consolidate(mode="facts", scope=scope, extract_facts=own_facts)
+    assert len(raced) == 1 and len(raced[0].created) == 1
+    winner = "lives in Berlin, Germany" if racer_newer else "lives in Berlin"
+    live = await _live_facts(store, scope)
+    assert [f.content for f in live] == [f"{winner} (as of 2024-06-02)"]
+    later = await store.consolidate(mode="facts", scope=scope, extract_facts=own_facts)
+    assert later.callback_calls == 0 and later.created == () and later.deleted == ()
+    assert [f.id for f in await _live_facts(store, scope)] == [live[0].id]
 
 
 async def test_dedupe_refreshes_instead_of_copying(env: StoreEnv) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.reads import unreadable
@@ -25,14 +25,17 @@ def evict_over_capacity(
     bucket: str,
     cap: int,
     indexes: Sequence[str] = (),
+    *,
+    spare: Collection[str] = (),
 ) -> Operation[int]:
     """Evict from one scope bucket until at most ``cap`` live memories remain.
 
     Reads every member of the bucket (no ceiling on its size), drops members whose
     memory expired or was deleted, ranks the rest by importance + recency with the
     store's weights and deletes the lowest. A member whose record cannot be read is
-    logged and counted (``corrupt_records``), and neither ranked nor evicted. Returns how
-    many were evicted.
+    logged and counted (``corrupt_records``), and neither ranked nor evicted. Members in
+    ``spare`` count against the cap but are never evicted (what a consolidation just
+    wrote). Returns how many were evicted.
     """
     bucket_key = ctx.keys.scope_bucket(bucket)
     reply = yield from execute_batch([command("ZRANGE", bucket_key, "0", "-1")])
@@ -48,6 +51,7 @@ def evict_over_capacity(
     )
     raise_first_error([r for r in fetched if not isinstance(r, WrongTypeError)])
     live, importance, touched, gone = [], [], [], []
+    spared_live = 0
     for memory_id, values in zip(ids, fetched, strict=True):
         if isinstance(values, WrongTypeError):
             unreadable(ctx, memory_id, "its key holds no hash (not evicted)")
@@ -64,10 +68,13 @@ def evict_over_capacity(
             # counted against the cap; the write that triggered this stays a success.
             unreadable(ctx, memory_id, f"{exc} (not evicted)")
             continue
+        if memory_id in spare:
+            spared_live += 1
+            continue
         live.append(memory_id)
         importance.append(rank)
         touched.append(max(created, accessed))
-    excess = len(live) - cap
+    excess = len(live) + spared_live - cap
     victims = (
         eviction_order(
             live,

@@ -2,22 +2,36 @@
 
 Both modes write new memories before deleting old ones, with deterministic ids, so a
 run that crashes half-way is repaired by running it again: the re-run rewrites the same
-ids and finishes the deletions.
+ids and finishes the deletions. ``max_items_per_scope`` is enforced once the old ones
+are deleted, sparing what the run wrote: a summary ranked below the rest of its scope
+must not be evicted by the run that replaces its sources with it.
+
+Summary mode deletes a source only while it holds what ``summarize`` was given: another
+writer may change it while the callback runs (seconds, for a model).
+
+Facts mode runs take no lock (the callback may run for long): two runs of one scope at
+once may each write a live fact for one subject. Every run ends by keeping only the
+newest live fact of each subject, after its own writes, so the later of two racing runs
+sees both facts and removes the older one, and a run with nothing new to extract still
+repairs what an interrupted run left.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Operation, call, command, execute_batch
+from agent_memory.core.effects import Command, Operation, call, command, execute_batch
 from agent_memory.core.replies import integer, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.schema import layout as L
+from agent_memory.schema import scripts
+from agent_memory.schema.encoding import encode_value, namespace_token, session_token
 from agent_memory.schema.filters import MemoryFilter, scope_filter
 from agent_memory.schema.types import Fact, MemoryItem, Scope
 from agent_memory.store.facts import (
@@ -29,15 +43,31 @@ from agent_memory.store.facts import (
     subject_key,
     summary_memory_id,
 )
+from agent_memory.store.ops.capacity import evict_over_capacity
+from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.forget import delete_ids
+from agent_memory.store.ops.forget import (
+    Deleted,
+    bookkeeping,
+    delete_command,
+    deleted_from,
+    raise_unless_wrong_type,
+)
 from agent_memory.store.ops.read import fetch_items, matching_ids
+from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.ops.write import MemoryInput, remember_many
 
 SUMMARY_SOURCE = "summary"
 FACT_SOURCE = "fact"
 _DERIVED = (SUMMARY_SOURCE, FACT_SOURCE)
 _CHUNK = 1000
+# What a summarised source must still hold to be deleted: what the summary was made of
+# (text), what chose it (importance, tags) and which memory it is (an import may store
+# another one under its id).
+_UNCHANGED = (
+    L.F_CONTENT, L.F_IMPORTANCE, L.F_TAGS, L.F_TAGS_RAW, L.F_CREATED,
+    L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_SESSION,
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +122,18 @@ def select_items(
     exclude: tuple[str, ...],
 ) -> Operation[list[MemoryItem]]:
     """Live memories of the selection, oldest first."""
+    read = yield from _select(ctx, selection, sources=sources, exclude=exclude)
+    return [item for item, _ in read]
+
+
+def _select(
+    ctx: StoreContext,
+    selection: Selection,
+    *,
+    sources: tuple[str, ...] | None,
+    exclude: tuple[str, ...],
+) -> Operation[list[tuple[MemoryItem, Mapping[str, Any]]]]:
+    """:func:`select_items`, each with the stored fields it was read from."""
     scope = selection.target_scope
     base = scope_filter(scope, selection.tags, session=scope.session_id)
     flt = MemoryFilter(
@@ -100,12 +142,12 @@ def select_items(
     )  # fmt: skip
     matched = yield from matching_ids(ctx, flt)
     now = ctx.now_ms()
-    items: list[MemoryItem] = []
+    items: list[tuple[MemoryItem, Mapping[str, Any]]] = []
     ids = [memory_id for memory_id, _ in matched]
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         fetched = yield from fetch_items(ctx, chunk)
-        for _, _, item in fetched:
+        for _, fields, item in fetched:
             if item is None:
                 continue
             if selection.older_than_seconds is not None and (
@@ -114,8 +156,8 @@ def select_items(
                 continue
             if selection.max_importance is not None and item.importance > selection.max_importance:
                 continue
-            items.append(item)
-    items.sort(key=lambda i: (i.created_at, i.sequence, i.id))
+            items.append((item, fields))
+    items.sort(key=lambda pair: (pair[0].created_at, pair[0].sequence, pair[0].id))
     return items
 
 
@@ -130,12 +172,11 @@ def consolidate_summary(
     """One summary per exact scope among the candidates (earlier summaries and facts
     are never re-summarised)."""
     yield from ensure_ready(ctx)
-    items = yield from select_items(ctx, selection, sources=None, exclude=_DERIVED)
+    read = yield from _select(ctx, selection, sources=None, exclude=_DERIVED)
     groups: dict[tuple[Scope, str], list[MemoryItem]] = {}
-    for item in items:
+    for item, _ in read:
         groups.setdefault((item.scope, item.durability), []).append(item)
     summaries: list[MemoryInput] = []
-    sources: list[str] = []
     for (scope, durability), group in groups.items():
         digest = yield from call(summarize, list(group), what="summarize")
         if not isinstance(digest, str) or not digest.strip():
@@ -150,18 +191,78 @@ def consolidate_summary(
             metadata={"sources": source_ids, "from": group[0].created_at, "to": group[-1].created_at},
             id=summary_memory_id(source_ids),
         ))  # fmt: skip
-        sources.extend(source_ids)
     # Every summary is asked for and checked before anything is written, so a bad one
     # leaves the store as it was; the summaries are written before their sources go.
-    created = (yield from remember_many(ctx, summaries)) if summaries else []
+    created = (yield from remember_many(ctx, summaries, evict=False)) if summaries else []
     deleted: list[str] = []
-    if delete_sources and sources:
-        yield from delete_ids(ctx, sources)
-        deleted = sources
+    if delete_sources and read:
+        deleted = yield from _delete(
+            ctx, [(item.id, _delete_if_unchanged(ctx, item.id, fields)) for item, fields in read]
+        )
+    yield from _evict_sparing(ctx, groups, spared=created)
     yield from _count_run(ctx, "summary", 0)
     return ConsolidationResult(
         "summary", tuple(created), tuple(deleted), skipped=0, callback_calls=len(summaries)
     )
+
+
+def _delete_if_unchanged(ctx: StoreContext, memory_id: str, fields: Mapping[str, Any]) -> Command:
+    expected = [_expected(fields.get(name)) for name in _UNCHANGED]
+    return Command(
+        (
+            "EVAL", scripts.DELETE_IF_UNCHANGED, "1", ctx.keys.memory(memory_id),
+            str(len(_UNCHANGED)), *_UNCHANGED, *expected,
+        )
+    )  # fmt: skip
+
+
+def _expected(value: Any) -> bytes:
+    if value is None:
+        return b""
+    return b"=" + (value if isinstance(value, bytes) else str(value).encode("utf-8"))
+
+
+def _delete(ctx: StoreContext, deletions: Sequence[tuple[str, Command]]) -> Operation[list[str]]:
+    """Run deletion scripts (:func:`delete_command` or :func:`_delete_if_unchanged`)
+    with the bookkeeping of what they deleted; returns the ids deleted here (not those
+    gone already, deleted by a racing caller, or changed since they were read)."""
+    out: list[str] = []
+    for start in range(0, len(deletions), _CHUNK):
+        chunk = deletions[start : start + _CHUNK]
+        replies = yield from execute_writes(ctx, [cmd for _, cmd in chunk])
+        deleted: list[Deleted] = []
+        for (memory_id, _), reply in zip(chunk, replies, strict=True):
+            if isinstance(reply, int) and reply == 0:
+                continue  # changed since it was read: kept
+            if (d := deleted_from(memory_id, reply)) is not None:
+                deleted.append(d)
+        commands = bookkeeping(ctx, deleted)
+        if commands:
+            waits = wait_commands(ctx)
+            done = yield from execute_batch([*commands, *waits])
+            raise_unless_wrong_type(ctx, commands, done)
+            if waits:
+                check_replicated(ctx, done[-1], f"a deletion of {len(deleted)} memories")
+        out.extend(d.id for d in deleted)
+    return out
+
+
+def _evict_sparing(
+    ctx: StoreContext, scopes: Iterable[tuple[Scope, str]], *, spared: Collection[str]
+) -> Operation[None]:
+    """``max_items_per_scope`` in each ``(scope, durability)`` a run wrote to, never
+    evicting ``spared`` (what the run wrote)."""
+    cap = ctx.config.max_items_per_scope
+    if cap is None:
+        return
+    for scope, durability in dict.fromkeys(scopes):
+        ns = namespace_token(scope.namespace)
+        agent = encode_value(scope.agent_id) if scope.agent_id else ""
+        thread = encode_value(scope.thread_id) if scope.thread_id else ""
+        session = session_token(scope.session_id if durability == "session" else None)
+        bucket = L.bucket_digest(ns, agent, thread, session)  # as NewMemory.bucket
+        indexes = ctx.keys.member_indexes(ns, agent or None, thread or None)
+        yield from evict_over_capacity(ctx, ns, bucket, cap, indexes, spare=spared)
 
 
 def _state_key(ctx: StoreContext, selection: Selection) -> str:
@@ -200,6 +301,17 @@ def _when(item: MemoryItem) -> datetime:
     return parsed or datetime.fromtimestamp(item.created_at / 1000, tz=timezone.utc)
 
 
+def _live_facts(ctx: StoreContext, selection: Selection) -> Operation[list[MemoryItem]]:
+    """The facts a selection reconciles with, oldest to newest: ``source="fact"``
+    memories in its scope carrying its tags. Its age and importance criteria choose the
+    sources to extract from, not the facts: the facts a run writes (importance 0.8,
+    just created) are the ones the next run supersedes."""
+    fact_set = replace(selection, older_than_seconds=None, max_importance=None)
+    items = yield from select_items(ctx, fact_set, sources=(FACT_SOURCE,), exclude=())
+    # A total order, so racing runs that see the same facts keep the same one.
+    return sorted(items, key=lambda i: (_when(i), i.created_at, i.sequence, i.id))
+
+
 def consolidate_facts(
     ctx: StoreContext,
     selection: Selection,
@@ -214,25 +326,54 @@ def consolidate_facts(
     sources = yield from select_items(ctx, selection, sources=None, exclude=_DERIVED)
     fresh = yield from _unprocessed(ctx, state, sources)
     skipped = len(sources) - len(fresh)
-    if not fresh:
-        return ConsolidationResult("facts", skipped=skipped)
+    run_time = datetime.fromtimestamp(ctx.now_ms() / 1000, tz=timezone.utc)
+    scope = selection.target_scope
+    created: list[str] = []
+    written: list[Fact] = []
+    unmatched: list[Fact] = []
+    deleted: list[str] = []
+    if fresh:
+        created, written, unmatched, deleted = yield from _reconcile(
+            ctx, selection, extract_facts, fresh, run_time,
+            importance=importance, keep_history=keep_history,
+        )  # fmt: skip
+        replies = yield from execute_batch([command("SADD", state, *(i.id for i in fresh))])
+        raise_first_error(replies)
+    deleted += yield from _drop_duplicates(ctx, selection, run_time, keep_history=keep_history)
+    if created:
+        durability = "session" if scope.session_id else "shared"
+        yield from _evict_sparing(ctx, [(scope, durability)], spared=created)
+    if fresh:
+        yield from _count_run(ctx, "facts", len(unmatched))
+    return ConsolidationResult(
+        "facts", tuple(created), tuple(deleted), tuple(written), tuple(unmatched),
+        skipped=skipped, callback_calls=1 if fresh else 0,
+    )  # fmt: skip
+
+
+def _reconcile(
+    ctx: StoreContext,
+    selection: Selection,
+    extract_facts: Callable[[list[MemoryItem]], Any],
+    fresh: list[MemoryItem],
+    run_time: datetime,
+    *,
+    importance: float,
+    keep_history: bool,
+) -> Operation[tuple[list[str], list[Fact], list[Fact], list[str]]]:
+    """Extract facts from ``fresh`` and supersede or retract the live ones; returns the
+    ids written, the facts written, the unmatched tombstones and the ids deleted."""
     extracted = yield from call(extract_facts, list(fresh), what="extract_facts")
     if not isinstance(extracted, Sequence) or isinstance(extracted, (str, bytes)):
         raise InvalidInputError("extract_facts must return a list of Fact", field="extract_facts")
     facts = [check_fact(f) for f in extracted]
-    run_time = datetime.fromtimestamp(ctx.now_ms() / 1000, tz=timezone.utc)
-    existing_items = yield from select_items(ctx, selection, sources=(FACT_SOURCE,), exclude=())
-    current: dict[str, MemoryItem] = {}
-    duplicates: list[MemoryItem] = []
-    for item in sorted(existing_items, key=lambda i: (_when(i), i.created_at)):
-        key = subject_key(item.subject or "")
-        if key in current:
-            duplicates.append(current[key])  # left by an interrupted run: keep the newest
-        current[key] = item
+    # Newest last: with several live facts of a subject the newest is the current one
+    # (the others go in :func:`_drop_duplicates`).
+    current = {subject_key(i.subject or ""): i for i in (yield from _live_facts(ctx, selection))}
     scope = selection.target_scope
     writes: list[MemoryInput] = []
     written: list[Fact] = []
-    superseded: list[MemoryItem] = list(duplicates)
+    superseded: list[MemoryItem] = []
     unmatched: list[Fact] = []
     for key, dated in newest_per_subject(facts, run_time).items():
         fact, when, old = dated.fact, dated.when, current.get(key)
@@ -263,25 +404,45 @@ def consolidate_facts(
         written.append(fact)
         if old is not None:
             superseded.append(old)
-    created = yield from remember_many(ctx, writes) if writes else _nothing()
-    if keep_history and superseded:
-        yield from _archive(ctx, scope, superseded, run_time)
-    deleted_ids = [item.id for item in superseded]
-    if deleted_ids:
-        yield from delete_ids(ctx, deleted_ids)
-    marks = [command("SADD", state, *(i.id for i in fresh))]
-    replies = yield from execute_batch(marks)
-    raise_first_error(replies)
-    yield from _count_run(ctx, "facts", len(unmatched))
-    return ConsolidationResult(
-        "facts", tuple(created), tuple(deleted_ids), tuple(written), tuple(unmatched),
-        skipped=skipped, callback_calls=1,
-    )  # fmt: skip
+    created = (yield from remember_many(ctx, writes, evict=False)) if writes else []
+    deleted = yield from _retire(ctx, scope, superseded, run_time, keep_history=keep_history)
+    return created, written, unmatched, deleted
 
 
-def _nothing() -> Operation[list[str]]:
-    return []
-    yield
+def _drop_duplicates(
+    ctx: StoreContext, selection: Selection, run_time: datetime, *, keep_history: bool
+) -> Operation[list[str]]:
+    """Keep only the newest live fact of each subject (racing runs, or a run interrupted
+    between its writes and its deletions, leave several)."""
+    newest: dict[str, MemoryItem] = {}
+    stale: list[MemoryItem] = []
+    for item in (yield from _live_facts(ctx, selection)):
+        key = subject_key(item.subject or "")
+        if key in newest:
+            stale.append(newest[key])
+        newest[key] = item
+    deleted = yield from _retire(
+        ctx, selection.target_scope, stale, run_time, keep_history=keep_history
+    )
+    return deleted
+
+
+def _retire(
+    ctx: StoreContext,
+    scope: Scope,
+    items: list[MemoryItem],
+    run_time: datetime,
+    *,
+    keep_history: bool,
+) -> Operation[list[str]]:
+    """Delete facts no longer live (archived first with ``keep_history``: a crash in
+    between archives them again, never loses them); returns the ids deleted here."""
+    if not items:
+        return []
+    if keep_history:
+        yield from _archive(ctx, scope, items, run_time)
+    deleted = yield from _delete(ctx, [(i.id, delete_command(ctx, i.id)) for i in items])
+    return deleted
 
 
 def _archive(

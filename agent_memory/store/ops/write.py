@@ -254,12 +254,18 @@ def _batch_commands(
 
 
 def remember_many(
-    ctx: StoreContext, inputs: Sequence[MemoryInput], *, dedupe: bool = False
+    ctx: StoreContext,
+    inputs: Sequence[MemoryInput],
+    *,
+    dedupe: bool = False,
+    evict: bool = True,
 ) -> Operation[list[str]]:
     """Validate all, embed in one batch, write in pipelined chunks, then enforce caps.
 
     With ``dedupe``, a memory within ``ctx.settings.dedupe_distance`` of one in the same exact
     scope (stored, or earlier in the batch) refreshes it and returns its id instead.
+    ``evict=False`` (not with ``dedupe``) leaves ``max_items_per_scope`` to the caller (a
+    consolidation enforces it once the memories its writes replace are deleted).
     """
     validated = [
         validate_input(i, ctx.settings.max_content_bytes, ctx.settings.label_policy) for i in inputs
@@ -280,7 +286,7 @@ def remember_many(
         )  # fmt: skip
         memories.append((memory, v.ttl))
     if not dedupe:
-        yield from write_memories(ctx, memories)
+        yield from write_memories(ctx, memories, evict=evict)
         yield from label_after_commit(ctx, [m for m, _ in memories])
         return [m.id for m, _ in memories]
     # The search and the write happen under claims on the scopes written, so two
@@ -360,9 +366,9 @@ def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Oper
 
 
 def write_memories(
-    ctx: StoreContext, memories: Sequence[tuple[NewMemory, float | None]]
+    ctx: StoreContext, memories: Sequence[tuple[NewMemory, float | None]], *, evict: bool = True
 ) -> Operation[None]:
-    cap = ctx.config.max_items_per_scope
+    cap = ctx.config.max_items_per_scope if evict else None
     buckets: dict[str, tuple[str, list[str]]] = {}
     for start in range(0, len(memories), _WRITE_CHUNK):
         chunk = memories[start : start + _WRITE_CHUNK]
