@@ -175,16 +175,16 @@ async def test_facts_crash_mid_run_then_rerun_converges(
     extract = Extractor()
     await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
     await store.remember("Color: green @2024-01-01", scope=scope)
-    real_delete = consolidate_module._delete
+    real_delete = consolidate_module.delete_checked
 
     def crashing_delete(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("process died")
         yield  # pragma: no cover
 
-    monkeypatch.setattr(consolidate_module, "_delete", crashing_delete)
+    monkeypatch.setattr(consolidate_module, "delete_checked", crashing_delete)
     with pytest.raises(RuntimeError):
         await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
-    monkeypatch.setattr(consolidate_module, "_delete", real_delete)
+    monkeypatch.setattr(consolidate_module, "delete_checked", real_delete)
     healed = await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
     facts = [i for i in (await store.list(scope=scope)).items if i.source == "fact"]
     assert [f.content for f in facts] == ["green (as of 2024-01-01)"]

@@ -16,6 +16,8 @@ from agent_memory import (
     Scope,
     memory_tool,
 )
+from agent_memory.core.effects import command, execute_batch
+from agent_memory.store.ops import learn
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
 from tests.support import TableEmbedder, near, random_unit
@@ -275,6 +277,38 @@ async def test_forgetting_suppresses_protects_and_prunes(env: StoreEnv) -> None:
     assert result.deleted == (hastened,)
     assert await store.get(hastened) is None
     assert (await store.list(include_suppressed=True)).total == 2
+
+
+@pytest.mark.parametrize("meanwhile", ["feedback", "deleted elsewhere"])
+async def test_prune_deletes_only_what_still_fades_and_counts_what_it_deleted(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch, meanwhile: str
+) -> None:
+    clock = Clock()
+    embed, _ = _world(2)
+    forgetting = Forgetting(half_life_seconds=10 * DAY, min_half_life=DAY, max_half_life=100 * DAY,
+                            retention_threshold=0.1)  # fmt: skip
+    store = env.make(embed, clock=clock, forgetting=forgetting)
+    raw = getattr(store, "wrapped", store)
+    rescued, fading = [await store.remember(f"m{i}", importance=0.0) for i in range(2)]
+    clock.now += 60 * DAY
+    judged = learn.suppressed
+
+    def another_writer_between(ctx: Any, ids: Any) -> Any:
+        victims = yield from judged(ctx, ids)
+        key = ctx.keys.memory(rescued)
+        change = (
+            command("HSET", key, "manual_utility", "1.0")
+            if meanwhile == "feedback"
+            else command("DEL", key)
+        )
+        yield from execute_batch([change])  # after prune judged it, before it deletes
+        return victims
+
+    monkeypatch.setattr(learn, "suppressed", another_writer_between)
+    result = await store.prune()
+    assert result.deleted == (fading,)
+    assert raw._ctx.counters["pruned"] == 1
+    assert (await store.get(rescued) is not None) == (meanwhile == "feedback")
 
 
 async def test_receipts_are_bounded(env: StoreEnv) -> None:

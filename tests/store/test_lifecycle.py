@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from agent_memory import IndexMismatchError, NotFoundError, Scope, StoreClosedError
+from agent_memory.core.effects import command, execute_batch
+from agent_memory.store.ops import capacity
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
 from tests.support import TableEmbedder, near, random_unit
@@ -125,6 +127,34 @@ async def test_capacity_skips_a_member_it_cannot_read(env: StoreEnv, damage: str
     assert readable - {ids[0]} == set(later)
     assert int(await _raw(store, "EXISTS", _key(store, ids[0]))) == 1
     assert getattr(store, "wrapped", store)._ctx.counters["corrupt_records"] >= 1
+
+
+async def test_eviction_spares_a_victim_lifted_after_it_was_ranked(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = env.make(max_items_per_scope=2)
+    scope = Scope(agent_id="capped")
+    low, middle = [
+        await store.remember(f"m{i}", importance=0.1 + i / 10, scope=scope) for i in range(2)
+    ]
+    deleting = capacity.delete_checked
+    lifted: list[str] = []
+
+    def lifted_first(ctx: Any, deletions: Any, **kwargs: Any) -> Any:
+        if not lifted:  # another writer raises the chosen victim's importance meanwhile
+            lifted.append(deletions[0][0])
+            key = ctx.keys.memory(lifted[0])
+            yield from execute_batch([command("HSET", key, "importance", "1.0")])
+        deleted = yield from deleting(ctx, deletions, **kwargs)
+        return deleted
+
+    monkeypatch.setattr(capacity, "delete_checked", lifted_first)
+    newest = await store.remember("m2", importance=0.9, scope=scope)
+    assert lifted == [low]
+    kept = {i.id for i in (await store.list(scope=scope)).items}
+    assert kept == {low, newest}  # the lifted one stays; the next lowest went instead
+    assert (await store.stats()).evictions == 1
+    assert middle not in kept
 
 
 async def test_capacity_covers_unscoped_writes(env: StoreEnv) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.reads import unreadable
@@ -12,11 +13,14 @@ from agent_memory.errors import ReplyParseError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema.scoring import eviction_order
 from agent_memory.store.ops.forget import (
-    bookkeeping,
-    delete_memories,
+    delete_checked,
     raise_unless_wrong_type,
+    unchanged_delete,
     unregister_command,
 )
+
+_RANKED_BY = (L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED)
+_ATTEMPTS = 3
 
 
 def evict_over_capacity(
@@ -35,21 +39,39 @@ def evict_over_capacity(
     store's weights and deletes the lowest. A member whose record cannot be read is
     logged and counted (``corrupt_records``), and neither ranked nor evicted. Members in
     ``spare`` count against the cap but are never evicted (what a consolidation just
-    wrote). Returns how many were evicted.
+    wrote). A victim whose rank changed between the read and its deletion (a recall, an
+    update) is kept, and the bucket is read again (up to :data:`_ATTEMPTS` times).
+    Returns how many were evicted.
     """
+    evicted = 0
+    for _ in range(_ATTEMPTS):
+        done, settled = yield from _evict_once(ctx, namespace_token, bucket, cap, indexes, spare)
+        evicted += done
+        if settled:
+            break
+    return evicted
+
+
+def _evict_once(
+    ctx: StoreContext,
+    namespace_token: str,
+    bucket: str,
+    cap: int,
+    indexes: Sequence[str],
+    spare: Collection[str],
+) -> Operation[tuple[int, bool]]:
+    """One eviction pass: how many it evicted, and whether every victim it chose went."""
     bucket_key = ctx.keys.scope_bucket(bucket)
     reply = yield from execute_batch([command("ZRANGE", bucket_key, "0", "-1")])
     raise_first_error(reply)
     ids = [text(x) for x in reply[0] or []]
     if len(ids) <= cap:
-        return 0
+        return 0, True
     fetched = yield from execute_batch(
-        [
-            Command(("HMGET", ctx.keys.memory(m), L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED))
-            for m in ids
-        ]
+        [Command(("HMGET", ctx.keys.memory(m), *_RANKED_BY)) for m in ids]
     )
     raise_first_error([r for r in fetched if not isinstance(r, WrongTypeError)])
+    read: dict[str, dict[str, Any]] = {}
     live, importance, touched, gone = [], [], [], []
     spared_live = 0
     for memory_id, values in zip(ids, fetched, strict=True):
@@ -71,6 +93,7 @@ def evict_over_capacity(
         if memory_id in spare:
             spared_live += 1
             continue
+        read[memory_id] = dict(zip(_RANKED_BY, values, strict=True))
         live.append(memory_id)
         importance.append(rank)
         touched.append(max(created, accessed))
@@ -88,19 +111,24 @@ def evict_over_capacity(
         else []
     )
     if not gone and not victims:
-        return 0
+        return 0, True
     # Concurrent writers may pick the same victims: only the deletions that happened here
     # are unregistered, counted and removed from the term statistics, so ``evictions``
-    # and the statistics stay exact across processes.
-    deleted = yield from delete_memories(ctx, victims)
-    commands = bookkeeping(ctx, deleted, counter="evictions")
+    # and the statistics stay exact across processes. A victim is deleted only while it
+    # holds the rank it was chosen by (an update of its importance, a recall since
+    # then, may have lifted it).
+    deleted = yield from delete_checked(
+        ctx,
+        [(m, unchanged_delete(ctx, m, read[m], _RANKED_BY)) for m in victims],
+        counter="evictions",
+    )
     if gone and not ctx.settings.cluster:  # expired or deleted elsewhere: their entries only
         sets = [bucket_key, ctx.keys.registry(namespace_token), *indexes]
-        commands.append(unregister_command(ctx, gone, sets))
+        commands = [unregister_command(ctx, gone, sets)]
+        done = yield from execute_batch(commands)
+        raise_unless_wrong_type(ctx, commands, done)
     # On a cluster a member whose memory is missing may be a write in flight (it is
     # registered a round trip before its record): prune removes such entries once they
     # are old enough to be dead.
-    done = yield from execute_batch(commands)
-    raise_unless_wrong_type(ctx, commands, done)
     ctx.count("evictions", len(deleted))
-    return len(deleted)
+    return len(deleted), len(deleted) == len(victims)

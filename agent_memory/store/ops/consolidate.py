@@ -26,11 +26,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Command, Operation, call, command, execute_batch
+from agent_memory.core.effects import Operation, call, command, execute_batch
 from agent_memory.core.replies import integer, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 from agent_memory.schema import layout as L
-from agent_memory.schema import scripts
 from agent_memory.schema.encoding import encode_value, namespace_token, session_token
 from agent_memory.schema.filters import MemoryFilter, scope_filter
 from agent_memory.schema.types import Fact, MemoryItem, Scope
@@ -44,17 +43,9 @@ from agent_memory.store.facts import (
     summary_memory_id,
 )
 from agent_memory.store.ops.capacity import evict_over_capacity
-from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.forget import (
-    Deleted,
-    bookkeeping,
-    delete_command,
-    deleted_from,
-    raise_unless_wrong_type,
-)
+from agent_memory.store.ops.forget import delete_checked, delete_command, unchanged_delete
 from agent_memory.store.ops.read import fetch_items, matching_ids
-from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.ops.write import MemoryInput, remember_many
 
 SUMMARY_SOURCE = "summary"
@@ -196,55 +187,18 @@ def consolidate_summary(
     created = (yield from remember_many(ctx, summaries, evict=False)) if summaries else []
     deleted: list[str] = []
     if delete_sources and read:
-        deleted = yield from _delete(
-            ctx, [(item.id, _delete_if_unchanged(ctx, item.id, fields)) for item, fields in read]
+        deleted = yield from delete_checked(
+            ctx,
+            [
+                (item.id, unchanged_delete(ctx, item.id, fields, _UNCHANGED))
+                for item, fields in read
+            ],
         )
     yield from _evict_sparing(ctx, groups, spared=created)
     yield from _count_run(ctx, "summary", 0)
     return ConsolidationResult(
         "summary", tuple(created), tuple(deleted), skipped=0, callback_calls=len(summaries)
     )
-
-
-def _delete_if_unchanged(ctx: StoreContext, memory_id: str, fields: Mapping[str, Any]) -> Command:
-    expected = [_expected(fields.get(name)) for name in _UNCHANGED]
-    return Command(
-        (
-            "EVAL", scripts.DELETE_IF_UNCHANGED, "1", ctx.keys.memory(memory_id),
-            str(len(_UNCHANGED)), *_UNCHANGED, *expected,
-        )
-    )  # fmt: skip
-
-
-def _expected(value: Any) -> bytes:
-    if value is None:
-        return b""
-    return b"=" + (value if isinstance(value, bytes) else str(value).encode("utf-8"))
-
-
-def _delete(ctx: StoreContext, deletions: Sequence[tuple[str, Command]]) -> Operation[list[str]]:
-    """Run deletion scripts (:func:`delete_command` or :func:`_delete_if_unchanged`)
-    with the bookkeeping of what they deleted; returns the ids deleted here (not those
-    gone already, deleted by a racing caller, or changed since they were read)."""
-    out: list[str] = []
-    for start in range(0, len(deletions), _CHUNK):
-        chunk = deletions[start : start + _CHUNK]
-        replies = yield from execute_writes(ctx, [cmd for _, cmd in chunk])
-        deleted: list[Deleted] = []
-        for (memory_id, _), reply in zip(chunk, replies, strict=True):
-            if isinstance(reply, int) and reply == 0:
-                continue  # changed since it was read: kept
-            if (d := deleted_from(memory_id, reply)) is not None:
-                deleted.append(d)
-        commands = bookkeeping(ctx, deleted)
-        if commands:
-            waits = wait_commands(ctx)
-            done = yield from execute_batch([*commands, *waits])
-            raise_unless_wrong_type(ctx, commands, done)
-            if waits:
-                check_replicated(ctx, done[-1], f"a deletion of {len(deleted)} memories")
-        out.extend(d.id for d in deleted)
-    return out
 
 
 def _evict_sparing(
@@ -441,7 +395,7 @@ def _retire(
         return []
     if keep_history:
         yield from _archive(ctx, scope, items, run_time)
-    deleted = yield from _delete(ctx, [(i.id, delete_command(ctx, i.id)) for i in items])
+    deleted = yield from delete_checked(ctx, [(i.id, delete_command(ctx, i.id)) for i in items])
     return deleted
 
 

@@ -10,7 +10,7 @@ counters, the ``forgets`` counter and the term statistics).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,6 +133,58 @@ def delete_memories(ctx: StoreContext, ids: Sequence[str]) -> Operation[list[Del
     needs (not those already gone or deleted by a racing caller)."""
     replies = yield from execute_writes(ctx, [delete_command(ctx, m) for m in ids])
     return [d for m, r in zip(ids, replies, strict=True) if (d := deleted_from(m, r))]
+
+
+def unchanged_delete(
+    ctx: StoreContext, memory_id: str, fields: Mapping[str, Any], names: Sequence[str]
+) -> Command:
+    """The deletion of a memory only while its fields ``names`` still hold what
+    ``fields`` read (raw replies, ``None`` for absent): a decision made on them (a
+    summary, a retention, a rank) holds for what is deleted."""
+    expected = [_expected(fields.get(name)) for name in names]
+    return Command(
+        (
+            "EVAL", scripts.DELETE_IF_UNCHANGED, "1", ctx.keys.memory(memory_id),
+            str(len(names)), *names, *expected,
+        )
+    )  # fmt: skip
+
+
+def _expected(value: Any) -> bytes:
+    if value is None:
+        return b""
+    return b"=" + (value if isinstance(value, bytes) else str(value).encode("utf-8"))
+
+
+def delete_checked(
+    ctx: StoreContext,
+    deletions: Sequence[tuple[str, Command]],
+    *,
+    counter: str | None = "forgets",
+) -> Operation[list[str]]:
+    """Run deletion scripts (:func:`delete_command` or :func:`unchanged_delete`) with
+    the bookkeeping of what they deleted (``counter``: see :func:`bookkeeping`); returns
+    the ids deleted here (not those gone already, deleted by a racing caller, or changed
+    since they were read)."""
+    out: list[str] = []
+    for start in range(0, len(deletions), _CHUNK):
+        chunk = deletions[start : start + _CHUNK]
+        replies = yield from execute_writes(ctx, [cmd for _, cmd in chunk])
+        deleted: list[Deleted] = []
+        for (memory_id, _), reply in zip(chunk, replies, strict=True):
+            if isinstance(reply, int) and reply == 0:
+                continue  # changed since it was read: kept
+            if (d := deleted_from(memory_id, reply)) is not None:
+                deleted.append(d)
+        commands = bookkeeping(ctx, deleted, counter=counter)
+        if commands:
+            waits = wait_commands(ctx)
+            done = yield from execute_batch([*commands, *waits])
+            raise_unless_wrong_type(ctx, commands, done)
+            if waits:
+                check_replicated(ctx, done[-1], f"a deletion of {len(deleted)} memories")
+        out.extend(d.id for d in deleted)
+    return out
 
 
 def delete_ids(

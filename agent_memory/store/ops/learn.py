@@ -35,7 +35,7 @@ from agent_memory.schema import scripts
 from agent_memory.schema.records import retention_from_fields
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.forget import delete_ids
+from agent_memory.store.ops.forget import delete_checked, unchanged_delete
 from agent_memory.store.ops.ghosts import sweep
 from agent_memory.store.ops.namespaces import check_forgotten, forget_if_empty, registry_keys
 from agent_memory.store.ops.read import is_wrong_type, registered_ids
@@ -172,13 +172,14 @@ class PruneResult:
     ghost_entries: int = 0
 
 
-def suppressed(ctx: StoreContext, ids: Sequence[str]) -> Operation[set[str]]:
-    """The ids among ``ids`` whose retention fell below the forgetting threshold."""
+def suppressed(ctx: StoreContext, ids: Sequence[str]) -> Operation[dict[str, dict[str, Any]]]:
+    """The ids among ``ids`` whose retention fell below the forgetting threshold, each
+    with the retention fields it was judged on."""
     forgetting = ctx.settings.forgetting
     if forgetting is None or not ids:
-        return set()
+        return {}
     now = ctx.now_ms()
-    out: set[str] = set()
+    out: dict[str, dict[str, Any]] = {}
     for start in range(0, len(ids), _CHUNK):
         chunk = list(ids[start : start + _CHUNK])
         keys = [ctx.keys.memory(m) for m in chunk]
@@ -197,7 +198,7 @@ def suppressed(ctx: StoreContext, ids: Sequence[str]) -> Operation[set[str]]:
                 unreadable(ctx, memory_id, exc)  # never pruned for a value it cannot read
                 continue
             if kept < forgetting.retention_threshold:
-                out.add(memory_id)
+                out[memory_id] = fields
     return out
 
 
@@ -235,10 +236,16 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
         ids = registered_ids(ctx, replies[1])
         ghosts += yield from sweep(ctx, _namespace_of(ctx, registry), ids, now)
         victims = yield from suppressed(ctx, ids)
-        if victims:
-            ordered = sorted(victims)
-            yield from delete_ids(ctx, ordered)
-            deleted.extend(ordered)
+        # Deleted only while their retention fields hold what was judged: a feedback or
+        # a recall since then may have saved a memory. Only what was deleted here is
+        # reported and counted, so two prunes at once never both claim a deletion.
+        deleted += yield from delete_checked(
+            ctx,
+            [
+                (m, unchanged_delete(ctx, m, victims[m], L.RETENTION_FIELDS))
+                for m in sorted(victims)
+            ],
+        )
     if registries and not ctx.settings.cluster:
         tokens = [_namespace_of(ctx, registry) for registry in registries]
         replies = yield from execute_batch([forget_if_empty(ctx, t) for t in tokens])
