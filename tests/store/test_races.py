@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory import Scope
-from agent_memory.core.effects import Command
+import pytest
+
+from agent_memory import Scope, SyncMemoryStore
+from agent_memory.backends.inprocess import InProcessClient
+from agent_memory.core.effects import Command, call
+from agent_memory.store.ops import forget as forget_module
 from agent_memory.store.ops.forget import bookkeeping, delete_command, deleted_from
 from tests.store.conftest import StoreEnv
 from tests.store.test_consolidate import _export
+from tests.support import TableEmbedder
 
 
 async def _send(store: Any, cmd: Command) -> Any:
@@ -34,3 +39,45 @@ async def test_a_late_unregistration_spares_a_memory_stored_again(env: StoreEnv)
     assert [i.id for i in (await store.list(scope=scope)).items] == [mid]
     assert await store.forget_by_scope(Scope(namespace="n")) == 1
     assert await store.get(mid) is None
+
+
+async def test_forget_by_scope_leaves_listed_a_memory_stored_again_meanwhile(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """forget_by_scope of an agent deletes its memories, then unlists them from the
+    agent's index; an import of one of them in between stays listed there."""
+    store = env.make()
+    raw = getattr(store, "wrapped", store)
+    scope = Scope(namespace="n", agent_id="a")
+    mid = await store.remember("walrus migration", scope=scope)
+    (record,) = await _export(store, scope=Scope(namespace="n"))
+    other = _blocking_store(env, raw.name)
+    deleting = forget_module.delete_memories
+    imported: list[str] = []
+
+    def import_after_the_deletion(ctx: Any, ids: Any) -> Any:
+        deleted = yield from deleting(ctx, ids)
+        if ctx is raw._ctx and not imported:  # the other writer's own calls pass through
+            imported.extend(
+                (yield from call(lambda: other.import_records([record]), what="import"))
+            )
+        return deleted
+
+    monkeypatch.setattr(forget_module, "delete_memories", import_after_the_deletion)
+    try:
+        assert await store.forget_by_scope(scope) == 1
+        monkeypatch.undo()
+        assert [i.id for i in (await store.list(scope=scope)).items] == [mid]
+        assert await store.forget_by_scope(scope) == 1
+    finally:
+        other.client.close()
+
+
+def _blocking_store(env: StoreEnv, name: str) -> SyncMemoryStore:
+    if env.keyspace is not None:
+        client: Any = InProcessClient(env.keyspace)
+    else:
+        import valkey
+
+        client = valkey.Valkey.from_url(env.server.url)
+    return SyncMemoryStore(client, name, TableEmbedder())

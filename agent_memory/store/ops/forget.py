@@ -203,8 +203,12 @@ def delete_ids(
         chunk = list(ids[start : start + _CHUNK])
         deleted = yield from delete_memories(ctx, chunk)
         commands = bookkeeping(ctx, deleted, counter=counter)
-        if listed_in is not None:
-            commands.append(command("ZREM", listed_in, *chunk))
+        if listed_in is not None and ctx.settings.cluster:
+            commands.append(command("ZREM", listed_in, *chunk))  # another slot: no check
+        elif listed_in is not None:
+            # Only the ids whose memory is gone: one stored again meanwhile (an import
+            # under its id) registered itself there and must stay listed.
+            commands.append(unregister_command(ctx, chunk, [listed_in]))
         waits = wait_commands(ctx) if commands else []
         done = yield from execute_batch([*commands, *waits])
         raise_unless_wrong_type(ctx, commands, done)
