@@ -109,6 +109,8 @@ async def test_complete_is_one_observation_applied_once(env: StoreEnv) -> None:
     with pytest.raises(InvalidInputError):
         await store.complete(result.selection_id, 1.5)
     with pytest.raises(InvalidInputError):
+        await store.complete(result.selection_id, -(10**400))
+    with pytest.raises(InvalidInputError):
         await store.complete("not-a-selection", 0.5)
     assert await store.complete("0" * 32, 0.5) is False
 
@@ -226,6 +228,8 @@ async def test_feedback_sets_replaces_and_clears(env: StoreEnv) -> None:
         await store.feedback("f" * 32, 1.0)
     with pytest.raises(InvalidInputError):
         await store.feedback(mid, 2.0)
+    with pytest.raises(InvalidInputError, match="an integer of"):
+        await store.feedback(mid, 10**400)  # beyond any float
 
 
 async def test_utility_reorders_but_similarity_stays_the_gate(env: StoreEnv) -> None:

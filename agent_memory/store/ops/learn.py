@@ -40,7 +40,7 @@ from agent_memory.store.ops.ghosts import sweep
 from agent_memory.store.ops.namespaces import check_forgotten, forget_if_empty, registry_keys
 from agent_memory.store.ops.read import is_wrong_type, registered_ids
 from agent_memory.store.ops.settle import execute_writes
-from agent_memory.store.validation import check_id
+from agent_memory.store.validation import check_id, shown
 
 logger = logging.getLogger("agent_memory.store")
 _SELECTION = re.compile(r"[0-9a-f]{32}")
@@ -50,9 +50,14 @@ _CHUNK = 1000
 def check_score(score: object, *, low: float, high: float, field: str) -> float:
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise InvalidInputError(f"{field} must be a number in [{low}, {high}]", field=field)
-    value = float(score)
+    try:
+        value = float(score)
+    except OverflowError:  # an int beyond any float
+        value = math.inf
     if not math.isfinite(value) or not low <= value <= high:
-        raise InvalidInputError(f"{field} must be in [{low}, {high}], got {score}", field=field)
+        raise InvalidInputError(
+            f"{field} must be in [{low}, {high}], got {shown(score)}", field=field
+        )
     return value
 
 
