@@ -92,6 +92,40 @@ async def test_server_side_expiry_removes_the_memory(env: StoreEnv) -> None:
     assert await store.get(mid) is None
 
 
+async def test_prune_unlists_expired_memories_everywhere(env: StoreEnv) -> None:
+    embed = TableEmbedder()
+    q = random_unit("q")
+    embed.set("query", q)
+    embed.set("short lived", near(q, 0.1))
+    embed.set("kept", near(q, 0.2, "k"))
+    store = env.make(embed)
+    name = getattr(store, "wrapped", store).name
+    scope = Scope(agent_id="a", thread_id="t")
+    gone = await store.remember("short lived", ttl=0.3, scope=scope)
+    kept = await store.remember("kept", scope=scope)
+    assert len(await store.recall("query", scope=scope)) == 2  # usage counters for both
+    await asyncio.sleep(0.6)  # the server reaps it
+
+    async def listed_in() -> set[str]:
+        where: set[str] = set()
+        for pattern in ("__mem_agent", "__mem_thread", "__mem_scope"):
+            for key in await _raw(store, "KEYS", f"{name}:{pattern}:*"):
+                members = await _raw(store, "ZRANGE", key, "0", "-1")
+                if any(m in (gone, gone.encode()) for m in members):
+                    where.add(pattern)
+        usage = await _raw(store, "HKEYS", f"{name}:__mem_use")
+        if any(gone in (f.decode() if isinstance(f, bytes) else f) for f in usage):
+            where.add("usage")
+        return where
+
+    if not env.server.kind.startswith("inprocess"):
+        assert await listed_in() == {"__mem_agent", "__mem_thread", "__mem_scope", "usage"}
+    result = await store.prune()
+    assert result.registry_entries == 1
+    assert await listed_in() == set()
+    assert [i.id for i in (await store.list(scope=Scope(agent_id="a"))).items] == [kept]
+
+
 async def test_capacity_evicts_lowest_importance_and_recency_exactly(env: StoreEnv) -> None:
     clock = Clock()
     store = env.make(clock=clock, max_items_per_scope=3)

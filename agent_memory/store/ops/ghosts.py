@@ -111,21 +111,29 @@ def sweep(
     return len(ghosts)
 
 
-def _unregister(
-    ctx: StoreContext, namespace_token: str, ids: list[str]
-) -> Operation[list[Command]]:
-    """The removals of ``ids`` from every set of the namespace that may list them (the
-    registry, each agent and thread index, and every scope bucket of the store: a ghost
-    has no record to say which)."""
+def listing_sets(ctx: StoreContext, namespace_token: str) -> Operation[list[str]]:
+    """Every set besides the registry that may list a memory of the namespace: each of
+    its agent and thread indexes, and every scope bucket of the store (found with
+    ``SCAN``: for ids whose record is gone, which could say which)."""
     patterns = [  # namespace tokens are letters, digits and "_": nothing to escape
         ctx.keys.agent_index(namespace_token, "*"),
         ctx.keys.thread_index(namespace_token, "*"),
         ctx.keys.scope_bucket("*"),
     ]
-    keys = [ctx.keys.registry(namespace_token)]
+    keys: list[str] = []
     for pattern in patterns:
         found = yield from scan_keys(_glob_prefix(ctx, pattern))
         keys += sorted({optional_text(k) or "" for k in found} - {""})
+    return keys
+
+
+def _unregister(
+    ctx: StoreContext, namespace_token: str, ids: list[str]
+) -> Operation[list[Command]]:
+    """The removals of ``ids`` from every set of the namespace that may list them (the
+    registry and :func:`listing_sets`: a ghost has no record to say which)."""
+    sets = yield from listing_sets(ctx, namespace_token)
+    keys = [ctx.keys.registry(namespace_token), *sets]
     commands = [command("ZREM", key, *ids) for key in keys]
     commands.append(bump(ctx.keys.registry_version(namespace_token)))
     return commands

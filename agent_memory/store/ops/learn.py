@@ -35,8 +35,13 @@ from agent_memory.schema import scripts
 from agent_memory.schema.records import retention_from_fields
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.forget import delete_checked, unchanged_delete
-from agent_memory.store.ops.ghosts import sweep
+from agent_memory.store.ops.forget import (
+    delete_checked,
+    raise_unless_wrong_type,
+    unchanged_delete,
+    unregister_command,
+)
+from agent_memory.store.ops.ghosts import listing_sets, sweep
 from agent_memory.store.ops.namespaces import check_forgotten, forget_if_empty, registry_keys
 from agent_memory.store.ops.read import is_wrong_type, registered_ids
 from agent_memory.store.ops.settle import execute_writes
@@ -45,6 +50,7 @@ from agent_memory.store.validation import check_id, shown
 logger = logging.getLogger("agent_memory.store")
 _SELECTION = re.compile(r"[0-9a-f]{32}")
 _CHUNK = 1000
+_UNLIST_CHUNK = 200  # ids per unregistration script (each removes them from every set)
 
 
 def check_score(score: object, *, low: float, high: float, field: str) -> float:
@@ -207,6 +213,25 @@ def suppressed(ctx: StoreContext, ids: Sequence[str]) -> Operation[dict[str, dic
     return out
 
 
+def _unlist_expired(ctx: StoreContext, namespace_token: str, ids: list[str]) -> Operation[None]:
+    """Remove memories whose expiry passed from the other sets that list them (agent and
+    thread indexes, scope buckets) and their usage counters, which nothing else cleans:
+    a store whose memories all carry a TTL would grow them for ever. Only the ids whose
+    record is gone are removed, by one script per chunk that checks it (a memory stored
+    again under its id stays listed; the server reaps a record when its TTL ends, which
+    the store's clock marks too). The sets are found with ``SCAN``, only when entries
+    expired. Standalone servers only: on a cluster those sets live in other slots than
+    the records."""
+    sets = yield from listing_sets(ctx, namespace_token)
+    if not sets:
+        return
+    for start in range(0, len(ids), _UNLIST_CHUNK):
+        chunk = ids[start : start + _UNLIST_CHUNK]
+        commands = [unregister_command(ctx, chunk, sets)]
+        done = yield from execute_batch(commands)
+        raise_unless_wrong_type(ctx, commands, done)
+
+
 def _namespace_of(ctx: StoreContext, registry: str) -> str:
     return registry[len(ctx.keys.registry("")) :]
 
@@ -222,13 +247,16 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
     deleted: list[str] = []
     cleaned = ghosts = 0
     for registry in registries:
+        ns = _namespace_of(ctx, registry)
         replies: list[Any] = yield from execute_batch(
             [
+                command("ZRANGEBYSCORE", registry, "-inf", str(now)),  # what expires now
                 command("ZREMRANGEBYSCORE", registry, "-inf", str(now)),
                 command("ZRANGE", registry, "0", "-1"),
-                bump(ctx.keys.registry_version(_namespace_of(ctx, registry))),
+                bump(ctx.keys.registry_version(ns)),
             ]
         )
+        expired = replies.pop(0)
         if is_wrong_type(replies[0]):
             logger.warning(
                 "store %s: registry %s is not a sorted set (%s); prune leaves it",
@@ -238,8 +266,10 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
             continue
         raise_first_error(replies)
         cleaned += integer(replies[0])
+        if integer(replies[0]) and not ctx.settings.cluster:
+            yield from _unlist_expired(ctx, ns, registered_ids(ctx, expired))
         ids = registered_ids(ctx, replies[1])
-        ghosts += yield from sweep(ctx, _namespace_of(ctx, registry), ids, now)
+        ghosts += yield from sweep(ctx, ns, ids, now)
         victims = yield from suppressed(ctx, ids)
         # Deleted only while their retention fields hold what was judged: a feedback or
         # a recall since then may have saved a memory. Only what was deleted here is
