@@ -74,3 +74,11 @@ class AsyncView:
 
 
 Factory = Callable[..., Any]
+
+
+async def raw_command(store: Any, *args: Any) -> Any:
+    """Send one command through a test store's client (async or blocking, or the store
+    behind an ``AsyncView``): what another writer, or damage, does to the server."""
+    client = getattr(store, "wrapped", store).client
+    result = client.execute_command(*args)
+    return await result if hasattr(result, "__await__") else result

@@ -18,7 +18,7 @@ from agent_memory import (
     Scope,
 )
 from tests.store.conftest import StoreEnv
-from tests.support import DIM, TableEmbedder, random_unit
+from tests.support import DIM, TableEmbedder, random_unit, raw_command
 
 
 class BadEmbedder(TableEmbedder):
@@ -280,11 +280,9 @@ async def test_a_stored_negative_eval_weight_is_an_unreadable_memory(
     healthy = await store.remember("healthy note")
     victims = [await store.remember(f"damaged note {w}") for w in ("-1", "-0.5")]
     for victim, weight in zip(victims, ("-1", "-0.5"), strict=True):
-        reply = raw.client.execute_command(
-            "HSET", raw._ctx.keys.memory(victim), "eval_sum", "1", "eval_weight", weight
+        await raw_command(
+            store, "HSET", raw._ctx.keys.memory(victim), "eval_sum", "1", "eval_weight", weight
         )
-        if hasattr(reply, "__await__"):
-            await reply
     before = raw._ctx.counters.get("corrupt_records", 0)
     with caplog.at_level("WARNING", logger="agent_memory.store"):
         assert [i.id for i in (await store.list()).items] == [healthy]
@@ -311,11 +309,9 @@ async def test_export_leaves_out_learning_state_import_would_refuse(
     mid = await source.remember("learned")
     raw = getattr(source, "wrapped", source)
     contexts = json.dumps({"good": [0.25, 1.0, 1700000000000], "bad": [1, -1, 5]})
-    reply = raw.client.execute_command(
-        "HSET", raw._ctx.keys.memory(mid), "manual_utility", "5", "utility_ctx", contexts
+    await raw_command(
+        source, "HSET", raw._ctx.keys.memory(mid), "manual_utility", "5", "utility_ctx", contexts
     )
-    if hasattr(reply, "__await__"):
-        await reply
     before = raw._ctx.counters.get("corrupt_records", 0)
     with caplog.at_level("WARNING", logger="agent_memory.store"):
         (record,) = await _export(source)

@@ -16,7 +16,7 @@ from agent_memory.schema.encoding import namespace_token
 from agent_memory.store.ops import consolidate as consolidate_module
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
-from tests.support import TableEmbedder, near, random_unit
+from tests.support import TableEmbedder, near, random_unit, raw_command
 
 DAY = 86400.0
 
@@ -543,10 +543,9 @@ async def test_import_over_an_existing_id_replaces_that_memory_entirely(env: Sto
     assert await store.forget_by_scope(Scope(namespace="tenant-a")) == 0
     assert await store.get(mid) is not None
     raw = getattr(store, "wrapped", store)
-    reply = raw.client.execute_command(
-        "HGETALL", raw._ctx.keys.term_stats(namespace_token("tenant-a"))
+    reply = await raw_command(
+        store, "HGETALL", raw._ctx.keys.term_stats(namespace_token("tenant-a"))
     )
-    reply = await reply if hasattr(reply, "__await__") else reply
     counts = list(reply.values()) if isinstance(reply, dict) else list(reply)[1::2]
     assert all(int(v) == 0 for v in counts)  # the old text counts nowhere
 
@@ -594,9 +593,7 @@ async def test_export_leaves_out_damaged_learning_state_and_stays_importable(
     raw = getattr(source, "wrapped", source)
     key = raw._ctx.keys.memory(mid)
     contexts = '{"good": [0.5, 1.0, 1700000000000], "bad": [1, "a", 3]}'
-    reply = raw.client.execute_command("HSET", key, "eval_sum", "inf", "utility_ctx", contexts)
-    if hasattr(reply, "__await__"):
-        await reply
+    await raw_command(source, "HSET", key, "eval_sum", "inf", "utility_ctx", contexts)
     before = raw._ctx.counters.get("corrupt_records", 0)
     with caplog.at_level("WARNING", logger="agent_memory.store"):
         (record,) = await _export(source)

@@ -14,14 +14,9 @@ from agent_memory.store.ops.ghosts import GHOST_GRACE_MS
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
 from tests.support import TableEmbedder
+from tests.support import raw_command as _raw
 
 GRACE_S = GHOST_GRACE_MS / 1000
-
-
-async def _raw(store: Any, *args: Any) -> Any:
-    client = getattr(store, "wrapped", store).client
-    result = client.execute_command(*args)
-    return await result if hasattr(result, "__await__") else result
 
 
 def _keys(store: Any) -> L.Keys:

@@ -14,6 +14,7 @@ from agent_memory.schema import lexical
 from agent_memory.schema.encoding import namespace_token
 from tests.store.conftest import StoreEnv
 from tests.support import TableEmbedder, near, random_unit
+from tests.support import raw_command as _raw
 
 
 class Clock:
@@ -22,12 +23,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-async def _raw(store: Any, *args: Any) -> Any:
-    client = getattr(store, "wrapped", store).client
-    result = client.execute_command(*args)
-    return await result if hasattr(result, "__await__") else result
 
 
 def _name(store: Any) -> str:

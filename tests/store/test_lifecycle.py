@@ -13,12 +13,7 @@ from agent_memory.store.ops import capacity
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
 from tests.support import TableEmbedder, near, random_unit
-
-
-async def _raw(store: Any, *args: Any) -> Any:
-    client = getattr(store, "wrapped", store).client
-    result = client.execute_command(*args)
-    return await result if hasattr(result, "__await__") else result
+from tests.support import raw_command as _raw
 
 
 def _key(store: Any, memory_id: str) -> str:
