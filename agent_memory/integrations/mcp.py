@@ -13,8 +13,10 @@ scope field, and a call carrying any argument the schema does not declare is rej
 (with a specific message for ``namespace`` / ``session`` / ``scope`` attempts). Ids
 given to ``forget`` and ``feedback`` are checked to belong to the bound namespace (and
 session): a foreign id is reported as not found, exactly like an unknown one. ``complete``
-accepts only a selection this server's own ``recall`` returned (the last
-:data:`MAX_SELECTIONS`); any other is not applied, exactly like an expired one.
+applies only a selection whose recall ran in the bound scope (the store checks the
+scope its receipt recorded, so this holds across restarts of the server and for
+selections of another server bound to the same scope); any other is not applied,
+exactly like an expired one.
 
 The tool logic (:class:`MemoryTools`) does not need the ``mcp`` package; only
 :func:`build_server`, :func:`serve_stdio`, :func:`serve_url` and :func:`run_stdio`
@@ -45,7 +47,6 @@ from agent_memory.integrations.mcp_tools import (
 )
 from agent_memory.schema.types import MemoryItem, Scope
 from agent_memory.store.memory_store import MemoryStore
-from agent_memory.store.ops.learn import check_selection
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -53,10 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "agent-memory"
-# The selections a server remembers for ``complete``: the store's own default receipt
-# limit (``max_receipts``), past which the store has dropped the oldest anyway.
-MAX_SELECTIONS = 10_000
-
 
 def _iso(epoch_ms: int | None) -> str | None:
     if epoch_ms is None:
@@ -94,9 +91,6 @@ class MemoryTools:
     namespace: str | None
     session_id: str | None = None
     _specs: dict[str, ToolSpec] = field(init=False, repr=False)
-    # A selection receipt names only memory ids, not the recall's scope: the ids of this
-    # server's recalls (bound to its scope) are how ``complete`` keeps to that scope.
-    _selections: dict[str, None] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         Scope(namespace=self.namespace, session_id=self.session_id)  # validates both
@@ -153,9 +147,6 @@ class MemoryTools:
             {**_item_dict(hit.item), "score": hit.score, "similarity": hit.similarity}
             for hit in result
         ]
-        self._selections[result.selection_id] = None
-        if len(self._selections) > MAX_SELECTIONS:
-            del self._selections[next(iter(self._selections))]
         return {"selection_id": result.selection_id, "memories": memories}
 
     async def _tool_list(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -182,12 +173,10 @@ class MemoryTools:
         return {"forgotten": await self.store.forget(item.id)}
 
     async def _tool_complete(self, args: dict[str, Any]) -> dict[str, Any]:
-        selection_id = check_selection(args["selection_id"])
-        if selection_id not in self._selections:
-            return {"applied": False}  # another scope's, or unknown: the same answer
-        applied = await self.store.complete(selection_id, score=float(args["score"]))
-        # Either applied now or already consumed or expired: it cannot apply again.
-        self._selections.pop(selection_id, None)
+        # Another scope's selection answers False, exactly like an unknown one.
+        applied = await self.store.complete(
+            args["selection_id"], score=float(args["score"]), scope=self.scope
+        )
         return {"applied": applied}
 
     async def _tool_feedback(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -228,22 +228,34 @@ class SyncUpkeepMethods:
             raise InvalidInputError("replace_index must be a bool", field="replace_index")
         return self._run(take_over(self._ctx, replace_index=replace_index), "adopt_foreign")
 
-    def complete(self, selection_id: str, score: float) -> bool:
+    def complete(self, selection_id: str, score: float, *, scope: Scope | None = None) -> bool:
         """Report how well a recall served (``score`` in [0, 1], 0.5 is neutral).
 
         The selection counts as one observation spread over its memories; it can be
         completed once (further calls, even concurrent ones, are no-ops returning
         ``False``), within ``receipt_ttl`` of the recall.
 
+        Args:
+            selection_id: the ``selection_id`` of a :class:`RecallResult`.
+            score: the outcome, 0 (useless) to 1 (served perfectly).
+            scope: when given, only a selection whose recall was given exactly this
+                scope (``None`` there counts as ``Scope()``) is applied; any other
+                returns ``False`` and stays completable in its own scope. A service
+                that completes on behalf of one tenant passes that tenant's scope, so
+                a selection id from another tenant changes nothing. Receipts written
+                by releases before this check name no scope and never match one.
+
         Returns:
             ``True`` when this call applied the outcome.
 
         Raises:
-            InvalidInputError: malformed selection id or score outside [0, 1].
+            InvalidInputError: malformed selection id, score outside [0, 1] or a
+                ``scope`` that is not a :class:`Scope`.
         """
         check_selection(selection_id)
         value = check_score(score, low=0.0, high=1.0, field="score")
-        return self._run(complete(self._ctx, selection_id, value), "complete")
+        check_scope(scope)
+        return self._run(complete(self._ctx, selection_id, value, scope), "complete")
 
     def feedback(self, id: str, value: float | None) -> None:
         """Set, replace or clear (``None``) a memory's manual usefulness in [-1, 1].

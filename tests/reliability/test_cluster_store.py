@@ -170,6 +170,30 @@ async def test_a_write_by_id_replaces_a_memory_of_another_scope_on_a_cluster(
     assert item is not None and item.content == "penguin" and item.scope == b
 
 
+async def test_complete_with_a_scope_on_a_cluster_consumes_only_a_matching_receipt(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """On a cluster the receipt is consumed with GETDEL: with a scope it is read and
+    checked first, so another tenant's call leaves it in place, once, for its own."""
+    store, raw, embed = cluster_store
+    await store.ensure_index()
+    q = random_unit("tenant")
+    embed.set("tenant", q)
+    embed.set("fact", near(q, 0.05, "f"))
+    mine = Scope(namespace="mine")
+    await store.remember("fact", scope=mine)
+    result = await store.recall("tenant", scope=mine, k=1)
+    assert len(result) == 1
+    key = getattr(store, "_store", store)._ctx.keys.receipt(result.selection_id)
+    assert await store.complete(result.selection_id, 1.0, scope=Scope(namespace="other")) is False
+    assert raw.exists(key) == 1
+    outcomes = await asyncio.gather(
+        *(store.complete(result.selection_id, 1.0, scope=mine) for _ in range(10))
+    )
+    assert outcomes.count(True) == 1
+    assert raw.exists(key) == 0
+
+
 async def test_complete_reaches_every_memory_when_one_is_damaged_on_a_cluster(
     cluster_store: tuple[Any, Any, TableEmbedder],
 ) -> None:

@@ -222,6 +222,8 @@ STORE_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("complete", ("0" * 32,), {"score": 1.5}),
     ("complete", ("0" * 32,), {"score": math.nan}),
     ("complete", ("0" * 32,), {"score": "high"}),
+    ("complete", ("0" * 32,), {"score": 0.5, "scope": "tenant"}),
+    ("complete", ("0" * 32,), {"score": 0.5, "scope": {"namespace": "n"}}),
     ("feedback", (UNKNOWN_ID,), {"value": 1.0}),
     ("feedback", (ID,), {"value": 2.0}),
     ("feedback", (ID,), {"value": math.inf}),

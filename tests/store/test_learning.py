@@ -20,7 +20,7 @@ from agent_memory.core.effects import command, execute_batch
 from agent_memory.store.ops import learn
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
-from tests.support import TableEmbedder, near, random_unit
+from tests.support import TableEmbedder, near, random_unit, raw_command
 
 DAY = 86400.0
 
@@ -113,6 +113,53 @@ async def test_complete_is_one_observation_applied_once(env: StoreEnv) -> None:
     with pytest.raises(InvalidInputError):
         await store.complete("not-a-selection", 0.5)
     assert await store.complete("0" * 32, 0.5) is False
+
+
+async def test_complete_with_a_scope_applies_only_that_scopes_selections(env: StoreEnv) -> None:
+    """A service completing for one tenant passes its scope: another tenant's selection
+    id changes nothing and stays completable in its own scope."""
+    embed, _ = _world()
+    store = env.make(embed)
+    a, b = Scope(namespace="tenant-a"), Scope(namespace="tenant-b", session_id="s")
+    ids_a = [await store.remember(f"m{i}", scope=a) for i in range(2)]
+    await store.remember("m2", scope=b)
+    in_a = await store.recall("query", scope=a, k=3)
+    in_b = await store.recall("query", scope=b, k=3)
+    assert len(in_a) == 2 and len(in_b) == 1
+    assert await store.complete(in_b.selection_id, 1.0, scope=a) is False
+    assert (
+        await store.complete(
+            in_a.selection_id, 1.0, scope=Scope(namespace="tenant-a", session_id="s")
+        )
+        is False
+    )
+    assert await store.complete(in_a.selection_id, 1.0, scope=Scope()) is False
+    for memory_id in ids_a:  # nothing applied by the refused calls
+        assert (await _fields(store, memory_id, "eval_weight")) == [None]
+    assert await store.complete(in_a.selection_id, 1.0, scope=a) is True
+    assert await store.complete(in_a.selection_id, 1.0, scope=a) is False
+    assert await store.complete(in_b.selection_id, 0.0, scope=b) is True
+    for memory_id in ids_a:
+        assert float((await _fields(store, memory_id, "eval_weight"))[0]) == pytest.approx(1 / 2)
+    default = await store.recall("query", k=1)  # no scope: the default scope, Scope()
+    assert await store.complete(default.selection_id, 1.0, scope=Scope()) is (len(default) > 0)
+    with pytest.raises(InvalidInputError, match="scope"):
+        await store.complete(in_a.selection_id, 1.0, scope="tenant-a")  # type: ignore[arg-type]
+
+
+async def test_complete_with_a_scope_refuses_a_receipt_that_names_none(env: StoreEnv) -> None:
+    """A receipt an older release wrote records no scope: it can still be completed
+    without one, never with one."""
+    embed, _ = _world()
+    store = env.make(embed)
+    await store.remember("m0", scope=Scope(namespace="n"))
+    result = await store.recall("query", scope=Scope(namespace="n"), k=1)
+    key = _raw_store(store)._ctx.keys.receipt(result.selection_id)
+    receipt = json.loads(await raw_command(store, "GET", key))
+    del receipt["scope"]
+    await raw_command(store, "SET", key, json.dumps(receipt))
+    assert await store.complete(result.selection_id, 1.0, scope=Scope(namespace="n")) is False
+    assert await store.complete(result.selection_id, 1.0) is True
 
 
 async def test_complete_reaches_every_memory_when_one_is_damaged(

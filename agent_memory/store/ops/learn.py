@@ -33,6 +33,7 @@ from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundErr
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.records import retention_from_fields
+from agent_memory.schema.types import Scope
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.forget import (
@@ -44,6 +45,7 @@ from agent_memory.store.ops.forget import (
 from agent_memory.store.ops.ghosts import listing_sets, sweep
 from agent_memory.store.ops.namespaces import check_forgotten, forget_if_empty, registry_keys
 from agent_memory.store.ops.read import is_wrong_type, registered_ids
+from agent_memory.store.ops.selection import receipt_scope
 from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import check_id, shown
 
@@ -73,24 +75,29 @@ def check_selection(selection_id: object) -> str:
     return selection_id
 
 
-def complete(ctx: StoreContext, selection_id: str, score: float) -> Operation[bool]:
+def complete(
+    ctx: StoreContext, selection_id: str, score: float, scope: Scope | None = None
+) -> Operation[bool]:
     """Apply an eval outcome to a selection once; ``False`` when it was already
-    completed, has expired, or never existed."""
+    completed, has expired, never existed, or (``scope`` given) its recall was given
+    another scope. A receipt is consumed only once its scope was checked."""
     yield from ensure_ready(ctx)  # the dialect decides whether the writes are settled
     receipt_key = ctx.keys.receipt(selection_id)
+    consume_first = ctx.settings.cluster and scope is None
     raw = (
-        yield from execute("GETDEL", receipt_key)
-        if ctx.settings.cluster
-        else execute("GET", receipt_key)
+        yield from execute("GETDEL", receipt_key) if consume_first else execute("GET", receipt_key)
     )
     if raw is None:
         return False
-    try:
-        receipt = json.loads(text(raw))
-        ids = [check_id(i) for i in receipt["ids"]]
-        context = str(receipt.get("ctx") or "")
-    except (ValueError, KeyError, TypeError, AgentMemoryError) as exc:
-        raise AgentMemoryError(f"selection receipt {selection_id} is corrupt: {exc}") from exc
+    ids, context, recorded = _parse_receipt(selection_id, raw)
+    if scope is not None and recorded != receipt_scope(scope):
+        return False  # another scope's selection: answered like an unknown one
+    if (
+        ctx.settings.cluster
+        and not consume_first
+        and (yield from execute("GETDEL", receipt_key)) is None
+    ):
+        return False  # a concurrent completion consumed it first
     centred = score - 0.5
     argv = (
         repr(centred / len(ids)), repr(1.0 / len(ids)), context, str(ctx.now_ms()),
@@ -116,6 +123,18 @@ def complete(ctx: StoreContext, selection_id: str, score: float) -> Operation[bo
         yield from execute("ZREM", ctx.keys.receipts, selection_id)
         ctx.count("completions")
     return applied
+
+
+def _parse_receipt(selection_id: str, raw: object) -> tuple[list[str], str, object]:
+    """A receipt's memory ids, utility context and recorded scope (``None`` in a
+    receipt an older release wrote, which names no scope)."""
+    try:
+        receipt = json.loads(text(raw))
+        ids = [check_id(i) for i in receipt["ids"]]
+        context = str(receipt.get("ctx") or "")
+    except (ValueError, KeyError, TypeError, AgentMemoryError) as exc:
+        raise AgentMemoryError(f"selection receipt {selection_id} is corrupt: {exc}") from exc
+    return ids, context, receipt.get("scope")
 
 
 _REPAIRED = 2  # the apply script's statuses (``scripts._APPLY_EVAL``)

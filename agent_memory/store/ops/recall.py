@@ -297,7 +297,13 @@ def recall_vector(
     yield from pause()
     selection_id = uuid.uuid4().hex
     records = yield from side_effects(
-        ctx, ranked, now, request.reinforce, selection_id, context_digest(context_labels)
+        ctx,
+        ranked,
+        now,
+        request.reinforce,
+        selection_id,
+        context_digest(context_labels),
+        request.scope,
     )
     hits: list[MemoryHit | None] = []
     for returned in in_turns(list(zip(ranked, records, strict=True)), _HITS_PER_TURN):

@@ -24,13 +24,14 @@ from agent_memory.errors import AgentMemoryError, ReplyParseError, WrongTypeErro
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.scoring import Ranked
+from agent_memory.schema.types import Scope
 from agent_memory.store.ops.candidates import Visible
 
 logger = logging.getLogger("agent_memory.store")
 
 MAX_RECENCY_STEP_MS = 3_600_000
-RECEIPT_TRIM_SHARE = 0.9
-_NOT_A_HASH = -2  # the effects script's mark for a key that holds another type  # trimming keeps this share of max_receipts (amortises the trim)
+RECEIPT_TRIM_SHARE = 0.9  # trimming keeps this share of max_receipts (amortises the trim)
+_NOT_A_HASH = -2  # the effects script's mark for a key that holds another type
 
 
 def recency_step_ms(half_life_seconds: float) -> int:
@@ -50,6 +51,13 @@ class HitRecord:
     accesses: int = 0
 
 
+def receipt_scope(scope: Scope | None) -> list[str | None]:
+    """How a receipt records the scope its recall was given (``None`` is the default
+    scope), for ``complete(..., scope=)`` to compare."""
+    scope = scope or Scope()
+    return [scope.namespace, scope.agent_id, scope.thread_id, scope.session_id]
+
+
 def _touched_at(hit: Ranked) -> int:
     payload = hit.candidate.payload
     assert isinstance(payload, Visible)
@@ -63,9 +71,11 @@ def side_effects(
     reinforce: bool,
     selection_id: str,
     context: str | None,
+    scope: Scope | None,
 ) -> Operation[list[HitRecord]]:
     """The hits' full records, then exposures, reinforcement, counters and the selection
-    receipt, in one round trip. Returns each hit's record (read before reinforcement)."""
+    receipt (its ids, context and the recall's ``scope``), in one round trip. Returns
+    each hit's record (read before reinforcement)."""
     keys = ctx.keys
     fetches = (
         [Command(("HMGET", keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits]
@@ -74,7 +84,13 @@ def side_effects(
     )
     step = recency_step_ms(ctx.config.half_life_seconds)
     outcome = "recall_hits" if hits else "recall_empty"
-    receipt = json.dumps({"ids": [r.candidate.id for r in hits], "ctx": context or ""})
+    receipt = json.dumps(
+        {
+            "ids": [r.candidate.id for r in hits],
+            "ctx": context or "",
+            "scope": receipt_scope(scope),
+        }
+    )
     ttl_ms = str(max(1, int(ctx.settings.receipt_ttl * 1000)))
     flag = "1" if reinforce else "0"
     if ctx.settings.cluster:
