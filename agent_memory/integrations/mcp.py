@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 SERVER_NAME = "agent-memory"
 
+
 def _iso(epoch_ms: int | None) -> str | None:
     if epoch_ms is None:
         return None
@@ -190,7 +191,9 @@ def build_server(tools: MemoryTools) -> Server[Any]:
     """A low-level MCP ``Server`` serving ``tools`` (needs the ``mcp`` extra).
 
     Tool errors (bad arguments, unknown ids, store failures) are returned as tool
-    results with ``isError`` set, so the model can read and correct them.
+    results with ``isError`` set, so the model can read and correct them. An
+    exception from outside the library's hierarchy (a defect) is logged with its
+    traceback and answered the same way, as ``InternalError``.
 
     Raises:
         CapabilityError: the ``mcp`` package is not installed.
@@ -217,15 +220,22 @@ def build_server(tools: MemoryTools) -> Server[Any]:
             result = await tools.call(params.name, params.arguments)
         except AgentMemoryError as exc:
             log.info("tool %s failed: %s", params.name, type(exc).__name__)
-            error = {"error": type(exc).__name__, "message": str(exc)}
-            return mt.CallToolResult(
-                content=[mt.TextContent(text=f"{type(exc).__name__}: {exc}")],
-                structured_content=error,
-                is_error=True,
-            )
+            return _tool_error(type(exc).__name__, str(exc))
+        except Exception as exc:
+            # A defect, not a bad call: logged with its traceback for the operator, and
+            # still answered as a tool error so the client's session goes on.
+            log.exception("tool %s raised an unexpected %s", params.name, type(exc).__name__)
+            return _tool_error("InternalError", f"the memory server failed: {exc!r}")
         return mt.CallToolResult(
             content=[mt.TextContent(text=json.dumps(result, ensure_ascii=False))],
             structured_content=result,
+        )
+
+    def _tool_error(kind: str, message: str) -> mt.CallToolResult:
+        return mt.CallToolResult(
+            content=[mt.TextContent(text=f"{kind}: {message}")],
+            structured_content={"error": kind, "message": message},
+            is_error=True,
         )
 
     where = f"namespace {tools.namespace!r}" if tools.namespace else "the default namespace"

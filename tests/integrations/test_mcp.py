@@ -222,3 +222,33 @@ async def test_complete_applies_only_the_selections_of_the_bound_scope() -> None
         "applied": True
     }
     assert await tools.call("complete", {"selection_id": mine, "score": 1.0}) == {"applied": False}
+
+
+async def test_an_unexpected_exception_is_a_tool_error_and_the_session_goes_on(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A defect (an exception outside the library's hierarchy) reaches the model as a
+    tool error, logged with its traceback; the next call of the session still works."""
+    from mcp import Client
+
+    from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
+    from agent_memory.integrations.mcp import build_server
+
+    store = MemoryStore(AsyncInProcessClient(Keyspace()), "mcp_defect", HashingEmbedder())
+    tools = MemoryTools(store, namespace="a")
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a defect in the store")
+
+    async with Client(build_server(tools)) as client:
+        monkeypatch.setattr(store, "recall", broken)
+        failed = await client.call_tool("recall", {"query": "anything"})
+        assert failed.is_error
+        assert failed.structured_content == {
+            "error": "InternalError",
+            "message": "the memory server failed: RuntimeError('a defect in the store')",
+        }
+        assert "a defect in the store" in caplog.text and "Traceback" in caplog.text
+        monkeypatch.undo()
+        remembered = await client.call_tool("remember", {"content": "still serving"})
+        assert not remembered.is_error
