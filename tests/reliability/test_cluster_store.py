@@ -170,6 +170,47 @@ async def test_a_write_by_id_replaces_a_memory_of_another_scope_on_a_cluster(
     assert item is not None and item.content == "penguin" and item.scope == b
 
 
+async def test_prune_on_a_cluster_unlists_expired_memories_everywhere(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """The agent and thread indexes, scope buckets and usage counters of a memory the
+    server reaped live on other nodes than its record: prune still removes them, and
+    keeps those of a memory whose record exists again under its id."""
+    store, raw, embed = cluster_store
+    await store.ensure_index()
+    q = random_unit("ttl")
+    embed.set("ttl", q)
+    embed.set("short lived", near(q, 0.05, "s"))
+    embed.set("stored again", near(q, 0.06, "a"))
+    embed.set("kept", near(q, 0.07, "k"))
+    scope = Scope(agent_id="a", thread_id="t")
+    gone = await store.remember("short lived", ttl=0.3, scope=scope)
+    back = await store.remember("stored again", ttl=0.3, scope=scope)
+    kept = await store.remember("kept", scope=scope)
+    assert len(await store.recall("ttl", scope=scope, k=3)) == 3  # usage counters for all
+    await asyncio.sleep(0.6)  # the server reaps both
+    # A writer storing it again between the prune's read of the registry and its check
+    # (its registrations are written before its record, on other nodes).
+    raw.hset(f"{store.name}:mem:{back}", "content", "stored again")
+
+    def listed(memory_id: str) -> set[str]:
+        where = set()
+        for kind in ("__mem_agent", "__mem_thread", "__mem_scope"):
+            for key in raw.scan_iter(match=f"{store.name}:{kind}:*", target_nodes="all"):
+                if raw.zscore(key, memory_id) is not None:
+                    where.add(kind)
+        if any(f.endswith(memory_id) for f in raw.hkeys(f"{store.name}:__mem_use")):
+            where.add("usage")
+        return where
+
+    assert listed(gone) == {"__mem_agent", "__mem_thread", "__mem_scope", "usage"}
+    result = await store.prune()
+    assert result.registry_entries == 2
+    assert listed(gone) == set()
+    assert listed(back) == {"__mem_agent", "__mem_thread", "__mem_scope", "usage"}
+    assert [i.id for i in (await store.list(scope=Scope(agent_id="a"))).items] == [kept]
+
+
 async def test_complete_with_a_scope_on_a_cluster_consumes_only_a_matching_receipt(
     cluster_store: tuple[Any, Any, TableEmbedder],
 ) -> None:

@@ -42,7 +42,7 @@ from agent_memory.store.ops.forget import (
     unchanged_delete,
     unregister_command,
 )
-from agent_memory.store.ops.ghosts import listing_sets, sweep
+from agent_memory.store.ops.ghosts import listing_sets, missing, sweep
 from agent_memory.store.ops.namespaces import check_forgotten, forget_if_empty, registry_keys
 from agent_memory.store.ops.read import is_wrong_type, registered_ids
 from agent_memory.store.ops.selection import receipt_scope
@@ -236,17 +236,26 @@ def _unlist_expired(ctx: StoreContext, namespace_token: str, ids: list[str]) -> 
     """Remove memories whose expiry passed from the other sets that list them (agent and
     thread indexes, scope buckets) and their usage counters, which nothing else cleans:
     a store whose memories all carry a TTL would grow them for ever. Only the ids whose
-    record is gone are removed, by one script per chunk that checks it (a memory stored
-    again under its id stays listed; the server reaps a record when its TTL ends, which
-    the store's clock marks too). The sets are found with ``SCAN``, only when entries
-    expired. Standalone servers only: on a cluster those sets live in other slots than
-    the records."""
+    record is gone are removed (a memory stored again under its id stays listed; the
+    server reaps a record when its TTL ends, which the store's clock marks too). The
+    sets are found with ``SCAN``, only when entries expired.
+
+    A standalone server checks each record in the script that removes it. A cluster
+    keeps the sets in other slots than the records: there the records are checked one
+    round trip before the removal, so a memory stored again under an expired id in
+    between loses these listings (as a cluster ``forget`` removes its listings
+    unchecked); the registry, which readers go by, keeps it."""
     sets = yield from listing_sets(ctx, namespace_token)
-    if not sets:
-        return
+    if ctx.settings.cluster:
+        ids = sorted((yield from missing(ctx, ids)))
     for start in range(0, len(ids), _UNLIST_CHUNK):
         chunk = ids[start : start + _UNLIST_CHUNK]
-        commands = [unregister_command(ctx, chunk, sets)]
+        if ctx.settings.cluster:
+            commands = [command("ZREM", key, *chunk) for key in sets]
+            usage = [f for memory_id in chunk for f in ctx.keys.usage_fields(memory_id)]
+            commands.append(command("HDEL", ctx.keys.usage, *usage))
+        else:
+            commands = [unregister_command(ctx, chunk, sets)]
         done = yield from execute_batch(commands)
         raise_unless_wrong_type(ctx, commands, done)
 
@@ -285,7 +294,7 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
             continue
         raise_first_error(replies)
         cleaned += integer(replies[0])
-        if integer(replies[0]) and not ctx.settings.cluster:
+        if integer(replies[0]):
             yield from _unlist_expired(ctx, ns, registered_ids(ctx, expired))
         ids = registered_ids(ctx, replies[1])
         ghosts += yield from sweep(ctx, ns, ids, now)
