@@ -33,7 +33,6 @@ import logging
 import math
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from pathlib import Path
 
 from agent_memory.embedded.binaries import find_search_module, find_server_binary
 from agent_memory.embedded.launcher import ServerProcess, server_pid, start_server
+from agent_memory.embedded.processes import pid_running, serves
 from agent_memory.errors import (
     AgentMemoryError,
     CapabilityError,
@@ -186,78 +186,18 @@ def _written_by(folder: Path) -> str | None:
     return last[0] if last[1] >= 0 else None
 
 
-def _pid_running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie is not: it exited and waits to be
-    reaped, which for a server whose owner died is up to init)."""
-    if pid <= 0:  # kill(0 or -n) would signal a process group
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return not Path("/proc/self").is_dir()  # without /proc, kill() is all we know
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[:1] != ["Z"]
-
-
-def _serves(pid: int, folder: Path) -> bool:
-    """Whether process ``pid`` is alive and is a server of ``folder``: a pid reused by
-    another process (after a crash or reboot) is not mistaken for it."""
-    if not _pid_running(pid):
-        return False
-    proc = Path(f"/proc/{pid}")
-    try:
-        cwd = os.readlink(proc / "cwd")
-        programs = [os.readlink(proc / "exe")]
-        programs += os.fsdecode((proc / "cmdline").read_bytes()).split("\0")[:1]
-    except FileNotFoundError:
-        if Path("/proc/self").is_dir():
-            return False  # exited meanwhile
-        programs = _ps_program(pid)  # no /proc (macOS)
-    except OSError:  # not readable (another user's process): ask ps
-        programs = _ps_program(pid)
-    else:
-        # Valkey and Redis chdir to their --dir: the working directory ties the
-        # process to the folder.
-        if Path(cwd) != folder:
-            return False
-    if not programs:
-        # Cannot tell: assume it is, since wrongly starting a second server on the same
-        # append-only file risks the data, while wrongly waiting ends in a clear error.
-        return True
-    # (Debian's redis-server is a link to redis-check-rdb: the command line tells.)
-    return any("-server" in Path(program).name for program in programs)
-
-
-def _ps_program(pid: int) -> list[str]:
-    try:
-        listed = subprocess.run(
-            ["ps", "-o", "comm=", "-p", str(pid)],
-            capture_output=True, text=True, timeout=5, check=False,
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [listed.stdout.strip()] if listed.stdout.strip() else []
-
-
 def _terminate(pid: int, folder: Path, timeout: float = _STOP_TIMEOUT) -> None:
     """Stop an adopted server (SIGTERM, SIGKILL after ``timeout`` seconds). It is not
     this process's child, so it cannot be waited for: poll until it is gone, and signal
     it only while it is still the folder's server (its pid may have been reused)."""
     for signum in (signal.SIGTERM, signal.SIGKILL):
-        if not _serves(pid, folder):
+        if not serves(pid, folder):
             return
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not _pid_running(pid):
+            if not pid_running(pid):
                 return
             time.sleep(_POLL)
         if signum == signal.SIGTERM:
@@ -340,9 +280,9 @@ def _open(folder: Path, port: int | None, wait: float) -> EmbeddedServer:
             pid, running = state.get("pid"), state.get("port")
             if not isinstance(pid, int) or not isinstance(running, int):
                 return _start(folder, port)
-            if _pid_running(pid) and server_pid(running) == pid:
+            if pid_running(pid) and server_pid(running) == pid:
                 return _reuse(folder, state, pid, running, port)
-            if not _serves(pid, folder):
+            if not serves(pid, folder):
                 return _start(folder, port)
         # The folder's server is alive but not answering: busy (a long script or
         # command), loading its data or stopping. Another server would be a second
@@ -372,7 +312,7 @@ def _reuse(
     # (SIGKILL, a crash) leaves it to nobody, so this opener takes it over. Under the
     # lock, and the record then names this process: two openers cannot both adopt it.
     # A record without an owner comes from an older release, whose owner may be alive.
-    if not isinstance(owner, int) or _pid_running(owner):
+    if not isinstance(owner, int) or pid_running(owner):
         return EmbeddedServer(url, folder, False, search)
     _write_state(folder, {**state, "owner": os.getpid()})
     logger.info("adopting the server of %s (pid %d): its owner %d is gone", folder, pid, owner)

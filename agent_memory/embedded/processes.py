@@ -1,0 +1,74 @@
+"""What this machine says about a process: alive, a server of a data folder.
+
+On Linux from ``/proc``; elsewhere (macOS, no ``/proc``) from ``kill(pid, 0)`` and
+``ps``. Each answer that cannot be had says so (``None``, ``[]``) and the caller picks
+the safe side: the embedded server never starts a second server on one folder and never
+stops one that a live process may still use.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+
+def pid_running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not: it exited and waits to be
+    reaped, which for a server whose owner died is up to init)."""
+    if pid <= 0:  # kill(0 or -n) would signal a process group
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return not Path("/proc/self").is_dir()  # without /proc, kill() is all we know
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
+def serves(pid: int, folder: Path) -> bool:
+    """Whether process ``pid`` is alive and is a server of ``folder``: a pid reused by
+    another process (after a crash or reboot) is not mistaken for it."""
+    if not pid_running(pid):
+        return False
+    proc = Path(f"/proc/{pid}")
+    try:
+        cwd = os.readlink(proc / "cwd")
+        programs = [os.readlink(proc / "exe")]
+        programs += os.fsdecode((proc / "cmdline").read_bytes()).split("\0")[:1]
+    except FileNotFoundError:
+        if Path("/proc/self").is_dir():
+            return False  # exited meanwhile
+        programs = ps_program(pid)  # no /proc (macOS)
+    except OSError:  # not readable (another user's process): ask ps
+        programs = ps_program(pid)
+    else:
+        # Valkey and Redis chdir to their --dir: the working directory ties the
+        # process to the folder.
+        if Path(cwd) != folder:
+            return False
+    if not programs:
+        # Cannot tell: assume it is, since wrongly starting a second server on the same
+        # append-only file risks the data, while wrongly waiting ends in a clear error.
+        return True
+    # (Debian's redis-server is a link to redis-check-rdb: the command line tells.)
+    return any("-server" in Path(program).name for program in programs)
+
+
+def ps_program(pid: int) -> list[str]:
+    """The program of ``pid`` as ``ps`` names it (``[]``: unknown)."""
+    try:
+        listed = subprocess.run(
+            ["ps", "-o", "comm=", "-p", str(pid)],
+            capture_output=True, text=True, timeout=5, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [listed.stdout.strip()] if listed.stdout.strip() else []
