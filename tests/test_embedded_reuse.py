@@ -4,6 +4,7 @@ killed, and refuses a port the running server is not on."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from agent_memory.embedded import processes
 from agent_memory.embedded import server as server_module
 from agent_memory.embedded.binaries import find_search_module, find_server_binary
 from agent_memory.embedded.launcher import free_port, server_pid, start_server
@@ -162,8 +164,10 @@ def test_a_wait_that_is_not_seconds_is_refused(folder: Path, wait: object) -> No
     assert caught.value.field == "wait"
 
 
-def _orphan(folder: Path) -> tuple[int, str]:
-    """A server of ``folder`` whose owner was SIGKILLed: its pid and URL."""
+@contextlib.contextmanager
+def _owner(folder: Path) -> Iterator[tuple[subprocess.Popen[str], int, str]]:
+    """A process that opened ``folder`` (so owns its server) and stays alive: it, the
+    server's pid and URL. Killed on exit (SIGKILL: its server is left running)."""
     code = (
         "import sys, time\n"
         "from agent_memory.embedded.server import open_embedded\n"
@@ -175,13 +179,20 @@ def _orphan(folder: Path) -> tuple[int, str]:
     try:
         assert owner.stdout is not None
         pid, url = owner.stdout.readline().split()
+        yield owner, int(pid), url
     finally:
         owner.kill()
         owner.wait()
         if owner.stdout is not None:
             owner.stdout.close()
-    assert _running(int(pid))
-    return int(pid), url
+
+
+def _orphan(folder: Path) -> tuple[int, str]:
+    """A server of ``folder`` whose owner was SIGKILLed: its pid and URL."""
+    with _owner(folder) as (_, pid, url):
+        pass
+    assert _running(pid)
+    return pid, url
 
 
 def test_a_server_whose_owner_was_killed_is_adopted(folder: Path) -> None:
@@ -208,6 +219,38 @@ def test_a_server_whose_owner_was_killed_is_adopted(folder: Path) -> None:
         client.close()
     finally:
         restarted.stop()
+
+
+def test_a_live_owner_in_another_process_keeps_its_server(folder: Path) -> None:
+    with _owner(folder) as (owner, pid, url):
+        opened = open_embedded(folder)
+        assert opened.url == url and not opened.owned
+        opened.stop()  # a no-op: not the owner
+        assert _state(folder)["owner"] == owner.pid and _running(pid)
+    opened = open_embedded(folder)  # its owner is gone now: adopted, and stopped below
+    assert opened.owned
+    opened.stop()
+    assert not _running(pid)
+
+
+def test_an_owner_pid_reused_by_another_process_does_not_block_adoption(folder: Path) -> None:
+    pid, url = _orphan(folder)
+    # The OS gave the dead owner's pid to an unrelated process: a sleeper stands in for
+    # it (the record keeps what else the owner wrote of itself).
+    sleeper = subprocess.Popen(["sleep", "600"])
+    try:
+        state = _state(folder)
+        (folder / "server.json").write_text(json.dumps({**state, "owner": sleeper.pid}))
+        adopter = open_embedded(folder)
+        try:
+            assert adopter.url == url and adopter.owned
+            assert _state(folder)["owner"] == os.getpid()
+        finally:
+            adopter.stop()
+        assert not _running(pid) and _running(sleeper.pid)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 def test_two_openers_do_not_both_adopt_an_orphan(folder: Path) -> None:
@@ -315,3 +358,22 @@ def test_a_stale_record_of_another_folders_server_starts_a_new_one(
         server.stop()
     finally:
         other.stop()
+
+
+def test_a_process_start_read_by_ps_does_not_depend_on_the_time_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The fallback where there is no /proc (macOS): the owner and a later opener may run
+    # in different time zones, and must read the same start for the same process.
+    starts = set()
+    for zone in ("UTC0", "JST-9", "EST5EDT"):
+        monkeypatch.setenv("TZ", zone)
+        starts.add(processes._ps_column(os.getpid(), "lstart", "ps"))
+    assert len(starts) == 1 and None not in starts, starts
+    sleeper = subprocess.Popen(["sleep", "600"])
+    try:
+        assert processes.started(sleeper.pid) not in {None, processes.started(os.getpid())}
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert processes.started(sleeper.pid) is None  # gone (reaped)

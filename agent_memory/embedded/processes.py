@@ -62,13 +62,44 @@ def serves(pid: int, folder: Path) -> bool:
     return any("-server" in Path(program).name for program in programs)
 
 
+def started(pid: int) -> str | None:
+    """When process ``pid`` started, as a token another process later given the same
+    pid does not share (``None``: no such process, or this system cannot tell).
+
+    Linux: ``proc:<ticks>``, field 22 of ``/proc/<pid>/stat`` (clock ticks from boot, so
+    a changed clock does not change it). Elsewhere: ``ps:<lstart>`` read in UTC, since
+    the caller's time zone may differ from the one that recorded it. Tokens of the two
+    kinds do not compare.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None if Path("/proc/self").is_dir() else _ps_column(pid, "lstart", "ps")
+    except OSError:
+        return _ps_column(pid, "lstart", "ps")
+    # Split after the command, which may hold spaces and parentheses: field 3 is first.
+    fields = stat.rpartition(")")[2].split()
+    return f"proc:{fields[19]}" if len(fields) > 19 else None
+
+
 def ps_program(pid: int) -> list[str]:
     """The program of ``pid`` as ``ps`` names it (``[]``: unknown)."""
+    name = _ps_column(pid, "comm", "")
+    return [name] if name else []
+
+
+def _ps_column(pid: int, column: str, prefix: str) -> str | None:
+    """``ps -o <column>=`` of ``pid`` (``prefix:`` before it when given), in UTC and the
+    C locale so that every process reads the same text; ``None``: unknown."""
+    env = {**os.environ, "TZ": "UTC0", "LC_ALL": "C"}
     try:
         listed = subprocess.run(
-            ["ps", "-o", "comm=", "-p", str(pid)],
-            capture_output=True, text=True, timeout=5, check=False,
+            ["ps", "-o", f"{column}=", "-p", str(pid)],
+            capture_output=True, text=True, timeout=5, check=False, env=env,
         )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
-        return []
-    return [listed.stdout.strip()] if listed.stdout.strip() else []
+        return None
+    value = " ".join(listed.stdout.split())
+    if not value:
+        return None
+    return f"{prefix}:{value}" if prefix else value

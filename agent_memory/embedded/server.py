@@ -19,7 +19,11 @@ The owner (the process that started the server) stops it on
 owner killed without running its exit handlers (SIGKILL, a crash) leaves the server
 running: the next process to open the folder adopts it (``owned`` is then True and its
 ``stop`` stops the server), so an orphan lives until the next open's close instead of
-forever.
+forever. The record names the owner by its pid and its start (``owner_started``: field 22
+of ``/proc/<pid>/stat`` on Linux, ``ps -o lstart`` read in UTC elsewhere), so a process
+the OS later gives the dead owner's pid does not pass for the owner. Where the start
+cannot be read or compared, the owner counts as alive: its server is left running rather
+than stopped under a process that may still use it.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from pathlib import Path
 
 from agent_memory.embedded.binaries import find_search_module, find_server_binary
 from agent_memory.embedded.launcher import ServerProcess, server_pid, start_server
-from agent_memory.embedded.processes import pid_running, serves
+from agent_memory.embedded.processes import pid_running, serves, started
 from agent_memory.errors import (
     AgentMemoryError,
     CapabilityError,
@@ -307,18 +311,40 @@ def _reuse(
             field="port",
         )
     url, search = f"redis://127.0.0.1:{running}", bool(state.get("search"))
-    owner = state.get("owner")
     # The owner's exit handlers stop the server; an owner killed without running them
     # (SIGKILL, a crash) leaves it to nobody, so this opener takes it over. Under the
     # lock, and the record then names this process: two openers cannot both adopt it.
-    # A record without an owner comes from an older release, whose owner may be alive.
-    if not isinstance(owner, int) or pid_running(owner):
+    if _owner_alive(state) or not serves(pid, folder):
         return EmbeddedServer(url, folder, False, search)
-    _write_state(folder, {**state, "owner": os.getpid()})
-    logger.info("adopting the server of %s (pid %d): its owner %d is gone", folder, pid, owner)
+    _write_state(folder, {**state, **_owner_record()})
+    logger.info(
+        "adopting the server of %s (pid %d): its owner %s is gone", folder, pid, state.get("owner")
+    )
     server = EmbeddedServer(url, folder, True, search, adopted_pid=pid)
     atexit.register(server.stop)
     return server
+
+
+def _owner_record() -> dict[str, object]:
+    """The record's fields that name this process as the owner: its pid, and its start
+    (``owner_started``), which tells it apart from a later process given the same pid."""
+    return {"owner": os.getpid(), "owner_started": started(os.getpid())}
+
+
+def _owner_alive(state: dict[str, object]) -> bool:
+    """Whether the owner the record names may still be alive. Adopting its server means
+    stopping it on close, so when this cannot be told the answer is yes."""
+    owner, recorded = state.get("owner"), state.get("owner_started")
+    if not isinstance(owner, int):
+        return True  # a record of an older release, whose owner may be alive
+    if not pid_running(owner):
+        return False
+    now = started(owner)
+    if not isinstance(recorded, str) or now is None:
+        return True  # no start to compare: this system (or the release) cannot tell
+    if now.partition(":")[0] != recorded.partition(":")[0]:
+        return True  # read by another means (/proc, ps): not comparable
+    return now == recorded  # else the pid was given to another process
 
 
 def _start(folder: Path, port: int | None) -> EmbeddedServer:
@@ -337,7 +363,7 @@ def _start(folder: Path, port: int | None) -> EmbeddedServer:
         _write_state(
             folder,
             {"pid": process.process.pid, "port": process.port, "search": module is not None,
-             "binary": str(binary.path), "owner": os.getpid()},
+             "binary": str(binary.path), **_owner_record()},
         )  # fmt: skip
     except BaseException:
         process.stop()
