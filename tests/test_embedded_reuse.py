@@ -253,6 +253,40 @@ def test_an_owner_pid_reused_by_another_process_does_not_block_adoption(folder: 
         sleeper.wait()
 
 
+def _as_older_release(folder: Path) -> None:
+    """Rewrite the folder's record as an older release wrote it: no owner fields."""
+    state = _state(folder)
+    (folder / "server.json").write_text(
+        json.dumps({k: v for k, v in state.items() if not k.startswith("owner")})
+    )
+
+
+def test_an_older_releases_record_whose_owner_died_is_adopted(folder: Path) -> None:
+    pid, url = _orphan(folder)
+    _as_older_release(folder)
+    adopter = open_embedded(folder)
+    try:
+        assert adopter.url == url and adopter.owned
+        assert _state(folder)["owner"] == os.getpid()
+    finally:
+        adopter.stop()
+    assert not _running(pid)
+
+
+def test_an_older_releases_record_whose_owner_lives_is_left_to_it(folder: Path) -> None:
+    # An older release started the server as its child, and named no owner.
+    with _owner(folder) as (_, pid, url):
+        _as_older_release(folder)
+        opened = open_embedded(folder)
+        assert opened.url == url and not opened.owned
+        opened.stop()  # a no-op: not the owner
+        assert _running(pid) and "owner" not in _state(folder)
+    adopter = open_embedded(folder)  # the owner was killed: its orphan is adopted now
+    assert adopter.url == url and adopter.owned
+    adopter.stop()
+    assert not _running(pid)
+
+
 def test_two_openers_do_not_both_adopt_an_orphan(folder: Path) -> None:
     pid, url = _orphan(folder)
     barrier = threading.Barrier(2)
@@ -360,7 +394,7 @@ def test_a_stale_record_of_another_folders_server_starts_a_new_one(
         other.stop()
 
 
-def test_a_process_start_read_by_ps_does_not_depend_on_the_time_zone(
+def test_ps_reads_a_process_start_whatever_the_time_zone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The fallback where there is no /proc (macOS): the owner and a later opener may run
@@ -370,6 +404,7 @@ def test_a_process_start_read_by_ps_does_not_depend_on_the_time_zone(
         monkeypatch.setenv("TZ", zone)
         starts.add(processes._ps_column(os.getpid(), "lstart", "ps"))
     assert len(starts) == 1 and None not in starts, starts
+    assert processes._ps_column(os.getpid(), "ppid", "") == str(os.getppid())
     sleeper = subprocess.Popen(["sleep", "600"])
     try:
         assert processes.started(sleeper.pid) not in {None, processes.started(os.getpid())}

@@ -82,6 +82,48 @@ def started(pid: int) -> str | None:
     return f"proc:{fields[19]}" if len(fields) > 19 else None
 
 
+def parent(pid: int) -> int | None:
+    """The parent pid of ``pid`` (``None``: no such process, or unknown)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        if Path("/proc/self").is_dir():
+            return None
+        stat = ""
+    except OSError:
+        stat = ""
+    found = stat.rpartition(")")[2].split()[1:2] if stat else []
+    if not found:
+        found = (_ps_column(pid, "ppid", "") or "").split()
+    return int(found[0]) if found and found[0].isdigit() else None
+
+
+def program_name(pid: int) -> str | None:
+    """The name of the program ``pid`` runs (``None``: unknown)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() or None
+    except OSError:
+        names = ps_program(pid)
+        return Path(names[0]).name if names else None
+
+
+# Session managers that adopt the orphans of the processes below them
+# (PR_SET_CHILD_SUBREAPER): ``systemd --user`` on a Linux desktop, say.
+_REAPERS = frozenset({"systemd", "init"})
+
+
+def orphaned(pid: int) -> bool:
+    """Whether ``pid``'s parent died: it was handed to init (pid 1 of its pid namespace)
+    or to a session manager that adopts orphans. ``False`` when this cannot be told.
+
+    Only meaningful for a process known to have been started by a process that is
+    neither of those (a server started by a Python program, say)."""
+    ppid = parent(pid)
+    if ppid is None or ppid <= 0:  # 0: a parent outside this pid namespace
+        return False
+    return ppid == 1 or program_name(ppid) in _REAPERS
+
+
 def ps_program(pid: int) -> list[str]:
     """The program of ``pid`` as ``ps`` names it (``[]``: unknown)."""
     name = _ps_column(pid, "comm", "")

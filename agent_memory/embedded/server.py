@@ -24,6 +24,13 @@ of ``/proc/<pid>/stat`` on Linux, ``ps -o lstart`` read in UTC elsewhere), so a 
 the OS later gives the dead owner's pid does not pass for the owner. Where the start
 cannot be read or compared, the owner counts as alive: its server is left running rather
 than stopped under a process that may still use it.
+
+A record written by an older release names no owner. Such a release started the server
+as its own child, so its owner is alive for as long as it is the server's parent: the
+server is adopted once it has been handed to init (its parent is pid 1) or to a session
+manager that adopts orphans (``systemd``). Under any other adopter of orphans, or where
+the parent cannot be read, it is left running. (A container whose init is itself the
+older release's program is the one case this cannot tell from an orphan.)
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from pathlib import Path
 
 from agent_memory.embedded.binaries import find_search_module, find_server_binary
 from agent_memory.embedded.launcher import ServerProcess, server_pid, start_server
-from agent_memory.embedded.processes import pid_running, serves, started
+from agent_memory.embedded.processes import orphaned, pid_running, serves, started
 from agent_memory.errors import (
     AgentMemoryError,
     CapabilityError,
@@ -314,7 +321,7 @@ def _reuse(
     # The owner's exit handlers stop the server; an owner killed without running them
     # (SIGKILL, a crash) leaves it to nobody, so this opener takes it over. Under the
     # lock, and the record then names this process: two openers cannot both adopt it.
-    if _owner_alive(state) or not serves(pid, folder):
+    if _owner_alive(state, pid) or not serves(pid, folder):
         return EmbeddedServer(url, folder, False, search)
     _write_state(folder, {**state, **_owner_record()})
     logger.info(
@@ -331,12 +338,15 @@ def _owner_record() -> dict[str, object]:
     return {"owner": os.getpid(), "owner_started": started(os.getpid())}
 
 
-def _owner_alive(state: dict[str, object]) -> bool:
-    """Whether the owner the record names may still be alive. Adopting its server means
-    stopping it on close, so when this cannot be told the answer is yes."""
+def _owner_alive(state: dict[str, object], pid: int) -> bool:
+    """Whether the owner of the folder's server (pid ``pid``) may still be alive.
+    Adopting the server means stopping it on close, so when this cannot be told the
+    answer is yes."""
     owner, recorded = state.get("owner"), state.get("owner_started")
     if not isinstance(owner, int):
-        return True  # a record of an older release, whose owner may be alive
+        # A record of an older release, which names no owner; but it started the server
+        # as its child, so its owner is alive until the server is handed to init.
+        return not orphaned(pid)
     if not pid_running(owner):
         return False
     now = started(owner)
