@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -285,6 +286,77 @@ def test_an_older_releases_record_whose_owner_lives_is_left_to_it(folder: Path) 
     assert adopter.url == url and adopter.owned
     adopter.stop()
     assert not _running(pid)
+
+
+def _refused(folder: Path) -> ServerUnavailableError:
+    """The error opening ``folder`` raises (a server it started instead is stopped, and
+    the test fails)."""
+    try:
+        opened = open_embedded(folder, wait=1.0)
+    except ServerUnavailableError as exc:
+        return exc
+    opened.stop()
+    pytest.fail(f"opened {opened} beside the running server of {folder}")
+
+
+def test_a_running_server_whose_record_is_gone_is_not_doubled(folder: Path) -> None:
+    first = open_embedded(folder)
+    assert first.process is not None
+    pid = first.process.process.pid
+    client = redis.Redis.from_url(first.url)
+    try:
+        client.set("kept", "yes")
+        (folder / "server.json").unlink()  # removed by hand, say
+        refused = str(_refused(folder))
+        assert str(folder) in refused and f"pid {pid}" in refused, refused
+        assert _servers_of(folder) == [pid] and client.get("kept") == b"yes"
+    finally:
+        client.close()
+        first.stop()
+    again = open_embedded(folder)  # once that server stopped, the folder opens again
+    try:
+        client = redis.Redis.from_url(again.url)
+        assert again.owned and client.get("kept") == b"yes"
+        client.close()
+    finally:
+        again.stop()
+
+
+def test_an_orphan_whose_record_is_gone_is_not_doubled(folder: Path) -> None:
+    pid, _ = _orphan(folder)
+    (folder / "server.json").unlink()
+    try:
+        refused = str(_refused(folder))
+        assert str(folder) in refused and f"pid {pid}" in refused, refused
+        assert _servers_of(folder) == [pid]
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    assert _wait_gone(pid)
+    again = open_embedded(folder)  # the server that held the folder is gone
+    assert again.owned
+    again.stop()
+
+
+def test_a_crashed_server_leaves_the_folder_free_for_the_next(folder: Path) -> None:
+    # The owner lives on; its server crashed: the folder is not taken by anything.
+    first = open_embedded(folder)
+    assert first.process is not None
+    first.process.kill()
+    try:
+        again = open_embedded(folder)
+        assert again.owned and again.url != first.url
+        again.stop()
+    finally:
+        first.stop()
+
+
+def _wait_gone(pid: int) -> bool:
+    """Whether ``pid`` exits within a minute (an orphan is reaped by init, not us)."""
+    for _ in range(1200):
+        if not _running(pid):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_two_openers_do_not_both_adopt_an_orphan(folder: Path) -> None:

@@ -141,6 +141,7 @@ def start_server(
     extra_args: tuple[str, ...] = (),
     startup_timeout: float = 20.0,
     log_name: str | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> ServerProcess:
     """Start ``binary`` on ``127.0.0.1`` and block until it answers PING (checked to be
     this process answering, by the ``process_id`` of ``INFO server``: a server already
@@ -148,7 +149,8 @@ def start_server(
 
     ``module_args`` are passed to the module (``--use-coordinator``, say): the server's
     command line takes no module argument that starts with ``--``, so the module is then
-    loaded from a one-line configuration file in ``data_dir``.
+    loaded from a one-line configuration file in ``data_dir``. ``pass_fds`` are left open
+    in the server process (a lock it is to hold for its whole life, say).
 
     Raises:
         ServerUnavailableError: the process exited (``port`` taken, say) or did not
@@ -189,6 +191,7 @@ def start_server(
         stderr=subprocess.DEVNULL,
         env=binary.environment(),
         start_new_session=True,
+        pass_fds=pass_fds,
     )
     server = ServerProcess(binary, port, process, log_path, data_dir, module)
     probe = _OwnServerProbe(port, process.pid)

