@@ -29,14 +29,17 @@ _DETAIL_CHARS = 300
 
 @cache
 def opener() -> urllib.request.OpenerDirector:
-    """The shared urllib opener: environment proxies, redirects refused."""
+    """The shared urllib opener: environment proxies, redirects refused, and ``timeout``
+    a deadline for the whole request (see :mod:`._deadline`)."""
     import urllib.request
+
+    from agent_memory.embedders._deadline import deadline_handlers
 
     class _NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: Any, **kwargs: Any) -> None:
             return None  # surfaces as an HTTPError with the 3xx status
 
-    return urllib.request.build_opener(_NoRedirect)
+    return urllib.request.build_opener(_NoRedirect, *deadline_handlers())
 
 
 def status_error(status: int, detail: str) -> AgentMemoryError:

@@ -57,8 +57,12 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
         model: the model name the server expects.
         api_key: bearer token, or ``None`` to send no ``Authorization`` header.
         dim: the expected dimension; responses of another length are an error.
-        timeout: seconds for each HTTP request (connect and each read); ``None``
-            waits forever.
+        timeout: seconds for each HTTP request as a whole: connecting, sending, and
+            receiving the status, headers and complete body (a server answering slowly,
+            however steadily, fails at the deadline). It applies per request, not per
+            call: :meth:`embed` and the ``dim`` probe make one request, :meth:`embed_many`
+            one per ``batch_size`` texts, each with its own ``timeout``. The name lookup
+            is not bounded. ``None`` waits forever.
         batch_size: texts per request in :meth:`embed_many` (1 to 2048).
         embedder_id: override :attr:`id` (by default ``openai-compat:{model}@{url}``).
 
@@ -185,6 +189,7 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
             self._endpoint, data=payload, headers=headers, method="POST"
         )
         where = f"embedding server {self._endpoint}"
+        too_slow = f"{where} did not answer in full within {self._timeout} s"
         try:
             with opener().open(request, timeout=self._timeout) as response:
                 body: bytes = response.read()
@@ -193,11 +198,11 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
             raise status_error(exc.code, self._redact(error_detail(exc))) from exc
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError):
-                raise OperationTimeoutError(f"{where} did not answer in {self._timeout} s") from exc
+                raise OperationTimeoutError(too_slow) from exc
             reason = self._redact(str(exc.reason))
             raise ServerUnavailableError(f"cannot reach {where}: {reason}") from exc
         except TimeoutError as exc:
-            raise OperationTimeoutError(f"{where} did not answer in {self._timeout} s") from exc
+            raise OperationTimeoutError(too_slow) from exc
         except (http.client.HTTPException, OSError) as exc:
             raise ServerUnavailableError(
                 f"connection to {where} failed: {type(exc).__name__}"
@@ -227,7 +232,7 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
             InvalidInputError: ``text`` is invalid, or the server rejected it (HTTP 400,
                 413, 422).
             ServerUnavailableError: connection refused or dropped, HTTP 429, 502, 503.
-            OperationTimeoutError: no answer within ``timeout``, HTTP 408, 504.
+            OperationTimeoutError: no complete answer within ``timeout``, HTTP 408, 504.
             ServerResponseError: any other HTTP error (401/403: bad key; 404: wrong URL
                 or model), or vectors of the wrong dimension, non-finite or zero.
             ReplyParseError: the response is not the expected JSON.

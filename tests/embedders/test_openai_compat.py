@@ -11,12 +11,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
 
 from agent_memory.embedders import OpenAICompatibleEmbedder
+from agent_memory.embedders._deadline import Deadline
 from agent_memory.embedders._http import parse_response
 from agent_memory.embedders.base import is_unit
 from agent_memory.errors import (
@@ -29,6 +30,8 @@ from agent_memory.errors import (
 
 KEY = "sk-test-SECRET-0123456789"
 DIM = 8
+DRIP_SECONDS = 0.1  # between two bytes of a dripped answer
+DRIPPED_BODY = b'{"data": [{"embedding": [1]}]}'  # 30 bytes: about 3 s when dripped
 
 
 @dataclass
@@ -42,6 +45,7 @@ class Behaviour:
     b64: bool = False
     value: float | None = None  # fill every component with this value
     headers: dict[str, str] = field(default_factory=dict)
+    drip: Literal["", "head", "body"] = ""  # send this part one byte per DRIP_SECONDS
 
 
 class FakeServer:
@@ -73,6 +77,9 @@ class FakeServer:
                 b = server.behaviour
                 if b.delay:
                     time.sleep(b.delay)
+                if b.drip:
+                    self.answer_dripping(b.drip)
+                    return
                 if b.status != 200:
                     self.send_response(b.status)
                     for name, value in b.headers.items():
@@ -87,6 +94,23 @@ class FakeServer:
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(body)  # the client may have given up (timeout test)
+
+            def answer_dripping(self, part: str) -> None:
+                head = (
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(DRIPPED_BODY)}\r\n\r\n"
+                ).encode()
+                # Nagle would hold single bytes back while the client delays its ACKs.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                at_once, dripped = (
+                    (b"", head + DRIPPED_BODY) if part == "head" else (head, DRIPPED_BODY)
+                )
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(at_once)
+                    for i in range(len(dripped)):
+                        self.wfile.write(dripped[i : i + 1])
+                        time.sleep(DRIP_SECONDS)
+                self.close_connection = True
 
             def embeddings(self, inputs: list[str], b: Behaviour) -> bytes:
                 items = []
@@ -237,8 +261,35 @@ def test_redirect_is_not_followed(server: FakeServer) -> None:
 
 def test_timeout(server: FakeServer) -> None:
     server.behaviour.delay = 1.0
-    with pytest.raises(OperationTimeoutError):
+    with pytest.raises(OperationTimeoutError) as info:
         make(server, timeout=0.2).embed("x")
+    assert server.url in str(info.value) and "0.2 s" in str(info.value)
+
+
+@pytest.mark.parametrize("part", ["body", "head"])
+def test_timeout_bounds_the_whole_answer(server: FakeServer, part: Literal["head", "body"]) -> None:
+    # Every byte comes well within the timeout; the whole answer (about 3 s) does not.
+    server.behaviour.drip = part
+    with pytest.raises(OperationTimeoutError) as info:
+        make(server, timeout=1).embed("x")
+    assert server.url in str(info.value) and "1.0 s" in str(info.value)
+
+
+@pytest.mark.parametrize("timeout", [1, None])
+def test_a_prompt_answer(server: FakeServer, timeout: float | None) -> None:
+    server.behaviour.body = DRIPPED_BODY
+    assert make(server, timeout=timeout).embed("x") == [1.0]
+
+
+def test_deadline_counts_down_then_fails() -> None:
+    now = [100.0]
+    deadline = Deadline(2.0, clock=lambda: now[0])
+    assert deadline.remaining() == 2.0
+    now[0] = 101.5
+    assert deadline.remaining() == 0.5
+    now[0] = 102.0  # no time left must fail: a socket timeout of 0 means non-blocking
+    with pytest.raises(TimeoutError):
+        deadline.remaining()
 
 
 def test_connection_refused() -> None:
