@@ -195,7 +195,8 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
                 body: bytes = response.read()
                 return body
         except urllib.error.HTTPError as exc:
-            raise status_error(exc.code, self._redact(error_detail(exc))) from exc
+            with exc:  # it holds the response and its socket until closed
+                raise status_error(exc.code, self._redact(error_detail(exc))) from exc
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError):
                 raise OperationTimeoutError(too_slow) from exc
