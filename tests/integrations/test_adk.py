@@ -472,6 +472,42 @@ async def test_bad_input_raises_library_errors(ours: AgentMemorySessionService) 
         GetSessionConfig(num_recent_events=-1)
 
 
+async def test_lone_surrogates_are_refused_before_anything_is_written(
+    ours: AgentMemorySessionService, client: Any
+) -> None:
+    """A lone surrogate (no UTF-8 form) in a state value, a state key or an id is
+    refused by the checks, not by the client's encoder once the session is stored."""
+    bad_states: list[dict[str, Any]] = [
+        {"app:greeting": "hi \ud83d"},
+        {"user:x": ["ok", {"deep": "\udc00"}]},
+        {"plain": "\ud800"},
+        {"key\udc00": 1},
+        {"app:key\ud800": 1},
+    ]
+    for state in bad_states:
+        with pytest.raises(InvalidInputError) as caught:
+            await ours.create_session(app_name="app", user_id="u", session_id="s1", state=state)
+        assert caught.value.field == "state"
+    for ids in (
+        {"app_name": "app", "user_id": "u", "session_id": "s\udc00"},
+        {"app_name": "app", "user_id": "u\udc00", "session_id": "s1"},
+        {"app_name": "a\ud83d", "user_id": "u", "session_id": "s1"},
+    ):
+        with pytest.raises(InvalidInputError) as caught:
+            await ours.create_session(**ids)
+        assert caught.value.field in {"app_name", "user_id", "session_id"}
+    assert [k async for k in client.scan_iter(match=f"{ours.name}:*")] == []
+    created = await ours.create_session(
+        app_name="app", user_id="u", session_id="s1", state={"app:greeting": "hi \U0001f600"}
+    )  # the retry is not refused as a duplicate
+    assert created.state == {"app:greeting": "hi \U0001f600"}
+    delta = EventActions(state_delta={"app:x": "y \udc00"})
+    with pytest.raises(InvalidInputError):
+        await ours.append_event(created, Event(author="a", invocation_id="i", actions=delta))
+    stored = await ours.get_session(app_name="app", user_id="u", session_id="s1")
+    assert stored is not None and stored.events == [] and "app:x" not in stored.state
+
+
 # -- memory service -----------------------------------------------------------------------------
 
 

@@ -2,7 +2,10 @@
 
 State values are stored as JSON text, one hash field per key; a value is first turned
 into JSON data with pydantic's ``to_jsonable_python`` (datetimes, models, bytes...), as
-ADK's own persistent services do, so it reads back as that JSON data. Events are stored
+ADK's own persistent services do, so it reads back as that JSON data. Keys and values
+must be valid Unicode: a lone surrogate is refused (``InvalidInputError`` naming the
+key) before anything is written, as the event holding a state delta is refused by
+pydantic's JSON writer. Events are stored
 as ``Event.model_dump_json(exclude_none=True)`` and read with
 ``Event.model_validate_json``, as ADK's SQLite service stores them.
 """
@@ -19,6 +22,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from agent_memory.core import replies
+from agent_memory.core.checks import check_str
 from agent_memory.errors import InvalidInputError, ReplyParseError
 
 
@@ -27,7 +31,7 @@ def split_state(state: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
     lose their prefix, ``temp:`` keys are dropped (never persisted).
 
     Raises:
-        InvalidInputError: not a mapping with ``str`` keys.
+        InvalidInputError: not a mapping with ``str`` keys of valid Unicode.
     """
     app: dict[str, Any] = {}
     user: dict[str, Any] = {}
@@ -37,8 +41,7 @@ def split_state(state: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
     if not isinstance(state, Mapping):
         raise InvalidInputError("state must be a dict", field="state")
     for key, value in state.items():
-        if not isinstance(key, str):
-            raise InvalidInputError(f"state keys must be str, got {key!r}", field="state")
+        _check_key(key)
         if key.startswith(State.APP_PREFIX):
             app[key.removeprefix(State.APP_PREFIX)] = value
         elif key.startswith(State.USER_PREFIX):
@@ -48,18 +51,41 @@ def split_state(state: Mapping[str, Any] | None) -> tuple[dict[str, Any], ...]:
     return app, user, session
 
 
-def encode_value(value: Any, key: str) -> str:
-    """The JSON text stored for one state value.
+def _check_key(key: object) -> None:
+    """Raise unless ``key`` is a ``str`` of valid Unicode (a hash field's name).
 
     Raises:
-        InvalidInputError: the value has no JSON form (a callable, say).
+        InvalidInputError: naming the key.
+    """
+    if not isinstance(key, str):
+        raise InvalidInputError(f"state keys must be str, got {key!r}", field="state")
+    try:
+        check_str(key, field="state key")
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"state key {key!r}: {exc}", field="state") from None
+
+
+def encode_value(value: Any, key: str) -> str:
+    """The JSON text stored for one state value (valid UTF-8).
+
+    Raises:
+        InvalidInputError: the value has no JSON form (a callable, say) or holds text
+            that is not valid Unicode (a lone surrogate).
     """
     try:
-        return json.dumps(to_jsonable_python(value), ensure_ascii=False, separators=(",", ":"))
-    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        text = json.dumps(to_jsonable_python(value), ensure_ascii=False, separators=(",", ":"))
+    except (PydanticSerializationError, TypeError, ValueError, RecursionError) as exc:
         raise InvalidInputError(
             f"state value of {key!r} is not JSON-serialisable: {exc}", field="state"
         ) from exc
+    try:
+        check_str(text, field="state value")
+    except InvalidInputError:
+        raise InvalidInputError(
+            f"state value of {key!r} holds text that is not valid Unicode (a lone surrogate)",
+            field="state",
+        ) from None
+    return text
 
 
 def flat_pairs(delta: Mapping[str, Any]) -> list[str]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent_memory.errors import InvalidInputError
+from agent_memory.core.checks import check_str
 from agent_memory.integrations._keys import check_name, digest_of_parts
 
 DEFAULT_NAME = "adk"
@@ -36,14 +36,10 @@ def check_id(value: object, field: str) -> str:
     """An app name, user id or session id, validated.
 
     Raises:
-        InvalidInputError: not a non-empty ``str`` of at most 1024 characters.
+        InvalidInputError: not a non-empty ``str`` of valid Unicode (no lone surrogate)
+            of at most 1024 characters.
     """
-    if not isinstance(value, str) or not value or len(value) > MAX_ID_CHARS:
-        raise InvalidInputError(
-            f"{field} must be a non-empty str of at most {MAX_ID_CHARS} characters, got {value!r}",
-            field=field,
-        )
-    return value
+    return check_str(value, field=field, non_empty=True, max_chars=MAX_ID_CHARS)
 
 
 @dataclass(frozen=True, slots=True)
