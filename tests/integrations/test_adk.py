@@ -508,6 +508,25 @@ async def test_lone_surrogates_are_refused_before_anything_is_written(
     assert stored is not None and stored.events == [] and "app:x" not in stored.state
 
 
+@pytest.mark.parametrize("ttl", [float("inf"), float("nan"), 1e300, 10 * 365 * 86400 + 1, -1])
+async def test_a_ttl_out_of_range_is_refused_at_construction(client: Any, ttl: float) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        AgentMemorySessionService(client, name=_name(), ttl=ttl)
+    assert caught.value.field == "ttl"
+    with pytest.raises(InvalidInputError):
+        AgentMemorySessionService.from_url("redis://127.0.0.1:1", name=_name(), ttl=ttl)
+
+
+async def test_the_longest_ttl_is_accepted(client: Any) -> None:
+    name = _name()
+    service = AgentMemorySessionService(client, name=name, ttl=10 * 365 * 86400)
+    await service.create_session(app_name="app", user_id="u", session_id="s", state={"app:a": 1})
+    found = [k async for k in client.scan_iter(match=f"{name}:*")]
+    assert len(found) == 4  # meta, sessions, app state, users
+    for key in found:
+        assert await client.pttl(key) > 9 * 365 * 86400 * 1000
+
+
 # -- memory service -----------------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from google.adk.sessions.base_session_service import (
 from google.adk.sessions.session import Session
 from typing_extensions import override
 
+from agent_memory.core.checks import check_ttl_seconds
 from agent_memory.core.client_factory import client_from_url, close_async_client
 from agent_memory.core.clients import AsyncExecutor, is_async_client
 from agent_memory.core.effects import Operation, T
@@ -59,12 +60,13 @@ class AgentMemorySessionService(BaseSessionService):
         name: the key prefix (``{name}:adk:...``); services with different names share
             nothing.
         ttl: seconds a session (its events and state), a user's ``user:`` state and an
-            app's ``app:`` state live after their last read or write; ``None`` (the
-            default): kept until deleted.
+            app's ``app:`` state live after their last read or write (at most ten
+            years); ``None`` (the default): kept until deleted.
         clock: ``() -> seconds since the epoch`` for creation times (tests).
 
     Raises:
-        InvalidInputError: no asyncio client, a bad name or TTL.
+        InvalidInputError: no asyncio client, a bad name, or a TTL that is not a finite
+            number of seconds in (0, ten years].
     """
 
     def __init__(
@@ -79,14 +81,11 @@ class AgentMemorySessionService(BaseSessionService):
             raise InvalidInputError(
                 "client must be a valkey.asyncio / redis.asyncio client", field="client"
             )
-        if ttl is not None and (
-            isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl > 0
-        ):
-            raise InvalidInputError("ttl must be > 0 seconds or None", field="ttl")
+        seconds = check_ttl_seconds(ttl)
         if clock is not None and not callable(clock):
             raise InvalidInputError("clock must be callable or None", field="clock")
         self._layout = Layout(check_name(name))
-        self._ttl_ms = 0 if ttl is None else max(1, math.ceil(ttl * 1000))
+        self._ttl_ms = 0 if seconds is None else max(1, math.ceil(seconds * 1000))
         self._clock = clock or time.time
         self._executor = AsyncExecutor(client)
         self._owned = False
@@ -101,6 +100,7 @@ class AgentMemorySessionService(BaseSessionService):
         Raises:
             InvalidInputError: a bad URL, client option, name or TTL.
         """
+        check_name(name), check_ttl_seconds(ttl)  # before a client exists to be closed
         client = client_from_url(url, asyncio=True, **client_options)
         service = cls(client, name=name, ttl=ttl)
         service._owned = True
