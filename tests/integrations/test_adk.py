@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
+from datetime import datetime
 from typing import Any
 
 import google.adk.platform.time as platform_time
@@ -651,6 +652,35 @@ async def test_a_deleted_event_memory_is_not_added_back(
         await ours.append_event(other, _text_event(event.content.parts[0].text))
     await memory.add_session_to_memory(other)
     assert (await memory.store.list(memory_mapping_scope("app", "carol"))).total == 4
+
+
+async def test_a_foreign_timestamp_out_of_range_is_reported_not_raised(
+    memory: AgentMemoryMemoryService, ours: AgentMemorySessionService
+) -> None:
+    """A memory of the same scope whose metadata ``timestamp`` is epoch milliseconds
+    (another writer's) is found with its creation time, logged and counted; the other
+    memories of the (app, user) stay searchable."""
+    session = await ours.create_session(app_name="app", user_id="u")
+    await ours.append_event(session, _text_event("I like green tea", timestamp=1700000000.0))
+    await memory.add_session_to_memory(session)
+    store = memory.store
+    scope = memory_mapping_scope("app", "u")
+    foreign = [
+        await store.get(
+            await store.remember("green tea order", scope=scope, metadata={"timestamp": ts})
+        )
+        for ts in (1733270400000, -(10**20), 1e300)
+    ]
+    before = store._ctx.counters.get("corrupt_records", 0)
+    found = await memory.search_memory(app_name="app", user_id="u", query="green tea")
+    by_id = {m.id: m for m in found.memories}
+    for item in foreign:
+        assert item is not None and by_id[item.id].content.parts[0].text == "green tea order"
+        want = datetime.fromtimestamp(item.created_at / 1000).isoformat()
+        assert by_id[item.id].timestamp == want
+    ours_hit = next(m for m in found.memories if m.author == "user")
+    assert (ours_hit.timestamp or "").startswith("2023-11-1")
+    assert store._ctx.counters.get("corrupt_records", 0) - before == len(foreign)
 
 
 # -- a real ADK Runner --------------------------------------------------------------------------

@@ -130,25 +130,48 @@ def entry_input(
 
 
 def format_timestamp(timestamp: float) -> str:
-    """ISO 8601 local time, the form ADK's own memory services give."""
+    """ISO 8601 local time, the form ADK's own memory services give.
+
+    Raises:
+        ValueError, OverflowError, OSError: a time ``datetime`` cannot hold.
+    """
     return datetime.fromtimestamp(timestamp).isoformat()
 
 
-def entry_of(item: MemoryItem) -> MemoryEntry:
+def _when(item: MemoryItem) -> tuple[str, str | None]:
+    """The entry's timestamp text and, when the metadata's numeric ``timestamp`` is no
+    time ``datetime`` can hold, why (then ``timestamp_text`` or the memory's creation
+    time stands in)."""
+    meta = item.metadata
+    timestamp = meta.get("timestamp")
+    problem = None
+    if isinstance(timestamp, (int, float)):
+        try:
+            return format_timestamp(float(timestamp)), None
+        except (ValueError, OverflowError, OSError) as exc:
+            problem = (
+                f"metadata 'timestamp' {timestamp!r:.40} is not a time in seconds since the "
+                f"epoch ({type(exc).__name__}: {exc}); another time is given instead"
+            )
+    text = meta.get("timestamp_text")
+    if isinstance(text, str):
+        return text, problem
+    return format_timestamp(item.created_at / 1000), problem
+
+
+def entry_of(item: MemoryItem) -> tuple[MemoryEntry, str | None]:
     """The :class:`MemoryEntry` a search returns for a stored memory: its text as one
-    text part (with the event's role), author, timestamp and id."""
+    text part (with the event's role), author, timestamp and id; and what part of the
+    memory's metadata was unusable (``None`` when nothing was), for the caller to report.
+
+    A ``timestamp`` that is no time ``datetime`` can hold (epoch milliseconds written by
+    another writer, say) gives way to the memory's creation time."""
     meta = item.metadata
     role = meta.get("role")
-    timestamp = meta.get("timestamp")
-    if isinstance(timestamp, (int, float)):
-        when: str | None = format_timestamp(float(timestamp))
-    elif isinstance(meta.get("timestamp_text"), str):
-        when = str(meta["timestamp_text"])
-    else:
-        when = format_timestamp(item.created_at / 1000)
+    when, problem = _when(item)
     custom = meta.get("custom_metadata")
     author = meta.get("author")
-    return MemoryEntry(
+    entry = MemoryEntry(
         id=item.id,
         content=types.Content(
             role=role if isinstance(role, str) else None, parts=[types.Part(text=item.content)]
@@ -157,6 +180,7 @@ def entry_of(item: MemoryItem) -> MemoryEntry:
         timestamp=when,
         custom_metadata=dict(custom) if isinstance(custom, Mapping) else {},
     )
+    return entry, problem
 
 
 __all__ = [

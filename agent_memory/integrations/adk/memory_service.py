@@ -182,7 +182,9 @@ class AgentMemoryMemoryService(BaseMemoryService):
     ) -> SearchMemoryResponse:
         """The ``k`` memories of ``(app_name, user_id)`` most relevant to ``query``,
         best first (the store's recall: hybrid relevance, recency, importance, gated
-        by the threshold). An empty query finds nothing.
+        by the threshold). An empty query finds nothing. A memory whose metadata
+        ``timestamp`` is no usable time (written by another writer) is returned with
+        its creation time, and reported to the store (logged, ``corrupt_records``).
 
         Raises:
             InvalidInputError: a bad app name, user id or query.
@@ -195,7 +197,13 @@ class AgentMemoryMemoryService(BaseMemoryService):
             return SearchMemoryResponse()
         store = await self._ready()
         hits = await store.recall(query, scope=scope, k=self._k, threshold=self._threshold)
-        return SearchMemoryResponse(memories=[mapping.entry_of(hit.item) for hit in hits])
+        memories = []
+        for hit in hits:
+            entry, problem = mapping.entry_of(hit.item)
+            if problem is not None:  # another writer's metadata: logged and counted
+                store.report_corrupt_record(hit.item.id, problem)
+            memories.append(entry)
+        return SearchMemoryResponse(memories=memories)
 
     @override
     async def delete_memory(
