@@ -581,6 +581,44 @@ async def test_adelete_intersects_filters(filtered: tuple[Any, list[MemoryRecord
         assert storage.get_record("newer") is not None
 
 
+def _count_calls(store: Any, methods: tuple[str, ...]) -> dict[str, int]:
+    """Count the calls of ``methods`` on ``store`` (a wrapper on the instance)."""
+    calls = dict.fromkeys(methods, 0)
+    for method in methods:
+        original = getattr(store, method)
+
+        def counted(*args: Any, _original: Any = original, _m: str = method, **kw: Any) -> Any:
+            calls[_m] += 1
+            return _original(*args, **kw)
+
+        setattr(store, method, counted)
+    return calls
+
+
+def test_a_delete_by_ids_or_filter_is_one_read_and_one_delete(store: SyncMemoryStore) -> None:
+    """Deleting 25 records by id is one ``get_many`` and one ``forget_many`` (not a get
+    and a forget per record); a filtered delete one ``list`` page and one
+    ``forget_many``. The ids of another storage on the same store stay untouched."""
+    ours = AgentMemoryStorage(store, scope=Scope(namespace="acme", agent_id="crew"))
+    other = AgentMemoryStorage(store, scope=Scope(namespace="acme", agent_id="other"))
+    records = [rec(f"r{i}", metadata={"k": i % 2}) for i in range(50)]
+    ours.save(records)
+    other.save([rec("r0"), rec("r1")])
+    calls = _count_calls(store, ("get", "get_many", "forget", "forget_many", "list"))
+    assert ours.delete(record_ids=[f"r{i}" for i in range(25)] + ["missing"]) == 25
+    assert calls == {"get": 0, "get_many": 1, "forget": 0, "forget_many": 1, "list": 0}
+    assert ours.count() == 25 and other.count() == 2
+    assert other.get_record("r0") is not None and other.get_record("r1") is not None
+    calls.update(dict.fromkeys(calls, 0))
+    assert ours.delete(metadata_filter={"k": 1}) == 13  # r25, r27, ..., r49
+    assert calls == {"get": 0, "get_many": 0, "forget": 0, "forget_many": 1, "list": 1}
+    assert sorted(int(r.id[1:]) for r in ours.list_records()) == list(range(26, 50, 2))
+    calls.update(dict.fromkeys(calls, 0))
+    assert ours.delete(record_ids=["r1", "r3"], categories=["none"]) == 0  # nothing matches
+    assert calls == {"get": 0, "get_many": 1, "forget": 0, "forget_many": 0, "list": 0}
+    assert other.count() == 2
+
+
 @pytest.mark.parametrize(
     "filters",
     [{}, {"scope_prefix": "/"}, {"record_ids": [], "categories": [], "metadata_filter": {}}],

@@ -16,7 +16,9 @@ scope tags (:mod:`.layout`), so nothing outside the binding is read, found or de
   ``delete``: one ``forget_by_scope``.
 * ``list_records``: one ``list`` page (more past :data:`PAGE` records); scope info,
   child scopes, categories and filtered deletes read every record under the prefix
-  (``list`` pages of :data:`PAGE`), then ``forget`` one by one.
+  (``list`` pages of :data:`PAGE`); a delete by ids reads its records with one
+  ``get_many`` instead. A filtered delete then removes the matching records with one
+  ``forget_many``.
 """
 
 from __future__ import annotations
@@ -386,21 +388,21 @@ def delete(
         )
         return int(deleted)
     if ids:
-        candidates: list[Stored] = []
-        for record_id in ids:
-            item = yield StoreCall("get", (memory_id(binding, record_id),))
-            stored = None if item is None else (yield from _readable(binding, item))
-            if stored is not None:
-                candidates.append(stored)
+        items = yield StoreCall("get_many", ([memory_id(binding, r) for r in ids],))
+        candidates = yield from _owned(binding, [i for i in items if i is not None])
     else:
         candidates = yield from _scan(binding, prefix, include_suppressed=True)
-    deleted = 0
-    for stored in candidates:
+    doomed = [
+        stored.memory_id
+        for stored in candidates
         if matches(
             stored, prefix=prefix, categories=wanted, older_than=cutoff, metadata_filter=meta
-        ):
-            deleted += bool((yield StoreCall("forget", (stored.memory_id,))))
-    return deleted
+        )
+    ]
+    if not doomed:
+        return 0
+    deleted = yield StoreCall("forget_many", (doomed,))
+    return int(deleted)
 
 
 def reset(binding: Binding, scope_prefix: object) -> Plan[None]:

@@ -177,7 +177,10 @@ class AgentMemoryStorage:
         """Delete the records at or below ``scope_prefix`` that pass every other given
         filter (any of ``categories``, one of ``record_ids``, created before
         ``older_than``, every ``metadata_filter`` pair; an empty list is no filter);
-        returns how many.
+        returns how many. Without filters: one ``forget_by_scope``; with ``record_ids``:
+        one ``get_many`` and one ``forget_many``; otherwise the records under the prefix
+        are read (``list`` pages of 10,000) and the matching ones deleted in one
+        ``forget_many``.
 
         Raises:
             InvalidInputError: a bad prefix, list, datetime or filter.
