@@ -49,10 +49,28 @@ def _langchain(name: str) -> Any:
     return AgentMemoryByteStore(client=valkey.Valkey(), name=name)
 
 
+def _langchain_history(name: str) -> Any:
+    from agent_memory.integrations.langchain import AgentMemoryChatMessageHistory
+
+    return AgentMemoryChatMessageHistory("s", client=valkey.Valkey(), name=name)
+
+
 @pytest.mark.parametrize(
     ("make", "segment"),
-    [(_openai, "oai_session"), (_llama, "li_chat"), (_pydantic, "pai_history"), (_langchain, "kv")],
-    ids=["openai-session", "llama-index-chat", "pydantic-ai-history", "langchain-bytes"],
+    [
+        (_openai, "oai_session"),
+        (_llama, "li_chat"),
+        (_pydantic, "pai_history"),
+        (_langchain, "kv"),
+        (_langchain_history, "session"),
+    ],
+    ids=[
+        "openai-session",
+        "llama-index-chat",
+        "pydantic-ai-history",
+        "langchain-bytes",
+        "langchain-history",
+    ],
 )
 def test_every_adapter_refuses_a_name_whose_keys_would_be_another_names(
     make: Any, segment: str

@@ -423,6 +423,24 @@ async def test_history_bad_input(histories: Histories, raw: Any) -> None:
         await history.aget_messages()
 
 
+async def test_history_names_that_would_share_a_key_are_refused(
+    histories: Histories, target: Target
+) -> None:
+    """With name ``x:session:b`` and session ``c`` a history would read and clear the
+    messages of name ``x`` and session ``b:session:c``: such names are refused."""
+    tenant = histories.make("b:session:c")
+    tenant.add_messages([HumanMessage("secret of tenant A")])
+    for name in (f"{histories.name}:session:b", f"{histories.name}:session", "session:session"):
+        with pytest.raises(InvalidInputError) as caught:
+            histories.make("c", name=name)
+        assert caught.value.field == "name"
+        with pytest.raises(InvalidInputError):
+            AgentMemoryChatMessageHistory.from_url(target.url, "c", name=name)
+    for name in (f"{histories.name}:sessions", f"session:{histories.name}", "a:session-b"):
+        assert histories.make("c", name=name).messages == []
+    assert tenant.messages == [HumanMessage("secret of tenant A")]
+
+
 async def test_history_single_client_modes(histories: Histories) -> None:
     sync_only = AgentMemoryChatMessageHistory("s", client=histories.client, name=histories.name)
     await sync_only.aadd_messages([HumanMessage("via a worker thread")])

@@ -21,8 +21,11 @@ day, refreshed by every read and write; ``None``: kept until deleted).
 
 Session ids are any non-empty text (up to 1024 characters) and are used verbatim in the
 key, like the session tier's thread ids: the same id in another ``name`` is another
-history. Reads and writes count as ``session:reads`` / ``session:writes`` in
-``{name}:__stats``. Cluster-safe: every command touches the one thread key.
+history. So a ``name`` holding ``:session`` followed by ``:`` or at its end is refused
+(with it, name ``a:session:b`` and session ``c`` would share the key of name ``a`` and
+session ``b:session:c``). Reads and writes count as ``session:reads`` /
+``session:writes`` in ``{name}:__stats``. Cluster-safe: every command touches the one
+thread key.
 """
 
 from __future__ import annotations
@@ -35,16 +38,19 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 from prometheus_client import CollectorRegistry
 
-from agent_memory.cache.keys import check_text, plain
+from agent_memory.cache.keys import check_name, check_text, plain, ttl_ms
 from agent_memory.cache.session import DEFAULT_SESSION_TTL, SessionCore
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError, ReplyParseError
+from agent_memory.integrations._keys import check_name_for_segment
 from agent_memory.integrations._runners import Runners, clients_from_url
 
 DEFAULT_KEY = "messages"
+#: The key segment of the session tier's threads: ``{name}:session:{session_id}``.
+SEGMENT = "session"
 
 # KEYS = [thread hash]; ARGV = [field, JSON array of the new messages, TTL ms or ""].
 # Appends at the text level (no decoding): returns 1, or -1 when the field holds
@@ -140,8 +146,9 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
         registry: a ``prometheus_client.CollectorRegistry`` for the tier's metrics.
 
     Raises:
-        InvalidInputError: no client or one of the wrong kind, a bad session id, name,
-            key or TTL.
+        InvalidInputError: no client or one of the wrong kind, a bad session id, name
+            (one holding ``:session`` followed by ``:`` or at its end included), key or
+            TTL.
     """
 
     def __init__(
@@ -159,6 +166,7 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
         self._session_id = check_text(session_id, field="session_id")
         self._key = check_text(key, field="key")
         self._core = SessionCore(name, ttl)
+        check_name_for_segment(self._core.tier.layout.name, SEGMENT)
         self._runners = Runners(
             client,
             async_client,
@@ -186,6 +194,10 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
         Raises:
             InvalidInputError: a bad URL, client option, session id, name, key or TTL.
         """
+        check_text(session_id, field="session_id")  # before a client exists
+        check_name_for_segment(check_name(name), SEGMENT)
+        check_text(key, field="key")
+        ttl_ms(ttl)
         client, async_client = clients_from_url(url, **client_options)
         result = cls(
             session_id, client=client, async_client=async_client, name=name, key=key, ttl=ttl
@@ -281,6 +293,7 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
 __all__ = [
     "APPEND_MESSAGES",
     "DEFAULT_KEY",
+    "SEGMENT",
     "AgentMemoryChatMessageHistory",
     "decode_messages",
     "encode_messages",
