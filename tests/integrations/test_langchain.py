@@ -418,9 +418,31 @@ async def test_history_bad_input(histories: Histories, raw: Any) -> None:
     with pytest.raises(ReplyParseError):
         await history.aadd_messages([HumanMessage("x")])
     assert raw.hget(f"{histories.name}:session:s", "messages") == '{"not": "a list"}'
-    raw.hset(f"{histories.name}:session:s", "messages", '[{"type": "bogus", "data": {}}]')
-    with pytest.raises(ReplyParseError):
-        await history.aget_messages()
+
+
+async def test_history_skips_and_counts_elements_that_are_not_messages(
+    histories: Histories, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another writer's elements in the array are skipped, logged and counted; the
+    history stays readable and appendable (a RunnableWithMessageHistory keeps going)."""
+    registry = CollectorRegistry()
+    history = histories.make("s", registry=registry)
+    history.add_messages([HumanMessage("hello")])
+    key = f"{histories.name}:session:s"
+    stored = raw.hget(key, "messages")
+    foreign = '{"type":"bogus","data":{}},5,{"type":"human"},{"type":"ai","data":{"content":7}}'
+    raw.hset(key, "messages", stored[:-1] + "," + foreign + "]")
+    history.add_messages([AIMessage("next turn")])
+    with caplog.at_level(logging.WARNING):
+        assert history.messages == [HumanMessage("hello"), AIMessage("next turn")]
+    assert "skipped 4 corrupt element(s)" in caplog.text
+    assert await history.aget_messages() == [HumanMessage("hello"), AIMessage("next turn")]
+    assert history.skipped == 8
+    counted = registry.get_sample_value(
+        "agent_memory_events_total", {"name": histories.name, "event": "corrupt_entries"}
+    )
+    assert counted == 8
+    assert len(raw.hget(key, "messages")) > len(stored)  # the foreign elements stay
 
 
 async def test_history_names_that_would_share_a_key_are_refused(

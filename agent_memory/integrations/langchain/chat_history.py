@@ -26,11 +26,18 @@ history. So a ``name`` holding ``:session`` followed by ``:`` or at its end is r
 session ``b:session:c``). Reads and writes count as ``session:reads`` /
 ``session:writes`` in ``{name}:__stats``. Cluster-safe: every command touches the one
 thread key.
+
+An element of the array that is not a LangChain message (another writer's, or one of a
+message type this ``langchain-core`` does not know) is *corrupt*: reads skip it, log it
+and count it (``corrupt_entries`` of the tier's metrics, and :attr:`skipped
+<AgentMemoryChatMessageHistory.skipped>`); appends leave it in place.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +54,8 @@ from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.integrations._keys import check_name_for_segment
 from agent_memory.integrations._runners import Runners, clients_from_url
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_KEY = "messages"
 #: The key segment of the session tier's threads: ``{name}:session:{session_id}``.
@@ -93,23 +102,36 @@ def encode_messages(messages: Sequence[BaseMessage]) -> str:
     )
 
 
-def decode_messages(stored: Any, *, session_id: str, key: str) -> list[BaseMessage]:
-    """Messages from the stored (JSON-decoded) field; ``[]`` when absent (pure).
+def decode_message(element: Any) -> BaseMessage | None:
+    """The message one (JSON-decoded) element of the array holds, or ``None`` when the
+    element is corrupt: not a ``message_to_dict`` object this ``langchain-core`` can
+    read (pure)."""
+    try:
+        return messages_from_dict([element])[0]
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
+        return None
+
+
+def decode_messages(stored: Any, *, session_id: str, key: str) -> tuple[list[BaseMessage], int]:
+    """The messages of the stored (JSON-decoded) field, oldest first, and how many of
+    its elements were corrupt (skipped); ``([], 0)`` when the field is absent (pure).
 
     Raises:
-        ReplyParseError: the field holds something that is not a list of messages.
+        ReplyParseError: the field holds something other than a JSON array.
     """
     if stored is None:
-        return []
-    try:
-        if not isinstance(stored, list):
-            raise TypeError("not a JSON array")
-        return list(messages_from_dict(stored))
-    except (KeyError, TypeError, ValueError) as exc:
+        return [], 0
+    if not isinstance(stored, list):
         raise ReplyParseError(
             f"session {session_id!r} field {key!r} does not hold a list of LangChain "
-            f"messages ({type(exc).__name__}: {exc})"
-        ) from exc
+            f"messages (a {type(stored).__name__}, not a JSON array)"
+        )
+    messages = []
+    for element in stored:
+        message = decode_message(element)
+        if message is not None:
+            messages.append(message)
+    return messages, len(stored) - len(messages)
 
 
 def _append(core: SessionCore, session_id: str, key: str, payload: str) -> Operation[None]:
@@ -167,6 +189,8 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
         self._key = check_text(key, field="key")
         self._core = SessionCore(name, ttl)
         check_name_for_segment(self._core.tier.layout.name, SEGMENT)
+        self._skipped = 0
+        self._lock = threading.Lock()
         self._runners = Runners(
             client,
             async_client,
@@ -215,6 +239,11 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
         """The thread field holding the messages."""
         return self._key
 
+    @property
+    def skipped(self) -> int:
+        """How many corrupt stored elements reads of this object have skipped so far."""
+        return self._skipped
+
     def close(self) -> None:
         """Close the blocking client if :meth:`from_url` created it (idempotent)."""
         self._runners.close()
@@ -225,7 +254,16 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
 
     def _read(self) -> Operation[list[BaseMessage]]:
         stored = yield from self._core.get(self._session_id, self._key)
-        return decode_messages(stored, session_id=self._session_id, key=self._key)
+        messages, skipped = decode_messages(stored, session_id=self._session_id, key=self._key)
+        if skipped:
+            with self._lock:
+                self._skipped += skipped
+            logger.warning(
+                "skipped %d corrupt element(s) of chat history %s field %r",
+                skipped, self._core.tier.layout.session(self._session_id), self._key,
+            )  # fmt: skip
+            self._core.tier.buffer.note("corrupt_entries", skipped)
+        return messages
 
     def _replace(self, messages: Sequence[BaseMessage]) -> Operation[None]:
         value = json.loads(encode_messages(messages))
@@ -238,11 +276,13 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
     def messages(self) -> list[BaseMessage]:
         """The messages of the session, oldest first (``[]`` when it has none).
 
-        Assigning a list replaces the stored history.
+        Assigning a list replaces the stored history. Elements that are not LangChain
+        messages (another writer's) are skipped, logged and counted (:attr:`skipped`,
+        ``corrupt_entries``).
 
         Raises:
             CapabilityError: only an asyncio client was given.
-            ReplyParseError: the field holds something that is not a list of messages.
+            ReplyParseError: the field holds something other than a JSON array.
             AgentMemoryError: a failure of the server (unavailable, timeout, ...).
         """
         return self._runners.run(self._read)
@@ -295,6 +335,7 @@ __all__ = [
     "DEFAULT_KEY",
     "SEGMENT",
     "AgentMemoryChatMessageHistory",
+    "decode_message",
     "decode_messages",
     "encode_messages",
 ]
