@@ -463,6 +463,20 @@ async def test_history_names_that_would_share_a_key_are_refused(
     assert tenant.messages == [HumanMessage("secret of tenant A")]
 
 
+async def test_history_keeps_a_lone_surrogate_as_a_json_escape(
+    histories: Histories, raw: Any
+) -> None:
+    history = histories.make("s")
+    odd = [AIMessage("bad \ud83d output"), HumanMessage("fine ü")]
+    history.add_messages(odd[:1])
+    await history.aadd_messages(odd[1:])
+    assert history.messages == odd
+    assert "\\ud83d" in raw.hget(f"{histories.name}:session:s", "messages")
+    history.messages = [HumanMessage("\udc00 replaced")]
+    assert await history.aget_messages() == [HumanMessage("\udc00 replaced")]
+    assert 0 < raw.pttl(f"{histories.name}:session:s") <= 86_400_000
+
+
 async def test_history_single_client_modes(histories: Histories) -> None:
     sync_only = AgentMemoryChatMessageHistory("s", client=histories.client, name=histories.name)
     await sync_only.aadd_messages([HumanMessage("via a worker thread")])

@@ -30,7 +30,9 @@ thread key.
 An element of the array that is not a LangChain message (another writer's, or one of a
 message type this ``langchain-core`` does not know) is *corrupt*: reads skip it, log it
 and count it (``corrupt_entries`` of the tier's metrics, and :attr:`skipped
-<AgentMemoryChatMessageHistory.skipped>`); appends leave it in place.
+<AgentMemoryChatMessageHistory.skipped>`); appends leave it in place. A message whose
+text holds a lone surrogate is stored with JSON escapes (by appends and by assigning
+``messages``) and reads back equal.
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ return 1
 
 
 def encode_messages(messages: Sequence[BaseMessage]) -> str:
-    """The JSON array stored for ``messages`` (pure).
+    """The JSON array stored for ``messages`` (pure): UTF-8 text, non-ASCII kept, except
+    that messages holding a lone surrogate are written with ASCII escapes (which read
+    back as the same text).
 
     Raises:
         InvalidInputError: not a sequence of ``BaseMessage``, or content that is not JSON.
@@ -97,9 +101,13 @@ def encode_messages(messages: Sequence[BaseMessage]) -> str:
                 field="messages",
             )
         dicts.append(message_to_dict(message))
-    return json.dumps(
-        plain(dicts, "messages"), ensure_ascii=False, allow_nan=False, separators=(",", ":")
-    )
+    data = plain(dicts, "messages")
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: keep it as a JSON escape
+        text = json.dumps(data, allow_nan=False, separators=(",", ":"))
+    return text
 
 
 def decode_message(element: Any) -> BaseMessage | None:
@@ -146,6 +154,19 @@ def _append(core: SessionCore, session_id: str, key: str, payload: str) -> Opera
         raise ReplyParseError(
             f"session {session_id!r} field {key!r} does not hold a JSON array: not appending to it"
         )
+    core.tier.note_stored(len(payload.encode("utf-8")))
+
+
+def _put(core: SessionCore, session_id: str, key: str, payload: str) -> Operation[None]:
+    """Replace the field with ``payload`` (the text :func:`encode_messages` made)."""
+    hkey = core.tier.layout.session(session_id)
+    commands = [Command(("HSET", hkey, key, payload))]
+    if core.ttl_ms is not None:
+        commands.append(Command(("PEXPIRE", hkey, str(core.ttl_ms))))
+    got = yield from batch_with_stats(
+        core.tier.layout, core.tier.buffer, commands, {"session:writes": 1}
+    )
+    raise_first_error(got)
     core.tier.note_stored(len(payload.encode("utf-8")))
 
 
@@ -266,8 +287,8 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
         return messages
 
     def _replace(self, messages: Sequence[BaseMessage]) -> Operation[None]:
-        value = json.loads(encode_messages(messages))
-        yield from self._core.set(self._session_id, self._key, value)
+        payload = encode_messages(messages)
+        yield from _put(self._core, self._session_id, self._key, payload)
 
     def _clear(self) -> Operation[None]:
         yield from self._core.delete(self._session_id, self._key)
