@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import operator
 import time
 import uuid
@@ -525,3 +526,30 @@ def test_delete_for_runs_keeps_the_index_of_a_checkpoint_written_meanwhile(
     assert saver.get_tuple(generate_config("t2")) is not None
     saver.delete_for_runs(["r1"])
     assert saver.get_tuple(generate_config("t2")) is None
+
+
+# -- bounds --------------------------------------------------------------------------
+
+TEN_YEARS = 10 * 365 * 24 * 60  # minutes
+
+
+def test_ttl_is_bounded_at_ten_years_when_the_saver_is_built(servers: _Servers) -> None:
+    import valkey
+
+    url = servers.get("valkey").url
+    client = valkey.Valkey.from_url(url)
+    # beyond the server's expiry range, or only the last step of every put would fail
+    for minutes in (math.inf, 1e300, 10**400, TEN_YEARS + 1):
+        with pytest.raises(InvalidInputError, match="default_ttl") as caught:
+            AgentMemorySaver(client, name=_name(), ttl={"default_ttl": minutes})
+        assert caught.value.field == "ttl"
+        with pytest.raises(InvalidInputError, match="default_ttl"):
+            AgentMemorySaver.from_url(url, ttl={"default_ttl": minutes})
+    client.close()
+    with AgentMemorySaver.from_url(url, name=_name(), ttl={"default_ttl": TEN_YEARS}) as saver:
+        saver.put(*_put(saver, "t", x=1))
+        assert saver.get_tuple(generate_config("t")) is not None
+        assert all(
+            (TEN_YEARS - 1) * 60_000 < t <= TEN_YEARS * 60_000
+            for t in _pttls(url, Layout(saver.name), "t")
+        )

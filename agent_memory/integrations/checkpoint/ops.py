@@ -22,6 +22,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from agent_memory.core import replies
+from agent_memory.core.checks import MAX_TTL_SECONDS, check_ttl_seconds
 from agent_memory.core.effects import Command, Operation, execute_batch, scan_keys
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError
@@ -62,11 +63,22 @@ def ttl_settings(ttl: Mapping[str, Any] | None) -> tuple[int, bool]:
         raise InvalidInputError("ttl['refresh_on_read'] must be a bool", field="ttl")
     if minutes is None:
         return 0, False
-    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not minutes > 0:
+    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)):
         raise InvalidInputError(
             "ttl['default_ttl'] must be a positive number of minutes", field="ttl"
         )
-    return max(1, round(float(minutes) * 60_000)), refresh
+    try:
+        # the library's one TTL bound (ten years): the server's PEXPIRE takes it, and a
+        # put never fails on its expiry after the script wrote the checkpoint
+        seconds = check_ttl_seconds(minutes * 60, field="ttl")
+    except InvalidInputError as exc:
+        raise InvalidInputError(
+            f"ttl['default_ttl'] must be > 0 and at most {MAX_TTL_SECONDS // 60} minutes, "
+            f"got {minutes!r:.40}",
+            field="ttl",
+        ) from exc
+    assert seconds is not None  # minutes is a number
+    return max(1, round(seconds * 1000)), refresh
 
 
 def prune_mode(strategy: object) -> str:
