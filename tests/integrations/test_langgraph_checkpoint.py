@@ -35,7 +35,7 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 from langgraph.graph import END, START, StateGraph
 
 from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
-from agent_memory.integrations.checkpoint import AgentMemorySaver, Layout
+from agent_memory.integrations.checkpoint import AgentMemorySaver, Layout, codec
 from tests.cache.conftest import FLAVOURS, Flavour
 from tests.conftest import VALKEY_SEARCH_KINDS, _Servers
 
@@ -526,6 +526,114 @@ def test_delete_for_runs_keeps_the_index_of_a_checkpoint_written_meanwhile(
     assert saver.get_tuple(generate_config("t2")) is not None
     saver.delete_for_runs(["r1"])
     assert saver.get_tuple(generate_config("t2")) is None
+
+
+# -- damaged data -------------------------------------------------------------------
+
+# what another writer leaves in one checkpoint's fields: (which field, the bytes)
+DAMAGE = {
+    "metadata-holds-an-int": ("m", b"msgpack\x00\x05"),
+    "metadata-not-msgpack": ("m", b"msgpack\x00\xc1"),
+    "metadata-unknown-type-tag": ("m", b"pickle\x00abc"),
+    "metadata-without-type": ("m", b"no type here"),
+    "checkpoint-not-msgpack": ("c", b"msgpack\x00\xc1"),
+    "checkpoint-holds-an-int": ("c", b"msgpack\x00\x05"),
+    "channel-value-not-msgpack": ("b", b"msgpack\x00\xc1"),
+    "pending-write-malformed": ("w", b"3:abc"),
+    "pending-write-value-unknown-type": ("w", codec.pack_write("t", "c", "", 1, b"bogus\x00x")),
+}
+
+
+def _damage(url: str, lane: Any, checkpoint_id: str, what: str) -> None:
+    import valkey
+
+    field, value = DAMAGE[what]
+    raw = valkey.Valkey.from_url(url)
+    try:
+        if field in ("m", "c"):
+            raw.hset(lane.records, f"{field}:{checkpoint_id}", value)
+        else:  # the first channel value or pending write the checkpoint lists
+            listed = raw.hget(lane.records, f"{field}:{checkpoint_id}")
+            raw.hset(lane.values, listed.split(b"\n")[0], value)
+    finally:
+        raw.close()
+
+
+def _history(saver: AgentMemorySaver, thread: str, steps: int) -> list[str]:
+    """``steps`` checkpoints of ``thread``, each with its own channel value and write."""
+    parent, ids = None, []
+    for step in range(steps):
+        config, cp, md, versions = _put(saver, thread, parent=parent, x=step)
+        md["step"] = step
+        parent = saver.put(config, cp, md, versions)
+        saver.put_writes(parent, [("ch", step)], "task")
+        ids.append(cp["id"])
+    return ids
+
+
+def _events(registry: Any, name: str) -> float:
+    value = registry.get_sample_value(
+        "agent_memory_events_total", {"name": name, "event": "corrupt_records"}
+    )
+    return value or 0.0
+
+
+@pytest.mark.parametrize("what", list(DAMAGE))
+async def test_a_damaged_checkpoint_is_skipped_logged_and_counted(
+    servers: _Servers, what: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from agent_memory.errors import ReplyParseError
+
+    url = servers.get("valkey").url
+    registry = CollectorRegistry()
+    async with AgentMemorySaver.from_url(url, name=_name(), registry=registry) as saver:
+        old, middle, new = _history(saver, "t", 3)
+        lane = Layout(saver.name).lane("t", "")
+        _damage(url, lane, middle, what)
+        thread = generate_config("t")
+
+        def ids(found: Any) -> list[str]:
+            return [t.checkpoint["id"] for t in found]
+
+        # left out of every listing, the pages going on past it
+        assert ids(saver.list(thread)) == [new, old]
+        assert ids([t async for t in saver.alist(thread)]) == [new, old]
+        assert ids(saver.list(thread, filter={"source": "loop"})) == [new, old]
+        assert ids(saver.list(thread, limit=2)) == [new, old]
+        assert ids(saver.list({"configurable": {"thread_id": "t"}})) == [new, old]
+        assert ids(saver.list(generate_config("t", checkpoint_id=middle))) == []
+        assert all(isinstance(t.metadata, dict) for t in saver.list(thread))
+        # naming it is a library error saying which checkpoint and what is wrong
+        with pytest.raises(ReplyParseError, match=middle):
+            saver.get_tuple(generate_config("t", checkpoint_id=middle))
+        with pytest.raises(ReplyParseError, match=middle):
+            await saver.aget_tuple(generate_config("t", checkpoint_id=middle))
+        assert saver.skipped == 9 == _events(registry, saver.name)
+        assert f"checkpoint {middle!r} of thread 't'" in caplog.text
+        # the newest damaged too: the latest is the newest that reads
+        _damage(url, lane, new, what)
+        latest = saver.get_tuple(thread)
+        assert latest is not None and latest.checkpoint["id"] == old
+        assert latest.checkpoint["channel_values"] == {"x": 0}
+        assert [w[2] for w in latest.pending_writes or []] == [0]
+        assert (await saver.aget_tuple(thread)).checkpoint["id"] == old  # type: ignore[union-attr]
+        assert saver.skipped == 13 == _events(registry, saver.name)
+        # and later calls work: a graph resumes from there
+        newer = saver.put(*_put(saver, "t", parent=latest.config, x=9))
+        assert ids(saver.list(thread)) == [newer["configurable"]["checkpoint_id"], old]
+
+
+async def test_a_thread_of_damaged_checkpoints_reads_as_empty(servers: _Servers) -> None:
+    url = servers.get("valkey").url
+    with AgentMemorySaver.from_url(url, name=_name()) as saver:
+        ids = _history(saver, "t", 3)
+        for cid in ids:
+            _damage(url, Layout(saver.name).lane("t", ""), cid, "metadata-not-msgpack")
+        assert saver.get_tuple(generate_config("t")) is None
+        assert list(saver.list(generate_config("t"), filter={"step": 1})) == []
+        assert saver.skipped == 6
 
 
 # -- bounds --------------------------------------------------------------------------

@@ -7,8 +7,10 @@ operations of :mod:`.ops` compose them; the saver's runners send them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Generic, TypeVar, cast
 
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -30,6 +32,8 @@ from agent_memory.integrations.checkpoint.layout import (
     checkpoint_config,
     run_member,
 )
+
+V = TypeVar("V")
 
 
 def _eval(script: str, lane: Lane, args: Iterable[Arg]) -> Command:
@@ -209,51 +213,116 @@ def _list(reply: Any) -> list[Any]:
     return list(reply)
 
 
+@dataclass(frozen=True, slots=True)
+class Stored(Generic[V]):
+    """One checkpoint of a reply: its decoded ``value``, or ``None`` and the
+    ``problem`` that makes it unreadable (bytes another writer damaged).
+
+    Attributes:
+        checkpoint_id: the checkpoint's id (a page's cursor, whether it reads or not).
+        value: what it decodes to; ``None`` when it is damaged.
+        problem: why it is damaged (empty when it reads).
+    """
+
+    checkpoint_id: str
+    value: V | None
+    problem: str = ""
+
+
 def _loads(serde: SerializerProtocol, raw: Any) -> Any:
     return serde.loads_typed(codec.unpack_typed(replies.raw_bytes(raw)))
 
 
-def records(reply: Any, lane: Lane, serde: SerializerProtocol) -> list[CheckpointTuple]:
-    """The checkpoint tuples of a ``range`` or ``pick`` reply."""
-    tuples: list[CheckpointTuple] = []
+def _mapping(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ReplyParseError(f"the stored {what} decodes to {type(value).__name__}, not a mapping")
+    return dict(value)
+
+
+def _decoded(checkpoint_id: str, decode: Callable[[], V]) -> Stored[V]:
+    """``decode()`` as a :class:`Stored`: whatever it raises marks the checkpoint damaged.
+
+    The stored bytes may come from another writer, and the ``serde`` is pluggable: its
+    decoders raise what their format library raises (``ValueError``,
+    ``NotImplementedError`` for an unknown type tag, ``TypeError``, ``ImportError`` from
+    an extension hook...), so no narrower class covers them.
+    """
+    try:
+        return Stored(checkpoint_id, decode())
+    except Exception as exc:  # noqa: BLE001 - reported by the caller, the record skipped
+        return Stored(checkpoint_id, None, f"{type(exc).__name__}: {exc}"[:300])
+
+
+def _metadata(serde: SerializerProtocol, raw: Any) -> dict[str, Any]:
+    if not raw:
+        return {}
+    value = _loads(serde, raw)
+    return {} if value is None else _mapping(value, "metadata")
+
+
+def _tuple(rec: list[Any], cid: str, lane: Lane, serde: SerializerProtocol) -> CheckpointTuple:
+    """The checkpoint tuple of one full record.
+
+    Raises:
+        Exception: whatever a damaged record makes the decoders raise.
+    """
+    parent = replies.text(rec[3])
+    flat = _list(rec[4])
+    values: dict[str, Any] = {}
+    for field, raw in zip(flat[::2], flat[1::2], strict=True):
+        typed = codec.unpack_typed(replies.raw_bytes(raw))
+        if typed[0] != codec.EMPTY[0]:
+            values[codec.channel_of(replies.text(field))] = serde.loads_typed(typed)
+    writes = [codec.unpack_write(replies.raw_bytes(w)) for w in _list(rec[5])]
+    writes.sort(key=lambda w: writes_sort_key(w[2], w[0], w[3]))
+    stored = _mapping(_loads(serde, rec[1]), "checkpoint")
+    if not isinstance(stored.get("id"), str):
+        raise ReplyParseError("the stored checkpoint has no str id")
+    checkpoint = cast(Checkpoint, {**stored, "channel_values": values})
+    metadata = cast(CheckpointMetadata, _metadata(serde, rec[2]))
+    return CheckpointTuple(
+        config=checkpoint_config(lane.thread_id, lane.checkpoint_ns, cid),  # type: ignore[arg-type]
+        checkpoint=checkpoint,
+        metadata=metadata,
+        parent_config=(
+            checkpoint_config(lane.thread_id, lane.checkpoint_ns, parent)  # type: ignore[arg-type]
+            if parent
+            else None
+        ),
+        pending_writes=[(w[0], w[1], serde.loads_typed(w[4])) for w in writes],
+    )
+
+
+def records(reply: Any, lane: Lane, serde: SerializerProtocol) -> list[Stored[CheckpointTuple]]:
+    """The checkpoints of a ``range`` or ``pick`` reply, in its order: each decoded on
+    its own, so one damaged record (a checkpoint, metadata, channel value or pending
+    write that does not decode, or decodes to something else than LangGraph's shapes)
+    is marked, not fatal to the others.
+
+    Raises:
+        ReplyParseError: a reply this library's script does not make.
+    """
+    found: list[Stored[CheckpointTuple]] = []
     for item in _list(reply):
         rec = _list(item)
         if len(rec) != 6:
             raise ReplyParseError("a checkpoint record has the wrong shape")
         cid = replies.text(rec[0])
-        parent = replies.text(rec[3])
-        flat = _list(rec[4])
-        values: dict[str, Any] = {}
-        for field, raw in zip(flat[::2], flat[1::2], strict=True):
-            typed = codec.unpack_typed(replies.raw_bytes(raw))
-            if typed[0] != codec.EMPTY[0]:
-                values[codec.channel_of(replies.text(field))] = serde.loads_typed(typed)
-        writes = [codec.unpack_write(replies.raw_bytes(w)) for w in _list(rec[5])]
-        writes.sort(key=lambda w: writes_sort_key(w[2], w[0], w[3]))
-        checkpoint = cast(Checkpoint, {**_loads(serde, rec[1]), "channel_values": values})
-        metadata: CheckpointMetadata = _loads(serde, rec[2]) if rec[2] else {}
-        tuples.append(
-            CheckpointTuple(
-                config=checkpoint_config(lane.thread_id, lane.checkpoint_ns, cid),  # type: ignore[arg-type]
-                checkpoint=checkpoint,
-                metadata=metadata,
-                parent_config=(
-                    checkpoint_config(lane.thread_id, lane.checkpoint_ns, parent)  # type: ignore[arg-type]
-                    if parent
-                    else None
-                ),
-                pending_writes=[(w[0], w[1], serde.loads_typed(w[4])) for w in writes],
-            )
-        )
-    return tuples
+        found.append(_decoded(cid, partial(_tuple, rec, cid, lane, serde)))
+    return found
 
 
-def metadata_page(reply: Any, serde: SerializerProtocol) -> list[tuple[str, dict[str, Any]]]:
-    """``(checkpoint id, metadata)`` pairs of a ``meta`` reply, newest first."""
+def metadata_page(reply: Any, serde: SerializerProtocol) -> list[Stored[dict[str, Any]]]:
+    """The metadata of a ``meta`` reply's checkpoints, newest first (each decoded on its
+    own, as :func:`records` does).
+
+    Raises:
+        ReplyParseError: a reply this library's script does not make.
+    """
     flat = _list(reply)
     return [
-        (replies.text(cid), _loads(serde, raw) or {})
-        for cid, raw in zip(flat[::2], flat[1::2], strict=True)
+        _decoded(cid, partial(_metadata, serde, raw))
+        for cid, raw in zip(map(replies.text, flat[::2]), flat[1::2], strict=True)
     ]
 
 

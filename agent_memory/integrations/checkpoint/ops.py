@@ -8,8 +8,8 @@ operations, so the two sides cannot drift.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -25,7 +25,7 @@ from agent_memory.core import replies
 from agent_memory.core.checks import MAX_TTL_SECONDS, check_ttl_seconds
 from agent_memory.core.effects import Command, Operation, execute_batch, scan_keys
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import InvalidInputError
+from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.integrations.checkpoint import commands as cmds
 from agent_memory.integrations.checkpoint.layout import (
     Lane,
@@ -42,6 +42,30 @@ from agent_memory.integrations.checkpoint.layout import (
 
 PAGE = 100
 """Checkpoints read per round trip by ``list`` (metadata only when filtering)."""
+
+V = TypeVar("V")
+
+Report = Callable[[Lane, str, str], None]
+"""Told of each damaged checkpoint a read met: ``(lane, checkpoint id, problem)``."""
+
+
+def readable_pairs(
+    found: Sequence[cmds.Stored[V]], lane: Lane, report: Report
+) -> list[tuple[str, V]]:
+    """``(checkpoint id, value)`` of the checkpoints that decoded; each damaged one is
+    reported."""
+    pairs: list[tuple[str, V]] = []
+    for stored in found:
+        if stored.value is None:
+            report(lane, stored.checkpoint_id, stored.problem)
+        else:
+            pairs.append((stored.checkpoint_id, stored.value))
+    return pairs
+
+
+def readable(found: Sequence[cmds.Stored[V]], lane: Lane, report: Report) -> list[V]:
+    """The values of the checkpoints that decoded; each damaged one is reported."""
+    return [value for _, value in readable_pairs(found, lane, report)]
 
 
 def ttl_settings(ttl: Mapping[str, Any] | None) -> tuple[int, bool]:
@@ -150,18 +174,48 @@ def put_writes(
 
 
 def get_tuple(
-    layout: Layout, serde: SerializerProtocol, config: Any, refresh_ms: int
+    layout: Layout, serde: SerializerProtocol, config: Any, refresh_ms: int, report: Report
 ) -> Operation[CheckpointTuple | None]:
-    """The checkpoint ``config`` names, or the newest of its namespace (one round trip)."""
+    """The checkpoint ``config`` names, or the newest readable one of its namespace (one
+    round trip unless the newest are damaged: those are reported and skipped).
+
+    Raises:
+        ReplyParseError: ``config`` names a checkpoint that is damaged (reported too).
+    """
     where = target(config)
     lane = layout.lane(where.thread_id, where.checkpoint_ns)
     if where.checkpoint_id is None:
-        command = cmds.range_command(lane, None, 1, refresh_ms, meta=False)
-    else:
-        command = cmds.pick_command(lane, [where.checkpoint_id], refresh_ms)
-    (reply,) = yield from _batch([command])
-    found = cmds.records(reply, lane, serde)
-    return found[0] if found else None
+        return (yield from _latest(lane, serde, refresh_ms, report))
+    (reply,) = yield from _batch([cmds.pick_command(lane, [where.checkpoint_id], refresh_ms)])
+    for stored in cmds.records(reply, lane, serde):
+        if stored.value is None:
+            report(lane, stored.checkpoint_id, stored.problem)
+            raise ReplyParseError(
+                f"checkpoint {stored.checkpoint_id!r} of thread {lane.thread_id!r} "
+                f"(namespace {lane.checkpoint_ns!r}) is damaged: {stored.problem}"
+            )
+        return stored.value
+    return None
+
+
+def _latest(
+    lane: Lane, serde: SerializerProtocol, refresh_ms: int, report: Report
+) -> Operation[CheckpointTuple | None]:
+    """The newest checkpoint of ``lane`` that reads: one record first (the common case),
+    then pages past damaged ones."""
+    before: str | None = None
+    count = 1
+    while True:
+        command = cmds.range_command(lane, before, count, refresh_ms, meta=False)
+        (reply,) = yield from _batch([command])
+        found = cmds.records(reply, lane, serde)
+        for stored in found:
+            if stored.value is not None:
+                return stored.value
+            report(lane, stored.checkpoint_id, stored.problem)
+        if len(found) < count:
+            return None
+        before, count = found[-1].checkpoint_id, PAGE
 
 
 def _lanes(layout: Layout, thread_ids: Sequence[str]) -> Operation[list[Lane]]:
@@ -290,7 +344,8 @@ def _check_limit(limit: object) -> int | None:
 class ListPlan:
     """``list`` as a series of page operations: :meth:`page` reads the next page (one
     round trip: the first may resolve the namespaces or threads, a filtered page reads
-    metadata first), until :attr:`done`.
+    metadata first), until :attr:`done`. Damaged checkpoints are told to ``report`` and
+    left out (a page may then be short, the next one goes on).
 
     Raises (at construction):
         InvalidInputError: a bad config, ``before``, ``filter`` or ``limit``.
@@ -305,8 +360,10 @@ class ListPlan:
         before: Any,
         limit: Any,
         refresh_ms: int,
+        report: Report,
     ) -> None:
         self._layout, self._serde, self._refresh = layout, serde, refresh_ms
+        self._report = report
         self._thread, self._ns, self._only = list_scope(config)
         self._before = before_id(before)
         self._filter = _check_filter(flt)
@@ -353,34 +410,41 @@ class ListPlan:
         self._cursor = None
         self.done = self.done or not self._lanes
 
+    def _records(self, lane: Lane, reply: Any) -> list[CheckpointTuple]:
+        return readable(cmds.records(reply, lane, self._serde), lane, self._report)
+
     def _lane_page(self, lane: Lane) -> Operation[list[CheckpointTuple]]:
         upper = self._cursor if self._cursor is not None else self._before
         if self._only is not None:
             (reply,) = yield from _batch([cmds.pick_command(lane, [self._only], self._refresh)])
             self._next_lane()
-            found = cmds.records(reply, lane, self._serde)
+            found = self._records(lane, reply)
             return [t for t in found if self._wanted(t.checkpoint["id"], t.metadata)]
         if self._filter is None:
             count = PAGE if self._left is None else min(PAGE, self._left)
             command = cmds.range_command(lane, upper, count, self._refresh, meta=False)
             (reply,) = yield from _batch([command])
-            found = cmds.records(reply, lane, self._serde)
-            if len(found) < count:
-                self._next_lane()
-            else:
-                self._cursor = found[-1].checkpoint["id"]
-            return found
+            stored = cmds.records(reply, lane, self._serde)
+            # the lane ends at a short read, damaged records counted: they are skipped,
+            # not the end of the lane
+            self._advance(stored, count)
+            return readable(stored, lane, self._report)
         command = cmds.range_command(lane, upper, PAGE, self._refresh, meta=True)
         (reply,) = yield from _batch([command])
         metas = cmds.metadata_page(reply, self._serde)
-        if len(metas) < PAGE:
-            self._next_lane()
-        else:
-            self._cursor = metas[-1][0]
-        picked = [cid for cid, md in metas if self._wanted(cid, md)]
+        self._advance(metas, PAGE)
+        pairs = readable_pairs(metas, lane, self._report)
+        picked = [cid for cid, metadata in pairs if self._wanted(cid, metadata)]
         if self._left is not None:
             picked = picked[: self._left]
         if not picked:
             return []
         (reply,) = yield from _batch([cmds.pick_command(lane, picked, self._refresh)])
-        return cmds.records(reply, lane, self._serde)
+        return self._records(lane, reply)
+
+    def _advance(self, read: Sequence[cmds.Stored[Any]], count: int) -> None:
+        """Move past what a range read returned: the next lane after a short read."""
+        if len(read) < count:
+            self._next_lane()
+        else:
+            self._cursor = read[-1].checkpoint_id

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -17,6 +19,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from prometheus_client import CollectorRegistry
 
 from agent_memory.core.client_factory import client_from_url, close_async_client, close_sync_client
 from agent_memory.core.clients import AsyncExecutor, SyncExecutor, is_async_client
@@ -25,7 +28,10 @@ from agent_memory.core.runner import run_async, run_sync
 from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
 from agent_memory.integrations._keys import check_name
 from agent_memory.integrations.checkpoint import ops
-from agent_memory.integrations.checkpoint.layout import DEFAULT_NAME, Layout
+from agent_memory.integrations.checkpoint.layout import DEFAULT_NAME, Lane, Layout
+from agent_memory.telemetry import Telemetry
+
+logger = logging.getLogger(__name__)
 
 
 class AgentMemorySaver(BaseCheckpointSaver[str]):
@@ -46,9 +52,17 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
             ``refresh_on_read`` (the default), its last read. ``None``: kept forever.
         serde: LangGraph serializer (default ``JsonPlusSerializer``), used through
             ``dumps_typed`` / ``loads_typed``; values are stored as binary.
+        registry: a ``prometheus_client.CollectorRegistry`` counting damaged checkpoints
+            (``agent_memory_events{event="corrupt_records"}``); ``None``: no metric.
 
     Raises:
         InvalidInputError: no client, a client of the wrong kind, or a bad option.
+
+    A checkpoint whose stored bytes another writer damaged (a checkpoint, metadata,
+    channel value or pending write the ``serde`` cannot decode, or that decodes to
+    something else than LangGraph's shapes) is logged, counted (:attr:`skipped`, and
+    the metric) and left out of ``list`` and of ``get_tuple`` of the newest checkpoint;
+    ``get_tuple`` naming exactly that checkpoint raises ``ReplyParseError``.
 
     Capabilities (every one the conformance suite knows): ``put``, ``put_writes``,
     ``get_tuple``, ``list``, ``delete_thread``, ``delete_for_runs``, ``copy_thread``,
@@ -65,6 +79,7 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         name: str = DEFAULT_NAME,
         ttl: Mapping[str, Any] | None = None,
         serde: SerializerProtocol | None = None,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         super().__init__(serde=serde)
         if client is None and async_client is None:
@@ -76,6 +91,9 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         if async_client is not None and not is_async_client(async_client):
             raise InvalidInputError("async_client must be an asyncio client", field="async_client")
         self._layout = Layout(check_name(name))
+        self._telemetry = Telemetry(self._layout.name, registry=registry)
+        self._skipped = 0
+        self._lock = threading.Lock()
         self._ttl_ms, refresh = ops.ttl_settings(ttl)
         self._refresh_ms = self._ttl_ms if refresh else 0
         self.ttl_config = dict(ttl) if ttl is not None else None
@@ -92,6 +110,7 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         name: str = DEFAULT_NAME,
         ttl: Mapping[str, Any] | None = None,
         serde: SerializerProtocol | None = None,
+        registry: CollectorRegistry | None = None,
         **client_options: Any,
     ) -> AgentMemorySaver:
         """A saver with its own blocking and asyncio clients for ``url`` (``valkey://``,
@@ -104,7 +123,14 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         """
         sync_client = client_from_url(url, asyncio=False, **client_options)
         async_client = client_from_url(url, asyncio=True, **client_options)
-        saver = cls(sync_client, async_client=async_client, name=name, ttl=ttl, serde=serde)
+        saver = cls(
+            sync_client,
+            async_client=async_client,
+            name=name,
+            ttl=ttl,
+            serde=serde,
+            registry=registry,
+        )
         saver._owned = True
         return saver
 
@@ -112,6 +138,23 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
     def name(self) -> str:
         """The key prefix."""
         return self._layout.name
+
+    @property
+    def skipped(self) -> int:
+        """How many damaged checkpoints this saver's reads have met so far (left out,
+        or refused by ``get_tuple`` of that checkpoint); each one read is counted."""
+        return self._skipped
+
+    def _damaged(self, lane: Lane, checkpoint_id: str, problem: str) -> None:
+        """Log and count a checkpoint another writer damaged (see the class docstring)."""
+        logger.warning(
+            "checkpointer %s: checkpoint %r of thread %r (namespace %r) is unreadable, "
+            "left out: %s",
+            self._layout.name, checkpoint_id, lane.thread_id, lane.checkpoint_ns, problem,
+        )  # fmt: skip
+        with self._lock:
+            self._skipped += 1
+        self._telemetry.count("corrupt_records")
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -190,15 +233,28 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         """The checkpoint ``config`` names (``checkpoint_id``), or the newest of its
         thread and namespace; ``None`` when there is none. One round trip.
 
+        Damaged checkpoints (another writer's bytes, see the class docstring) are
+        logged and counted. Without ``checkpoint_id`` they are skipped: the newest
+        checkpoint that reads is returned, the one ``list`` gives first, so a graph
+        resumes from its last readable state (the skip costs a round trip). Naming a
+        damaged checkpoint raises: ``None`` would say it does not exist, and LangGraph
+        would restart that run, or a ``DeltaChannel`` walk would stop there, from an
+        empty state.
+
         Raises:
             InvalidInputError: a config without a usable ``thread_id``.
+            ReplyParseError: ``checkpoint_id`` names a damaged checkpoint (its id and
+                what is wrong in the message).
             AgentMemoryError: the server failed (unavailable, timeout, error reply).
         """
-        return self._run(ops.get_tuple(self._layout, self.serde, config, self._refresh_ms))
+        return self._run(self._get(config))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """Async :meth:`get_tuple` (same arguments, same errors)."""
-        return await self._arun(ops.get_tuple(self._layout, self.serde, config, self._refresh_ms))
+        return await self._arun(self._get(config))
+
+    def _get(self, config: Any) -> Operation[CheckpointTuple | None]:
+        return ops.get_tuple(self._layout, self.serde, config, self._refresh_ms, self._damaged)
 
     def list(
         self,
@@ -212,7 +268,8 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         :data:`~.ops.PAGE` per round trip. ``config`` narrows to a thread, a namespace
         (absent: every namespace of the thread) and a checkpoint id; ``None`` lists
         every thread (a SCAN). ``filter`` keeps checkpoints whose metadata equals each
-        given value; ``before`` keeps older ids; ``limit`` caps the count.
+        given value; ``before`` keeps older ids; ``limit`` caps the count. Damaged
+        checkpoints are left out (logged and counted, see the class docstring).
 
         Raises:
             InvalidInputError: a bad config, ``before``, ``filter`` or ``limit`` (at the
@@ -223,7 +280,9 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         return self._pages(plan)
 
     def _plan(self, config: Any, flt: Any, before: Any, limit: Any) -> ops.ListPlan:
-        return ops.ListPlan(self._layout, self.serde, config, flt, before, limit, self._refresh_ms)
+        return ops.ListPlan(
+            self._layout, self.serde, config, flt, before, limit, self._refresh_ms, self._damaged
+        )
 
     def _pages(self, plan: ops.ListPlan) -> Iterator[CheckpointTuple]:
         while not plan.done:
