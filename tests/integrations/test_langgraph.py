@@ -312,8 +312,9 @@ def test_ttl(servers: _Servers) -> None:
         lg.close()
 
 
+@pytest.mark.parametrize("stored", ["soon", 10**400], ids=["text", "int-beyond-float"])
 def test_an_item_whose_stored_ttl_another_writer_damaged_is_read_and_counted(
-    servers: _Servers,
+    servers: _Servers, stored: Any
 ) -> None:
     name = f"lg_{uuid.uuid4().hex[:8]}"
     lg = AgentMemoryStore.from_url(
@@ -326,7 +327,7 @@ def test_an_item_whose_stored_ttl_another_writer_damaged_is_read_and_counted(
         lg.put(("ns",), "k", {"text": "kept"}, ttl=5.0)
         (memory,) = lg._store.list(scope=lg._scope).items  # type: ignore[union-attr]
         damaged = dict(memory.metadata)
-        damaged["langgraph"] = {**damaged["langgraph"], "ttl_minutes": "soon"}
+        damaged["langgraph"] = {**damaged["langgraph"], "ttl_minutes": stored}
         client = lg._store.client  # type: ignore[union-attr]
         client.hset(f"{name}:mem:{memory.id}", "metadata_json", json.dumps(damaged))
         counters = lg._store._ctx.counters  # type: ignore[union-attr]
@@ -497,6 +498,21 @@ def test_a_bad_config_is_refused_when_the_store_is_built(config: dict[str, Any])
         AgentMemoryStore(sync, **config)
 
 
+def _param_id(value: Any) -> str:
+    try:
+        return repr(value)[:80]
+    except ValueError:  # an int over Python's digit limit has no repr
+        return "int-over-the-digit-limit"
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    """``leaf`` inside ``depth`` nested objects (built without recursion)."""
+    value = leaf
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
 HOSTILE_READS: list[tuple[str, dict[str, Any]]] = [
     ("search", {"limit": float("inf")}),
     ("search", {"limit": float("nan")}),
@@ -510,6 +526,14 @@ HOSTILE_READS: list[tuple[str, dict[str, Any]]] = [
     ("search", {"filter": {1: "x"}}),
     ("search", {"filter": {"n": {"$regex": "x"}}}),  # refused even when nothing matches
     ("search", {"query": 5}),
+    ("search", {"filter": {"n": {"$lt": 10**400}}}),  # beyond any float: not compared
+    ("search", {"filter": {"n": {"$gt": -(10**400)}}}),
+    ("search", {"filter": {"n": 10**400}}),
+    ("search", {"filter": {"n": [1, 10**5000]}}),
+    ("search", {"filter": {"n": {"$eq": {1, 2}}}}),  # a set is no JSON value
+    ("search", {"filter": {"n": {"$ne": float("nan")}}}),
+    ("search", {"filter": {"n": _nested(101, 1)}}),
+    ("search", {"filter": {"n": {"$eq": _nested(100, 1)}}}),
     ("list_namespaces", {"limit": "x"}),
     ("list_namespaces", {"limit": -1}),
     ("list_namespaces", {"offset": -1}),  # not "the last items"
@@ -520,7 +544,7 @@ HOSTILE_READS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize(("method", "kwargs"), HOSTILE_READS, ids=repr)
+@pytest.mark.parametrize(("method", "kwargs"), HOSTILE_READS, ids=_param_id)
 def test_hostile_search_and_listing_arguments_are_refused(
     store: AgentMemoryStore, method: str, kwargs: dict[str, Any]
 ) -> None:
@@ -743,5 +767,61 @@ def test_a_damaged_item_does_not_shorten_a_page(url: str) -> None:
         assert len(page) == 2 and "b" not in {i.key for i in page}
         listed = lg.search(("ns",), limit=2)  # the plain listing, paged on the server
         assert len(listed) == 2 and "b" not in {i.key for i in listed}
+    finally:
+        lg.close()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        _nested(101, 1),  # 3000 levels made put raise RecursionError
+        {"a": [_nested(100, None)]},
+        {"n": 10**400},  # was stored, then broke every $gt search of its prefix
+        {"n": -(10**400)},
+        {"n": [1, {"m": 10**5000}]},  # int digits limit: was a raw ValueError
+    ],
+    ids=["101-objects", "101-in-a-list", "10**400", "-10**400", "5000-digits"],
+)
+def test_a_value_beyond_json_limits_is_refused_and_nothing_is_written(
+    store: AgentMemoryStore, value: Any
+) -> None:
+    ns = ("limits",)
+    with pytest.raises(InvalidInputError, match="value") as caught:
+        store.batch([PutOp(ns, "ok", {"text": "fine"}), PutOp(ns, "bad", value)])
+    assert caught.value.field == "value"
+    assert store.search(ns) == []
+    with pytest.raises(InvalidInputError, match="value"):
+        check_value(value)
+
+
+def test_values_at_the_json_limits_round_trip(store: AgentMemoryStore) -> None:
+    deepest = _nested(99, [1.7976931348623157e308, int(1.7976931348623157e308)])
+    store.put(("limits",), "deep", deepest)
+    item = store.get(("limits",), "deep")
+    assert item is not None and item.value == deepest
+    with pytest.raises(InvalidInputError, match="ttl"):
+        store.put(("limits",), "forever", {"text": "x"}, ttl=10**400)  # was OverflowError
+    assert store.get(("limits",), "forever") is None
+
+
+def test_a_stored_int_beyond_float_range_never_breaks_a_filtered_search(url: str) -> None:
+    lg = _lg(url, HashingEmbedder())
+    try:
+        ns = ("numbers",)
+        lg.put(ns, "ok", {"text": "three", "n": 3})
+        lg.put(ns, "big", {"text": "huge", "n": 1})
+        served = lg._store
+        assert served is not None
+        big = next(m for m in served.list(scope=lg._scope).items if m.content == "huge")
+        meta = dict(big.metadata)
+        meta["langgraph"] = {**meta["langgraph"], "value": {"text": "huge", "n": 10**400}}
+        # another writer stores what this adapter refuses
+        served.client.hset(f"{served.name}:mem:{big.id}", "metadata_json", json.dumps(meta))
+        assert [i.key for i in lg.search(ns, filter={"n": {"$gt": 1}})] == ["ok"]
+        assert [i.key for i in lg.search(ns, filter={"n": {"$lte": 3}})] == ["ok"]
+        assert [i.key for i in lg.search(ns, query="huge", filter={"n": {"$gte": 0}})] == ["ok"]
+        assert [i.key for i in lg.search(ns, filter={"n": {"$ne": 3}})] == ["big"]
+        found = lg.get(ns, "big")
+        assert found is not None and found.value["n"] == 10**400
     finally:
         lg.close()

@@ -44,9 +44,12 @@ Operations:
   namespaces of the items under the longest wildcard-free part of ``prefix``
   (every item when there is none): cost grows with that number of items.
 * A batch checks every operation before it runs the first one: a bad namespace, key,
-  value (not a JSON object with string keys, NaN, a set...), ``ttl``, ``index``,
-  filter, limit, offset or depth refuses the whole batch with ``InvalidInputError``
-  and nothing is written or deleted. ``put(..., index="text")`` is refused (write
+  value (not a JSON object with string keys, NaN, a set..., objects and arrays nested
+  more than 100 deep, an int beyond the float range such as ``10**400``), ``ttl``
+  (at most ten years), ``index``, filter (an operand is checked as a value is), limit,
+  offset or depth refuses the whole batch with ``InvalidInputError`` and nothing is
+  written or deleted. A stored number a filter cannot compare (another writer's
+  ``10**400``) does not match ``$gt``/``$gte``/``$lt``/``$lte``. ``put(..., index="text")`` is refused (write
   ``index=["text"]``), where LangGraph's ``InMemoryStore`` reads a string as one path
   per character.
 * A batch runs its operations in order; consecutive puts are one step (one read of the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,10 +23,12 @@ from langgraph.store.base import (  # noqa: E402 - after the check naming the ex
     SearchOp,
 )
 
-from agent_memory.core.checks import MAX_TTL_SECONDS  # noqa: E402
+from agent_memory.core.checks import MAX_TTL_SECONDS, check_ttl_seconds  # noqa: E402
 from agent_memory.integrations.langgraph.values import (  # noqa: E402
     FILTER_OPERATORS,
+    MAX_VALUE_DEPTH,
     check_namespace,
+    fits_float,
 )
 from agent_memory.store.validation import check_importance  # noqa: E402
 
@@ -38,50 +41,66 @@ def check_count(value: object, *, field: str) -> int:
 
 
 def ttl_seconds(minutes: object) -> float | None:
-    """A LangGraph TTL (minutes, or ``None`` for none) as the store's seconds."""
+    """A LangGraph TTL (minutes, or ``None`` for none) as the store's seconds, within the
+    library's TTL bound (``check_ttl_seconds``: at most ten years)."""
     if minutes is None:
         return None
     if isinstance(minutes, bool) or not isinstance(minutes, (int, float)):
         raise InvalidInputError(
             f"ttl must be a number of minutes or None, got {type(minutes).__name__}", field="ttl"
         )
-    seconds = float(minutes) * 60
-    if not math.isfinite(seconds) or not 0 < seconds <= MAX_TTL_SECONDS:
+    try:
+        return check_ttl_seconds(minutes * 60, field="ttl")
+    except InvalidInputError as exc:
         raise InvalidInputError(
-            f"ttl must be > 0 and at most {MAX_TTL_SECONDS // 60} minutes, got {minutes}",
+            f"ttl must be > 0 and at most {MAX_TTL_SECONDS // 60} minutes, got {minutes!r:.40}",
             field="ttl",
-        )
-    return seconds
+        ) from exc
 
 
-def _check_json(value: object, path: str) -> None:
+def _check_json(value: object, path: str, field: str, depth: int = 0) -> None:
     # JSON would turn a key 1 into "1" and a tuple into a list silently; keys must be
-    # text so that the value reads back as it was written.
+    # text so that the value reads back as it was written. The nesting and the size of
+    # ints are bounded so that every JSON library (and Python's, within its recursion
+    # and int-digit limits) reads the value back, and a filter compares it as a number.
+    if isinstance(value, (Mapping, list, tuple)) and depth >= MAX_VALUE_DEPTH:
+        raise InvalidInputError(
+            f"{field} nests more than {MAX_VALUE_DEPTH} objects or arrays (at {path:.200})",
+            field=field,
+        )
     if isinstance(value, Mapping):
         for key, inner in value.items():
             if not isinstance(key, str):
                 raise InvalidInputError(
-                    f"value keys must be strings, got {key!r} at {path}", field="value"
+                    f"{field} keys must be strings, got {key!r:.40} at {path:.200}", field=field
                 )
-            _check_json(inner, f"{path}.{key}")
+            _check_json(inner, f"{path}.{key}", field, depth + 1)
     elif isinstance(value, (list, tuple)):
         for i, inner in enumerate(value):
-            _check_json(inner, f"{path}[{i}]")
+            _check_json(inner, f"{path}[{i}]", field, depth + 1)
     elif isinstance(value, float) and not math.isfinite(value):
-        raise InvalidInputError(f"value holds {value} at {path} (not JSON)", field="value")
+        raise InvalidInputError(f"{field} holds {value} at {path:.200} (not JSON)", field=field)
+    elif isinstance(value, int) and not isinstance(value, bool) and not fits_float(value):
+        raise InvalidInputError(
+            f"{field} holds an int beyond the float range at {path:.200} "
+            f"(at most {sys.float_info.max:.3g} in magnitude)",
+            field=field,
+        )
     elif value is not None and not isinstance(value, (str, int, float, bool)):
         raise InvalidInputError(
-            f"value holds a {type(value).__name__} at {path} (not JSON)", field="value"
+            f"{field} holds a {type(value).__name__} at {path:.200} (not JSON)", field=field
         )
 
 
 def check_value(value: object) -> dict[str, Any]:
-    """A LangGraph item value: a JSON object (mapping with string keys, JSON values)."""
+    """A LangGraph item value: a JSON object (mapping with string keys, JSON values,
+    nesting at most :data:`MAX_VALUE_DEPTH` objects or arrays, ints within the float
+    range)."""
     if not isinstance(value, Mapping):
         raise InvalidInputError(
             f"a LangGraph value must be a mapping, got {type(value).__name__}", field="value"
         )
-    _check_json(value, "$")
+    _check_json(value, "$", "value")
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -115,7 +134,9 @@ def check_index(index: object) -> tuple[str, ...] | None:
 
 def check_filter(flt: object) -> Mapping[str, Any] | None:
     """A search filter: ``None`` or a mapping of value fields to conditions, each
-    operator one of ``$eq $ne $gt $gte $lt $lte``."""
+    operator one of ``$eq $ne $gt $gte $lt $lte`` and each operand a JSON value as a
+    stored value is (:func:`check_value`'s rules: a ``10**400`` or a value nested too
+    deeply is refused, not compared)."""
     if flt is None:
         return None
     if not isinstance(flt, Mapping) or not all(isinstance(k, str) for k in flt):
@@ -123,19 +144,31 @@ def check_filter(flt: object) -> Mapping[str, Any] | None:
             f"filter must be a mapping of field names to conditions, got {flt!r:.60}",
             field="filter",
         )
-    for condition in flt.values():
-        _check_condition(condition)
+    for key, condition in flt.items():
+        _check_condition(condition, f"$.{key}", 1)
     return flt or None
 
 
-def _check_condition(condition: object) -> None:
-    if isinstance(condition, Mapping):
-        for key, inner in condition.items():
-            if isinstance(key, str) and key.startswith("$"):
-                if key not in FILTER_OPERATORS:
-                    raise InvalidInputError(f"unsupported filter operator {key!r}", field="filter")
-            else:
-                _check_condition(inner)
+def _check_condition(condition: object, path: str, depth: int) -> None:
+    if not isinstance(condition, Mapping):
+        _check_json(condition, path, "filter", depth)
+        return
+    if depth >= MAX_VALUE_DEPTH:
+        raise InvalidInputError(
+            f"filter nests more than {MAX_VALUE_DEPTH} objects or arrays (at {path:.200})",
+            field="filter",
+        )
+    for key, inner in condition.items():
+        if not isinstance(key, str):
+            raise InvalidInputError(
+                f"filter keys must be strings, got {key!r:.40} at {path:.200}", field="filter"
+            )
+        if key.startswith("$"):
+            if key not in FILTER_OPERATORS:
+                raise InvalidInputError(f"unsupported filter operator {key!r}", field="filter")
+            _check_json(inner, f"{path}.{key}", "filter", depth + 1)
+        else:
+            _check_condition(inner, f"{path}.{key}", depth + 1)
 
 
 def check_op(op: Op) -> None:

@@ -17,6 +17,9 @@ from agent_memory.errors import InvalidInputError
 MAX_DEPTH = 60
 #: Longest text embedded for an item (UTF-8 bytes); the value itself is kept whole.
 MAX_CONTENT_BYTES = 16 * 1024
+#: Objects and arrays a value (or a filter) may nest: every JSON library reads that
+#: back (Python's within its recursion limit, serde_json's 128, Ruby's 100).
+MAX_VALUE_DEPTH = 100
 #: The operators of ``search(filter=...)``, as LangGraph's ``InMemoryStore`` has them.
 FILTER_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -73,12 +76,23 @@ def _compare(item_value: Any, filter_value: Any) -> bool:
     return bool(item_value == filter_value)
 
 
+def fits_float(value: int) -> bool:
+    """Whether an int converts to a float (a ``10**400`` does not)."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
+
+
 def _number(value: Any) -> float | None:
+    # None (no match) for what is not a number, including what another writer may have
+    # stored: an int beyond the float range
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
         result = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     return result if not math.isnan(result) else None
 
