@@ -825,3 +825,37 @@ def test_a_stored_int_beyond_float_range_never_breaks_a_filtered_search(url: str
         assert found is not None and found.value["n"] == 10**400
     finally:
         lg.close()
+
+
+def test_pages_go_past_the_listing_and_nearest_neighbour_caps(servers: _Servers) -> None:
+    """A page is short only at the end: a listing past the store's 10,000 per call, a
+    semantic page past the 1,000 nearest (the rest follows unscored)."""
+    lg = _lg(servers.get("valkey-redisearch").url, HashingEmbedder())
+    try:
+        ns, count = ("docs",), 10_001
+        for start in range(0, count, 2000):
+            stop = min(count, start + 2000)
+            lg.batch(
+                [PutOp(ns, f"k{i}", {"text": f"note {i}", "i": i}) for i in range(start, stop)]
+            )
+        listed = lg.search(ns, limit=20_000, refresh_ttl=False)
+        assert len({i.key for i in listed}) == len(listed) == count  # was 10,000
+
+        ranked = lg.search(ns, query="note", limit=1000, refresh_ttl=False)
+        assert all(i.score is not None for i in ranked)
+        page = lg.search(ns, query="note", limit=10, offset=1000, refresh_ttl=False)
+        assert len(page) == 10 and all(i.score is None for i in page)  # was empty
+        assert not {i.key for i in page} & {i.key for i in ranked}
+        everything = lg.search(ns, query="note", limit=20_000, refresh_ttl=False)
+        assert len({i.key for i in everything}) == len(everything) == count
+        assert [i.key for i in everything[:1000]] == [i.key for i in ranked]
+        assert all(i.score is None for i in everything[1000:])
+
+        # a filtered search finds an item wherever it ranks
+        outside = next(i for i in range(count) if f"k{i}" not in {r.key for r in ranked})
+        (found,) = lg.search(ns, query="note", filter={"i": outside}, refresh_ttl=False)
+        assert found.key == f"k{outside}" and found.score is None  # was not found
+        flt = {"i": {"$gte": 0}}
+        assert len(lg.search(ns, query="note", filter=flt, limit=10, offset=1000)) == 10
+    finally:
+        lg.close()

@@ -27,12 +27,17 @@ Operations:
 
 * ``search(prefix, query=...)`` is a vector search of our index restricted to the
   prefix, ordered by cosine similarity (``SearchItem.score`` is the similarity, no
-  threshold). Without ``query`` items come newest ``updated_at`` first (at the
-  store's millisecond resolution).
+  threshold). It ranks at most the 1000 nearest items (the store's largest ``k``):
+  a page past them (``offset + limit`` over 1000) or a filter that leaves fewer
+  than the page among them goes on with every other item of the prefix, unscored
+  (``score`` ``None``) and newest first, after the ranked ones, as unindexed items
+  do; that part reads the whole prefix. So every page is full until the items run
+  out, and a filtered search finds a matching item wherever it ranks. Without
+  ``query`` items come newest ``updated_at`` first (at the store's millisecond
+  resolution), any ``limit`` (read 10,000 per store call).
 * ``filter=`` matches value fields client-side, as LangGraph's ``InMemoryStore`` does:
   equality (nested objects and lists compare as JSON) and ``$eq``, ``$ne``, ``$gt``,
-  ``$gte``, ``$lt``, ``$lte``. A semantic search with a filter considers the 1000
-  nearest items of the prefix; a listing with a filter reads the whole prefix.
+  ``$gte``, ``$lt``, ``$lte``. A listing with a filter reads the whole prefix.
 * TTL (``supports_ttl = True``): ``put(..., ttl=minutes)`` sets a server-side expiry,
   applied atomically with the write; reads with ``refresh_ttl`` (the default, see
   ``TTLConfig.refresh_on_read``) restart it: that is a write (the expiry of each item

@@ -53,9 +53,12 @@ MARKER_TAG = "langgraph:item"
 NOINDEX_TAG = "langgraph:unindexed"
 META_KEY = "langgraph"
 SOURCE = "langgraph"
-#: Nearest items a filtered semantic search considers (the store's largest ``k``).
+#: Nearest items a semantic search ranks (the store's largest ``k``); past them the
+#: other items of the prefix follow unscored.
 MAX_SEMANTIC_CANDIDATES = 1000
-_PAGE = 1000
+#: Most items one store ``list`` call returns: longer listings take several calls
+#: (each call ranks the whole prefix: few large calls cost less than many small ones).
+_LIST_CHUNK = 10_000
 
 # An operation plan yields (method name, args, kwargs) of store calls and receives each
 # call's result: one body serves the sync and the async runner.
@@ -315,9 +318,11 @@ class OperationPlans:
     def _list_all(self, tags: list[str]) -> Generator[Call, Any, list[MemoryItem]]:
         items: list[MemoryItem] = []
         while True:
-            page = yield from _call("list", self._scope, tags=tags, limit=_PAGE, offset=len(items))
+            page = yield from _call(
+                "list", self._scope, tags=tags, limit=_LIST_CHUNK, offset=len(items)
+            )
             items.extend(page.items)
-            if len(page.items) < _PAGE or len(items) >= page.total:
+            if len(page.items) < _LIST_CHUNK or len(items) >= page.total:
                 return items
 
     def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
@@ -329,26 +334,25 @@ class OperationPlans:
         flt = check_filter(op.filter)
         matched: list[tuple[MemoryItem, float | None]] = []
         if op.query:
-            scored = yield from self._nearest(op.query, tags, flt, offset + limit)
-            scored.sort(key=lambda pair: -pair[1])
+            scored = yield from self._semantic(op.query, tags, flt, offset + limit)
             matched.extend(scored)
-            if len(matched) < offset + limit:
-                unindexed = yield from self._list_all([*tags, NOINDEX_TAG])
-                matched.extend((m, None) for m in unindexed if matches_filter(self._value(m), flt))
         elif flt:
             everything = yield from self._list_all(tags)
             matched.extend((m, None) for m in everything if matches_filter(self._value(m), flt))
         else:
-            page = yield from self._listed_page(tags, min(limit, 10_000), offset)
+            page = yield from self._listed_page(tags, limit, offset)
             matched.extend(page)
             offset = 0
         # Items another writer damaged are reported and left out before the page is
-        # cut, so a page is short only at the end.
-        readable = [
-            (memory, item)
-            for memory, score in matched
-            if (item := self._item(memory, score)) is not None
-        ]
+        # cut, so a page is short only at the end; the items past the page are not
+        # converted (a search may have read the whole prefix).
+        readable: list[tuple[MemoryItem, SearchItem]] = []
+        for memory, score in matched:
+            item = self._item(memory, score)
+            if item is not None:
+                readable.append((memory, item))
+                if len(readable) >= offset + limit:
+                    break
         window = readable[offset : offset + limit]
         if op.refresh_ttl:
             yield from self._refresh([memory for memory, _ in window])
@@ -358,11 +362,12 @@ class OperationPlans:
         self, tags: list[str], limit: int, offset: int
     ) -> Plan[list[tuple[MemoryItem, float | None]]]:
         """``limit`` items of the listing from ``offset`` (which counts every stored
-        item), topped up past the items another writer damaged (reported, left out)."""
+        item), topped up past the items another writer damaged (reported, left out), in
+        store calls of at most :data:`_LIST_CHUNK` items (the store's maximum)."""
         found: list[tuple[MemoryItem, float | None]] = []
         start = offset
         while len(found) < limit:
-            wanted = limit - len(found)
+            wanted = min(limit - len(found), _LIST_CHUNK)
             page = yield from _call("list", self._scope, tags=tags, limit=wanted, offset=start)
             start += len(page.items)
             found.extend((m, None) for m in page.items if self._item(m) is not None)
@@ -370,28 +375,52 @@ class OperationPlans:
                 break
         return found
 
+    def _semantic(
+        self, query: str, tags: list[str], flt: Mapping[str, Any] | None, wanted: int
+    ) -> Plan[list[tuple[MemoryItem, float | None]]]:
+        """At least ``wanted`` items passing ``flt`` (when there are): the nearest
+        indexed ones by similarity, then the unindexed ones unscored. When the nearest
+        read stops at :data:`MAX_SEMANTIC_CANDIDATES` and that is not enough, every
+        other item of the prefix follows unscored (newest first), so a page is short
+        only at the end and a filtered item is found past the nearest too."""
+        scored, capped = yield from self._nearest(query, tags, flt, wanted)
+        scored.sort(key=lambda pair: -pair[1])
+        matched: list[tuple[MemoryItem, float | None]] = list(scored)
+        if len(matched) >= wanted:
+            return matched
+        if capped:
+            ranked = {memory.id for memory, _ in scored}
+            everything = yield from self._list_all(tags)
+            rest = [m for m in everything if m.id not in ranked]
+        else:
+            rest = yield from self._list_all([*tags, NOINDEX_TAG])
+        matched.extend((m, None) for m in rest if matches_filter(self._value(m), flt))
+        return matched
+
     def _nearest(
         self, query: str, tags: list[str], flt: Mapping[str, Any] | None, wanted: int
-    ) -> Plan[list[tuple[MemoryItem, float]]]:
+    ) -> Plan[tuple[list[tuple[MemoryItem, float]], bool]]:
         """Indexed items passing ``flt``, nearest first, at least ``wanted`` when there
         are (unindexed items hold vectors of their path: they are skipped, and ``k``
-        grows past them)."""
-        k = MAX_SEMANTIC_CANDIDATES if flt else min(MAX_SEMANTIC_CANDIDATES, wanted)
+        grows past them); and whether the read stopped at the cap with items left."""
+        cap = MAX_SEMANTIC_CANDIDATES
+        k = cap if flt else min(cap, wanted)
         while True:
             hits = yield from _call(
                 "recall", query, scope=self._scope, k=k, tags=tags, threshold=2.0,
                 reinforce=False, weights=SIMILARITY_ONLY,
             )  # fmt: skip
             indexed = [hit for hit in hits if NOINDEX_TAG not in hit.item.tags]
-            grown = min(MAX_SEMANTIC_CANDIDATES, wanted + len(hits) - len(indexed))
+            grown = min(cap, wanted + len(hits) - len(indexed))
             if flt or len(hits) < k or len(indexed) >= wanted or grown <= k:
                 break
             k = grown
-        return [
+        scored = [
             (hit.item, hit.similarity)
             for hit in indexed
             if matches_filter(self._value(hit.item), flt)
         ]
+        return scored, k == cap and len(hits) == cap
 
     @staticmethod
     def _value(memory: MemoryItem) -> Mapping[str, Any]:
