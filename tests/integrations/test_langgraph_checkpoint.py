@@ -207,13 +207,33 @@ def saver(servers: _Servers) -> Iterator[AgentMemorySaver]:
     [None, {}, {"configurable": {}}, {"configurable": {"thread_id": ""}},
      {"configurable": {"thread_id": None}}, {"configurable": {"thread_id": 1.5}},
      {"configurable": {"thread_id": "t", "checkpoint_ns": 3}},
-     {"configurable": {"thread_id": "t", "checkpoint_id": 7}}],
+     {"configurable": {"thread_id": "t", "checkpoint_id": 7}},
+     # a lone surrogate cannot be sent: was ServerResponseError (put) or None (get)
+     {"configurable": {"thread_id": "t\ud800"}},
+     {"configurable": {"thread_id": "t", "checkpoint_ns": "n\udfff"}},
+     {"configurable": {"thread_id": "t", "checkpoint_id": "c\ud800"}}],
 )  # fmt: skip
 def test_bad_configs_raise_invalid_input(saver: AgentMemorySaver, config: Any) -> None:
     with pytest.raises(InvalidInputError):
         saver.get_tuple(config)
     with pytest.raises(InvalidInputError):
         saver.put(config, generate_checkpoint(), generate_metadata(), {})
+
+
+def test_ids_that_are_not_valid_unicode_are_refused(saver: AgentMemorySaver) -> None:
+    calls = [
+        lambda: saver.list({"configurable": {"thread_id": "t\ud800"}}),
+        lambda: saver.list({"configurable": {"thread_id": "t", "checkpoint_ns": "\udc00"}}),
+        lambda: saver.list(
+            generate_config("t"), before=generate_config("t", checkpoint_id="\ud800")
+        ),
+        lambda: saver.delete_thread("t\ud800"),
+        lambda: saver.copy_thread("t", "u\ud800"),
+        lambda: saver.prune(["t\ud800"]),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidInputError):
+            call()
 
 
 def test_bad_arguments_raise_invalid_input(saver: AgentMemorySaver) -> None:

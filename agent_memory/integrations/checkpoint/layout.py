@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_memory.core.checks import check_str
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations._keys import digest
 
@@ -116,16 +117,14 @@ def thread_id_of(value: object, *, field: str = "thread_id") -> str:
     configs carry them).
 
     Raises:
-        InvalidInputError: missing, empty, or of another type.
+        InvalidInputError: missing, empty, of another type, or not valid Unicode (a lone
+            surrogate cannot be sent to the server).
     """
     if isinstance(value, bool) or not isinstance(value, (str, int, uuid.UUID)):
         raise InvalidInputError(
             f"{field} must be a str (or int / UUID), got {type(value).__name__}", field=field
         )
-    text = str(value)
-    if not text:
-        raise InvalidInputError(f"{field} must not be empty", field=field)
-    return text
+    return check_str(str(value), field=field, non_empty=True)
 
 
 def id_list(values: object, *, field: str) -> list[str]:
@@ -168,7 +167,7 @@ def _checkpoint_id(value: object, what: str) -> str | None:
         raise InvalidInputError(
             f"{what}: checkpoint_id must be a str, got {type(value).__name__}", field=what
         )
-    return value
+    return check_str(value, field=what)
 
 
 def target(config: object, *, what: str = "config") -> Target:
@@ -176,7 +175,7 @@ def target(config: object, *, what: str = "config") -> Target:
 
     Raises:
         InvalidInputError: not a config, no usable ``thread_id``, or a namespace or
-            checkpoint id that is not a ``str``.
+            checkpoint id that is not a ``str`` of valid Unicode.
     """
     configurable = _configurable(config, what)
     if "thread_id" not in configurable:
@@ -188,6 +187,7 @@ def target(config: object, *, what: str = "config") -> Target:
         raise InvalidInputError(
             f"checkpoint_ns must be a str, got {type(namespace).__name__}", field="checkpoint_ns"
         )
+    check_str(namespace, field="checkpoint_ns")
     return Target(
         thread_id_of(configurable["thread_id"]),
         namespace,
@@ -207,8 +207,8 @@ def list_scope(config: object) -> tuple[str | None, str | None, str | None]:
     configurable = _configurable(config, "config")
     thread = configurable.get("thread_id")
     namespace = configurable.get("checkpoint_ns")
-    if namespace is not None and not isinstance(namespace, str):
-        raise InvalidInputError("checkpoint_ns must be a str", field="checkpoint_ns")
+    if namespace is not None:
+        check_str(namespace, field="checkpoint_ns")
     return (
         None if thread is None else thread_id_of(thread),
         namespace,
