@@ -218,6 +218,8 @@ def _json(value: Any, default: Any) -> Any:
         return json.loads(text(value))
     except ValueError as exc:
         raise ReplyParseError(f"stored JSON field is corrupt: {exc}") from exc
+    except RecursionError as exc:  # another writer's JSON nested deeper than Python parses
+        raise ReplyParseError("stored JSON field is nested too deeply to read") from exc
 
 
 @lru_cache(maxsize=4096)

@@ -3,7 +3,7 @@ never aborts a read (issue 28).
 
 For each field a memory hash can hold, and each value another writer (or a disk) could
 leave in it (empty, ``NaN``, ``inf``, a negative number, a number too large for a 64-bit
-integer, bytes that are not UTF-8), one memory of the store is damaged and every read
+integer, bytes that are not UTF-8, JSON nested deeper than Python parses), one memory of the store is damaged and every read
 path runs: ``get``, ``list`` (all, a scope, by tag), ``recall``, ``recall_by_vector``,
 ``export``, ``stats``, ``consolidate``, ``prune`` and ``forget_by_scope`` of another
 scope. Each must return every healthy memory and raise nothing; the damaged memory may
@@ -37,6 +37,7 @@ DAMAGE = {
     "negative": b"-5",
     "too large": b"99999999999999999999999",
     "not UTF-8": BAD_UTF8,
+    "nested too deeply": b"[" * 5000 + b"]" * 5000,  # JSON deeper than Python parses
 }
 FIELDS = (
     *L.ITEM_FIELDS,
