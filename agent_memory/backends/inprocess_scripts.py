@@ -290,9 +290,12 @@ def _bytes(value: Any) -> bytes:
 
 
 def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
-    value = _get(ks, [keys[0]])
     hits = int(_s(argv[0]))
     hit, cost = 0, 0
+    try:
+        value = _get(ks, [keys[0]])
+    except ServerResponseError:  # another type at the entry's key: a marked miss
+        value, hit = None, -1
     if value is not None:
         try:
             entry = json.loads(_s(value))
@@ -301,7 +304,7 @@ def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
         if isinstance(entry, dict) and "response" in entry:
             hit = 1
             cost = _counted_cost(entry.get("costMicros")) if _s(argv[1]) == "1" else 0
-    fields = argv[2 : 2 + hits] if hit else argv[2 + hits :]
+    fields = argv[2 : 2 + hits] if hit == 1 else argv[2 + hits :]
     reply: list[Any] = [value, hit, cost]
     for field, amount in [*((f, 1) for f in fields), *([("cost_saved_micros", cost)] * (cost > 0))]:
         try:

@@ -29,7 +29,7 @@ from agent_memory.core.clients import (
 from agent_memory.core.effects import Command, Operation, T
 from agent_memory.core.replies import integer, raise_first_error, text
 from agent_memory.core.runner import run_async, run_sync
-from agent_memory.errors import InvalidInputError, ReplyParseError
+from agent_memory.errors import InvalidInputError, ReplyParseError, WrongTypeError
 from agent_memory.telemetry import OperationScope, Telemetry
 from agent_memory.telemetry.core import describe_result
 
@@ -58,13 +58,18 @@ class TierCore:
         """GET ``key`` (undecoded: a value that is not UTF-8 is the caller's to report)
         and count the outcome: ``(value, what the script counted)``.
 
-        What was counted is ``None`` on a cluster, where :meth:`settle` buffers the
-        outcome instead.
+        A key holding another type than a string (another writer's) is reported
+        (:meth:`unreadable`) and read as absent, so the lookup is a miss and the store
+        that follows replaces it. What was counted is ``None`` on a cluster, where
+        :meth:`settle` buffers the outcome instead.
         """
         if self.cluster:
             (raw,) = yield from batch_with_stats(
                 self.layout, self.buffer, [Command(("GET", key), binary=True)]
             )
+            if isinstance(raw, WrongTypeError):
+                self.unreadable(key, f"not a string: {raw}")
+                return None, None
             raise_first_error([raw])
             return raw, None
         script = (
@@ -74,7 +79,10 @@ class TierCore:
             self.layout, self.buffer, [Command((*script, *hit, *miss), binary=True)]
         )
         raise_first_error([reply])
-        return counted_reply(reply)
+        value, counted = counted_reply(reply)
+        if counted.other_type:
+            self.unreadable(key, "not a string: the key holds another type")
+        return value, counted
 
     def settle(
         self,
@@ -161,11 +169,14 @@ class Counted:
         hit: counted as a hit (else as a miss).
         cost: micro-dollars it added to ``cost_saved_micros``.
         failed: the counters whose update the server refused.
+        other_type: the entry's key holds another type than a string (counted as a
+            miss; its value is read as absent).
     """
 
     hit: bool
     cost: int
     failed: tuple[str, ...]
+    other_type: bool = False
 
 
 def counted_reply(reply: Any) -> tuple[Any, Counted]:
@@ -181,7 +192,8 @@ def counted_reply(reply: Any) -> tuple[Any, Counted]:
     names = tuple(
         bytes(f).decode("utf-8", "replace") if isinstance(f, bytes) else str(f) for f in failed
     )
-    return value, Counted(integer(hit) == 1, integer(cost), names)
+    state = integer(hit)
+    return value, Counted(state == 1, integer(cost), names, other_type=state == -1)
 
 
 def corrections(

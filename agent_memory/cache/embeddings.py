@@ -16,7 +16,9 @@ Every method raises :class:`~agent_memory.errors.ServerUnavailableError`,
 :class:`~agent_memory.errors.InvalidInputError` for an empty embedder id, a non-string
 text, vectors that are not a sequence (or a two-dimensional array) of vectors, a vector
 that is empty, not one-dimensional or not finite, or an embed function returning the
-wrong number of vectors (nothing is written then).
+wrong number of vectors (nothing is written then). A key another writer gave another
+type is read as a miss, logged and counted (``corrupt_entries``); the next write
+replaces it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, call
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import InvalidInputError, ReplyParseError
+from agent_memory.errors import InvalidInputError, ReplyParseError, WrongTypeError
 
 DEFAULT_EMBEDDING_TTL = 7 * 86_400.0
 Vector = list[float]
@@ -109,14 +111,19 @@ class EmbeddingCore:
         check_text(embedder_id, field="embedder_id")
         if not items:
             return []
-        commands = [Command(("GET", self._key(embedder_id, t)), binary=True) for t in items]
+        keys = [self._key(embedder_id, t) for t in items]
+        commands = [Command(("GET", key), binary=True) for key in keys]
         got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, commands)
-        raise_first_error(got)
+        # A key of another type (another writer's) is unreadable, a miss: its text is
+        # embedded again and the write replaces it.
+        raise_first_error([r for r in got if not isinstance(r, WrongTypeError)])
         vectors: list[Vector | None] = []
-        for text, raw in zip(items, got, strict=True):
-            vector, why = _vector(raw)
+        for key, raw in zip(keys, got, strict=True):
+            vector, why = (
+                (None, f"not a string: {raw}") if isinstance(raw, WrongTypeError) else _vector(raw)
+            )
             if why is not None:
-                self.tier.unreadable(self._key(embedder_id, text), why)
+                self.tier.unreadable(key, why)
             vectors.append(vector)
         return vectors
 

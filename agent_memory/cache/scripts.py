@@ -5,10 +5,12 @@ MAX_COST_MICROS = 10**15
 negative or not a whole number is damage, never added to ``cost_saved_micros``."""
 
 COUNTED_GET = f"""
-local value = redis.call('GET', KEYS[1])
+local value = redis.pcall('GET', KEYS[1])
 local hits = tonumber(ARGV[1])
 local hit, cost = 0, 0
-if value then
+if type(value) == 'table' and value.err then
+  value, hit = false, -1
+elseif value then
   local ok, entry = pcall(cjson.decode, value)
   if ok and type(entry) == 'table' and entry['response'] ~= nil then
     hit = 1
@@ -20,7 +22,7 @@ if value then
   end
 end
 local first, last = 3, 2 + hits
-if hit == 0 then first, last = 3 + hits, #ARGV end
+if hit ~= 1 then first, last = 3 + hits, #ARGV end
 local reply = {{value, hit, cost}}
 local function add(field, amount)
   local done = redis.pcall('HINCRBY', KEYS[2], field, amount)
@@ -35,6 +37,9 @@ read an entry and count its outcome in the same atomic step.
 
 An entry is a hit when it is a JSON object with a ``response``; a hit of a priced tier
 also adds the entry's ``costMicros`` (a whole number in (0, :data:`MAX_COST_MICROS`]).
+An entry's key holding another type than a string (another writer's) is counted as a
+miss and marked, never an error, so the lookup goes on and a later store replaces it.
 A counter the server refuses (the stats key of another type, a field that is not a
-count) fails alone, never the read. Reply: ``[value (nil when absent), 1 (counted as a
-hit) or 0, the cost counted, the fields whose update failed...]``."""
+count) fails alone, never the read. Reply: ``[value (nil when absent or not a string),
+1 (counted as a hit), 0 (a miss) or -1 (a miss: the key holds another type), the cost
+counted, the fields whose update failed...]``."""

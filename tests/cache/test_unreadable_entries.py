@@ -161,3 +161,63 @@ async def test_bytes_that_are_not_utf8_are_read_as_absent_by_every_operation(env
         assert env.events(registry, "corrupt_entries") == 7
     finally:
         raw.close()
+
+
+async def _entry_of_another_type_is_a_miss_until_stored_again(env: Env) -> None:
+    """An entry's key that another writer gave another type: each lookup reads it as an
+    unreadable miss (logged, counted), a wrapped call runs and its store replaces it."""
+    registry = CollectorRegistry()
+    llm = env.make(LlmCache, SyncLlmCache, registry=registry)
+    key = (await llm.check(CHAT_PARAMS)).key
+    env.raw.hset(key, "x", "1")
+    assert not (await llm.check(CHAT_PARAMS)).hit
+    assert env.events(registry, "corrupt_entries") == 1
+    calls: list[int] = []
+
+    def complete(**params: Any) -> str:
+        calls.append(1)
+        return "answer"
+
+    cached = llm.wrap(complete)
+    assert await cached(**CHAT_PARAMS) == "answer"
+    assert await cached(**CHAT_PARAMS) == "answer"
+    assert calls == [1] and env.raw.type(key) == "string"
+    assert env.events(registry, "corrupt_entries") == 2
+    assert env.events(registry, "store_failures") == 0
+    stats = await llm.stats()
+    assert (stats.llm_hits, stats.llm_misses) == (1, 3)
+
+    tools = env.make(ToolCache, SyncToolCache, registry=registry)
+    tool_key = (await tools.check("search", {"q": 1})).key
+    env.raw.rpush(tool_key, "junk")
+    assert not (await tools.check("search", {"q": 1})).hit
+    assert env.events(registry, "corrupt_entries") == 3
+    await tools.store("search", {"q": 1}, {"rows": 1})
+    assert (await tools.check("search", {"q": 1})).result == {"rows": 1}
+    tool_stats = await tools.stats()
+    assert (tool_stats.tool_hits, tool_stats.tool_misses) == (1, 2)
+
+    vectors = env.make(EmbeddingCache, SyncEmbeddingCache, registry=registry)
+    await vectors.put_many("m", ["a", "b"], [[1.0], [2.0]])
+    env.raw.delete(_core(vectors)._key("m", "a"))
+    env.raw.sadd(_core(vectors)._key("m", "a"), "x")
+    assert await vectors.get_many("m", ["a", "b"]) == [None, [2.0]]
+    assert env.events(registry, "corrupt_entries") == 4
+    embedded: list[str] = []
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        embedded.extend(texts)
+        return [[9.0]] * len(texts)
+
+    assert await vectors.embed_many("m", ["a", "b"], embed) == [[9.0], [2.0]]
+    assert await vectors.embed_many("m", ["a", "b"], embed) == [[9.0], [2.0]]
+    assert embedded == ["a"]
+    assert env.events(registry, "corrupt_entries") == 5
+
+
+async def test_an_entry_key_of_another_type_is_a_miss_and_a_store_replaces_it(env: Env) -> None:
+    await _entry_of_another_type_is_a_miss_until_stored_again(env)
+
+
+async def test_an_entry_key_of_another_type_on_a_cluster(cluster_env: Env) -> None:
+    await _entry_of_another_type_is_a_miss_until_stored_again(cluster_env)

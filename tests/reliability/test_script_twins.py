@@ -127,7 +127,9 @@ def _call(run: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, bool]:
         return None, True
 
 
-def _run_both(server: ServerInfo, sc: Scenario) -> None:
+def _run_both(server: ServerInfo, sc: Scenario) -> Any:
+    """Run ``sc`` as Lua and as its twin, compare, and return the Lua reply (``None``
+    when the script failed)."""
     client = valkey.Valkey.from_url(server.url)
     keyspace = Keyspace()
     twin = InProcessClient(keyspace)
@@ -142,9 +144,10 @@ def _run_both(server: ServerInfo, sc: Scenario) -> None:
         python, python_error = _call(twin.execute_command, args)
         assert python_error == lua_error, (python, lua)
         if lua_error:
-            return  # a failed script keeps what it wrote before the error: not compared
+            return None  # a failed script keeps what it wrote before the error: not compared
         assert python == lua
         assert _state(twin.execute_command, names, p) == _state(client.execute_command, names, p)
+        return lua
     finally:
         client.delete(*[p(n) for n in names])
         client.close()
@@ -317,6 +320,8 @@ def many(draw: Any) -> Scenario:
         ]))  # fmt: skip
         if draw(st.booleans()):  # the stats key replaced by another type
             entry, stats = {**entry, "stats": "a string"}, {}
+        if draw(st.booleans()) and "stats" not in entry:  # the entry's key: another type
+            entry, stats = {}, {**stats, "entry": {"response": "r"}}
         priced = draw(st.sampled_from(["1", "0"]))
         return Scenario(cache_scripts.COUNTED_GET, ["entry", "stats"],
                         ["1", priced, "llm:hits", "llm:misses"], stats, strings=entry)  # fmt: skip
@@ -413,3 +418,18 @@ def test_counted_get_twin(
         stats, strings=entry,
     )  # fmt: skip
     _run_both(server, sc)
+
+
+@pytest.mark.parametrize("stats", [{}, {"stats": {"llm:misses": "x"}}])
+def test_counted_get_reads_an_entry_of_another_type_as_a_marked_miss(
+    server: ServerInfo, stats: dict[str, dict[str, str]]
+) -> None:
+    """The entry's key holding a hash: no error, a miss counted, marked -1 (the caller
+    reports the entry as unreadable)."""
+    sc = Scenario(
+        cache_scripts.COUNTED_GET, ["entry", "stats"], ["1", "1", "llm:hits", "llm:misses"],
+        {**stats, "entry": {"response": "r"}},
+    )  # fmt: skip
+    reply = _run_both(server, sc)
+    failed = ["llm:misses"] if stats else []
+    assert reply == [None, -1, 0, *failed]
