@@ -13,12 +13,12 @@ are buffered and ride on the tier's next pipeline (see :mod:`agent_memory.cache.
 Every method raises :class:`~agent_memory.errors.ServerUnavailableError`,
 :class:`~agent_memory.errors.OperationTimeoutError` or
 :class:`~agent_memory.errors.ServerResponseError` when the server fails, and
-:class:`~agent_memory.errors.InvalidInputError` for an empty embedder id, a non-string
-text, vectors that are not a sequence (or a two-dimensional array) of vectors, a vector
-that is empty, not one-dimensional or not finite, or an embed function returning the
-wrong number of vectors (nothing is written then). A key another writer gave another
-type is read as a miss, logged and counted (``corrupt_entries``); the next write
-replaces it.
+:class:`~agent_memory.errors.InvalidInputError` for an empty embedder id, a text that is
+not a string or not valid Unicode (a lone surrogate), vectors that are not a sequence (or
+a two-dimensional array) of vectors, a vector that is empty, not one-dimensional, not
+finite or beyond float32's range, or an embed function returning the wrong number of
+vectors (nothing is written then). A key another writer gave another type is read as a
+miss, logged and counted (``corrupt_entries``); the next write replaces it.
 """
 
 from __future__ import annotations
@@ -43,7 +43,12 @@ Vector = list[float]
 
 def _blob(vector: Any, field: str) -> bytes:
     try:
-        array = np.asarray(vector, dtype="<f4")
+        with np.errstate(over="raise"):  # a number beyond float32 is refused, not inf
+            array = np.asarray(vector, dtype="<f4")
+    except (OverflowError, FloatingPointError) as exc:
+        raise InvalidInputError(
+            f"{field}: a number is beyond the range of float32 ({exc})", field=field
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{field}: not a vector of numbers ({exc})", field=field) from exc
     if array.ndim != 1 or array.size == 0 or not np.isfinite(array).all():
@@ -105,7 +110,7 @@ class EmbeddingCore:
         self.ttl_ms = ttl_ms(ttl)
 
     def _key(self, embedder_id: str, text: str) -> str:
-        return self.tier.layout.embedding(digest([embedder_id, text]))
+        return self.tier.layout.embedding(digest([embedder_id, text], field="texts"))
 
     def _lookup(self, embedder_id: str, items: list[str]) -> Operation[list[Vector | None]]:
         check_text(embedder_id, field="embedder_id")

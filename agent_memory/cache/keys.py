@@ -14,8 +14,11 @@ Key layout (``{name}`` is the cache name, used verbatim):
 
 Digests are lower-case hex SHA-256 of UTF-8 canonical JSON: objects with sorted keys,
 compact separators, no ASCII escaping, integral floats written as integers (so ``1`` and
-``1.0`` hash alike), tuples as lists. NaN, infinities, non-string object keys and values
-that are not JSON types raise :class:`~agent_memory.errors.InvalidInputError`.
+``1.0`` hash alike), tuples as lists. NaN, infinities, integers beyond the range of a
+float (:data:`MAX_JSON_INT`), non-string object keys, values that are not JSON types and,
+in what is hashed, text that is not valid Unicode (a lone surrogate) raise
+:class:`~agent_memory.errors.InvalidInputError`. Stored values keep such text as JSON
+escapes (:func:`encode_json`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -42,19 +46,34 @@ MAX_JSON_DEPTH = 100
 exhaust Python's recursion in JSON encoding and decoding)."""
 
 
+MAX_JSON_INT = int(sys.float_info.max)
+"""The largest magnitude of an integer in a key or a value: a JSON number beyond the
+range of a float is infinity to every other reader (the server's scripts, JavaScript),
+and its digits would pass Python's limit on integer-to-text conversion long before
+anything could use them."""
+
+
 def plain(value: Any, field: str, _depth: int = 0) -> Any:
     """A JSON-ready copy of ``value`` (integral floats as ints, tuples as lists).
 
     Raises:
-        InvalidInputError: not made of JSON types, NaN or infinity, or nested deeper
-            than :data:`MAX_JSON_DEPTH`.
+        InvalidInputError: not made of JSON types, NaN or infinity, an integer beyond
+            :data:`MAX_JSON_INT`, or nested deeper than :data:`MAX_JSON_DEPTH`.
     """
     if _depth > MAX_JSON_DEPTH:
         raise InvalidInputError(
             f"{field} is nested more than {MAX_JSON_DEPTH} levels deep", field=field
         )
-    if value is None or isinstance(value, (bool, str, int)):
+    if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, int):
+        if -MAX_JSON_INT <= value <= MAX_JSON_INT:
+            return value
+        raise InvalidInputError(
+            f"{field} holds an integer of {value.bit_length()} bits, beyond the range of a "
+            "JSON number (about 1.8e308)",
+            field=field,
+        )
     if isinstance(value, float):
         if not math.isfinite(value):
             raise InvalidInputError(f"{field} contains a non-finite number", field=field)
@@ -163,8 +182,34 @@ def sha256_hex(data: str | bytes) -> str:
 
 
 def digest(value: Any, *, field: str = "value") -> str:
-    """SHA-256 of the canonical JSON of ``value``."""
-    return sha256_hex(canonical_json(value, field=field))
+    """SHA-256 of the canonical JSON of ``value``.
+
+    Raises:
+        InvalidInputError: see :func:`canonical_json`, or ``value`` holds text that is not
+            valid Unicode (a lone surrogate: it has no UTF-8 bytes to hash).
+    """
+    try:
+        raw = canonical_json(value, field=field).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            f"{field} holds text that is not valid Unicode (a lone surrogate)", field=field
+        ) from None
+    return hashlib.sha256(raw).hexdigest()
+
+
+def encode_json(value: Any, *, compact: bool = True) -> bytes:
+    """The UTF-8 JSON of ``value``, a result of :func:`plain`, as it is stored (pure).
+
+    Non-ASCII text stays as it is, except in a value holding a lone surrogate, which
+    UTF-8 cannot carry: that value is written with ASCII escapes (``\\ud800``), which
+    every JSON reader turns back into the same text, so storing it never fails half-way.
+    """
+    separators = (",", ":") if compact else None
+    text = json.dumps(value, separators=separators, ensure_ascii=False, allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=separators, allow_nan=False).encode("ascii")
 
 
 def glob_escape(text: str) -> str:

@@ -9,14 +9,13 @@ when the hit happens) to ``cost_saved_micros``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.cache._bulk import get_values, scan_and_unlink, unlink_keys
 from agent_memory.cache._tier import TierCore, logger, read_entry
-from agent_memory.cache.keys import plain, ttl_ms
+from agent_memory.cache.keys import encode_json, plain, ttl_ms
 from agent_memory.cache.llm_params import model_of, request_digest
 from agent_memory.cache.prices import (
     ModelPrice,
@@ -194,13 +193,13 @@ class LlmCore:
                 micros = price.cost_micros(usage.input, usage.output)
                 entry["cost"] = micros / 1_000_000
                 entry["costMicros"] = micros
-        value = json.dumps(entry, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        value = encode_json(entry)
         args: tuple[Any, ...] = ("SET", key, value)
         if expiry is not None:
             args += ("PX", expiry)
         got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [Command(args)])
         raise_first_error(got)
-        self.tier.note_stored(len(value.encode("utf-8")))
+        self.tier.note_stored(len(value))
         return key
 
     def invalidate_by_model(self, model: str) -> Operation[int]:

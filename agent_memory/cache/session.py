@@ -19,7 +19,9 @@ Every method raises :class:`~agent_memory.errors.ServerUnavailableError`,
 :class:`~agent_memory.errors.OperationTimeoutError` or
 :class:`~agent_memory.errors.ServerResponseError` when the server fails, and
 :class:`~agent_memory.errors.InvalidInputError` for an empty or non-string thread id or
-key (nothing is written then).
+key, or a value that is not JSON (an integer beyond a float's range included; text with
+a lone surrogate is stored as a JSON escape and read back as it was) (nothing is written
+then).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_memory.cache._tier import TierCore
-from agent_memory.cache.keys import check_text, plain, ttl_ms
+from agent_memory.cache.keys import check_text, encode_json, plain, ttl_ms
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
@@ -120,9 +122,9 @@ class SessionCore:
     def set(self, thread_id: str, key: str, value: Any) -> Operation[None]:
         hkey = self._key(thread_id)
         field = check_text(key, field="key")
-        encoded = json.dumps(plain(value, "value"), ensure_ascii=False, allow_nan=False)
+        encoded = encode_json(plain(value, "value"), compact=False)
         yield from self._access(hkey, Command(("HSET", hkey, field, encoded)), "session:writes")
-        self.tier.note_stored(len(encoded.encode("utf-8")))
+        self.tier.note_stored(len(encoded))
 
     def get_all(self, thread_id: str) -> Operation[dict[str, Any]]:
         hkey = self._key(thread_id)

@@ -60,8 +60,11 @@ class SyncLlmCache(SyncTier):
         self._core.tier.cluster = self._cluster
 
     def check(self, params: Mapping[str, Any]) -> LlmCacheResult:
-        """Look ``params`` up. Raises InvalidInputError (no model, non-JSON values),
-        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
+        """Look ``params`` up. Raises InvalidInputError (no model, non-JSON values: text
+        that is not valid Unicode, an integer beyond a float's range), before anything is
+        sent; ServerUnavailableError, OperationTimeoutError, ServerResponseError. An
+        entry another writer left unreadable (not JSON, another type) is a miss, logged
+        and counted (``corrupt_entries``)."""
         return self._run(self._core.check(params))
 
     def store(
@@ -72,7 +75,8 @@ class SyncLlmCache(SyncTier):
         tokens: TokenUsage | Mapping[str, Any] | None = None,
         ttl: float | None = None,
     ) -> str:
-        """Store a JSON-serialisable ``response`` for ``params``; returns the key. Raises
+        """Store a JSON-serialisable ``response`` for ``params``; returns the key (text
+        with a lone surrogate is stored as a JSON escape and read back as it was). Raises
         InvalidInputError (no model, non-JSON values, bad tokens or TTL),
         ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
         return self._run(self._core.store(params, response, tokens, ttl))
@@ -173,7 +177,8 @@ class SyncToolCache(SyncTier):
 
     def check(self, tool: str, args: Any) -> ToolCacheResult:
         """Look up the result of ``tool(args)`` (args: any JSON value, key order ignored).
-        Raises InvalidInputError for an empty tool name or non-JSON args."""
+        Raises InvalidInputError for an empty tool name or non-JSON args (text that is not
+        valid Unicode, an integer beyond a float's range included)."""
         return self._run(self._core.check(tool, args))
 
     def store(self, tool: str, args: Any, result: Any, *, ttl: float | None = None) -> str:
@@ -250,7 +255,8 @@ class SyncSessionStore(SyncTier):
 
     def set(self, thread_id: str, key: str, value: Any) -> None:
         """Set ``key`` to a JSON-serialisable ``value``; refreshes the TTL. Raises
-        InvalidInputError for a non-JSON value."""
+        InvalidInputError for a non-JSON value (an integer beyond a float's range
+        included; text with a lone surrogate is stored as a JSON escape)."""
         self._run(self._core.set(thread_id, key, value))
 
     def get_all(self, thread_id: str) -> dict[str, Any]:

@@ -66,8 +66,11 @@ class LlmCache(AsyncTier):
         self._core.tier.cluster = self._cluster
 
     async def check(self, params: Mapping[str, Any]) -> LlmCacheResult:
-        """Look ``params`` up. Raises InvalidInputError (no model, non-JSON values),
-        ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
+        """Look ``params`` up. Raises InvalidInputError (no model, non-JSON values: text
+        that is not valid Unicode, an integer beyond a float's range), before anything is
+        sent; ServerUnavailableError, OperationTimeoutError, ServerResponseError. An
+        entry another writer left unreadable (not JSON, another type) is a miss, logged
+        and counted (``corrupt_entries``)."""
         return await self._run(self._core.check(params))
 
     async def store(
@@ -78,7 +81,8 @@ class LlmCache(AsyncTier):
         tokens: TokenUsage | Mapping[str, Any] | None = None,
         ttl: float | None = None,
     ) -> str:
-        """Store a JSON-serialisable ``response`` for ``params``; returns the key. Raises
+        """Store a JSON-serialisable ``response`` for ``params``; returns the key (text
+        with a lone surrogate is stored as a JSON escape and read back as it was). Raises
         InvalidInputError (no model, non-JSON values, bad tokens or TTL),
         ServerUnavailableError, OperationTimeoutError, ServerResponseError."""
         return await self._run(self._core.store(params, response, tokens, ttl))
@@ -179,7 +183,8 @@ class ToolCache(AsyncTier):
 
     async def check(self, tool: str, args: Any) -> ToolCacheResult:
         """Look up the result of ``tool(args)`` (args: any JSON value, key order ignored).
-        Raises InvalidInputError for an empty tool name or non-JSON args."""
+        Raises InvalidInputError for an empty tool name or non-JSON args (text that is not
+        valid Unicode, an integer beyond a float's range included)."""
         return await self._run(self._core.check(tool, args))
 
     async def store(self, tool: str, args: Any, result: Any, *, ttl: float | None = None) -> str:
@@ -256,7 +261,8 @@ class SessionStore(AsyncTier):
 
     async def set(self, thread_id: str, key: str, value: Any) -> None:
         """Set ``key`` to a JSON-serialisable ``value``; refreshes the TTL. Raises
-        InvalidInputError for a non-JSON value."""
+        InvalidInputError for a non-JSON value (an integer beyond a float's range
+        included; text with a lone surrogate is stored as a JSON escape)."""
         await self._run(self._core.set(thread_id, key, value))
 
     async def get_all(self, thread_id: str) -> dict[str, Any]:

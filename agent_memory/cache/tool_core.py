@@ -30,7 +30,7 @@ from typing import Any
 
 from agent_memory.cache._bulk import scan_and_unlink
 from agent_memory.cache._tier import TierCore, read_entry
-from agent_memory.cache.keys import check_text, digest, plain, tool_segment, ttl_ms
+from agent_memory.cache.keys import check_text, digest, encode_json, plain, tool_segment, ttl_ms
 from agent_memory.cache.stats import batch_with_stats, parse_stats, unreadable_field
 from agent_memory.core import replies
 from agent_memory.core.checks import check_ttl_seconds
@@ -226,7 +226,7 @@ class ToolCore:
         }
         if not isinstance(value, str):
             entry["value"] = value
-        stored = json.dumps(entry, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        stored = encode_json(entry)
         if expiry is None:
             yield from self._refresh_policies()
             policy = self.policies.get(tool)
@@ -236,7 +236,7 @@ class ToolCore:
             args_ += ("PX", expiry)
         got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [Command(args_)])
         raise_first_error(got)
-        self.tier.note_stored(len(stored.encode("utf-8")))
+        self.tier.note_stored(len(stored))
         return key
 
     def set_policy(self, tool: str, ttl: float) -> Operation[None]:
