@@ -226,6 +226,23 @@ def check_name(name: object, *, field: str = "name") -> str:
     return check_text(name, field=field, max_chars=MAX_NAME_CHARS)
 
 
+def check_name_for_segment(name: str, segment: str) -> str:
+    """``name`` (already checked) when no key ``{name}:{segment}:{id}`` can equal another
+    name's: the text ``:{segment}:`` must not occur in ``{name}:`` (with it, name
+    ``a:{segment}:b`` and id ``c`` would make the key of name ``a`` and id ``b:{segment}:c``).
+
+    Raises:
+        InvalidInputError: the name holds ``:{segment}`` that way.
+    """
+    if f":{segment}:" in f"{name}:":
+        raise InvalidInputError(
+            f"name must not contain ':{segment}' followed by ':' or at its end (its keys "
+            f"would be another name's), got {name!r}",
+            field="name",
+        )
+    return name
+
+
 def check_text(value: object, *, field: str, max_chars: int = 1024) -> str:
     """Validate an identifier given by the user (tool name, thread id, embedder id).
 

@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 
+from agent_memory.cache.keys import check_name_for_segment
 from agent_memory.errors import InvalidInputError
 
 
@@ -30,23 +31,6 @@ def check_name(name: object) -> str:
     if not isinstance(name, str) or not name or "{" in name or "}" in name:
         raise InvalidInputError(
             f"name must be a non-empty str without braces, got {name!r}", field="name"
-        )
-    return name
-
-
-def check_name_for_segment(name: str, segment: str) -> str:
-    """``name`` (already checked) when no key ``{name}:{segment}:{id}`` can equal another
-    name's: the text ``:{segment}:`` must not occur in ``{name}:`` (with it, name
-    ``a:{segment}:b`` and id ``c`` would make the key of name ``a`` and id ``b:{segment}:c``).
-
-    Raises:
-        InvalidInputError: the name holds ``:{segment}`` that way.
-    """
-    if f":{segment}:" in f"{name}:":
-        raise InvalidInputError(
-            f"name must not contain ':{segment}' followed by ':' or at its end (its keys "
-            f"would be another name's), got {name!r}",
-            field="name",
         )
     return name
 

@@ -258,3 +258,14 @@ def test_counters_taken_by_an_abandoned_batch_go_back_to_the_buffer() -> None:
     assert isinstance(op.send(None), Batch)  # the counters are in flight...
     op.close()  # ...when a cancellation abandons the operation
     assert buffer.take() == {"llm:hits": 2}
+
+
+@pytest.mark.parametrize("name", ["app:session", "app:session:b", "x:session:"])
+def test_session_names_that_would_share_another_names_threads_are_refused(name: str) -> None:
+    """Thread ids are any text: name ``app:session:b`` with thread ``c`` would be the key
+    of name ``app`` with thread ``b:session:c``."""
+    for make in (SyncSessionStore, SessionStore):
+        with pytest.raises(InvalidInputError, match="session") as info:
+            make(InProcessClient() if make is SyncSessionStore else AsyncInProcessClient(), name)
+        assert info.value.field == "name"
+    SyncSessionStore(InProcessClient(), "app:sessions").set("t", "k", "v")  # a mere prefix
