@@ -625,8 +625,9 @@ def test_argument_checks() -> None:
     for ttl in (0, -1, float("inf"), float("nan"), True, "1", 10**9):
         with pytest.raises(InvalidInputError):
             ttl_seconds(ttl)
-    assert check_filter({}) is None and check_filter({"a": {"$gt": 1, "x": {"$ne": 2}}})
-    for flt in ([1], {1: 2}, {"a": {"$in": [1]}}, {"a": {"b": {"$regex": "x"}}}):
+    assert check_filter({}) is None and check_filter({"a": {"x": {"$ne": 2}}, "b": {"$gt": 1}})
+    mixed = {"a": {"$gt": 1, "x": {"$ne": 2}}}  # operators beside a field name
+    for flt in ([1], {1: 2}, {"a": {"$in": [1]}}, {"a": {"b": {"$regex": "x"}}}, mixed):
         with pytest.raises(InvalidInputError, match="filter"):
             check_filter(flt)
     assert check_count(0, field="limit") == 0

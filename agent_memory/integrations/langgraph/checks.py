@@ -158,6 +158,14 @@ def _check_condition(condition: object, path: str, depth: int) -> None:
             f"filter nests more than {MAX_VALUE_DEPTH} objects or arrays (at {path:.200})",
             field="filter",
         )
+    if any(isinstance(key, str) and key.startswith("$") for key in condition) and not all(
+        isinstance(key, str) and key.startswith("$") for key in condition
+    ):
+        # The matcher reads a mapping with an operator as operators only (as LangGraph's
+        # own stores do): a field name beside them could never match.
+        raise InvalidInputError(
+            f"a filter condition mixes operators and field names at {path:.200}", field="filter"
+        )
     for key, inner in condition.items():
         if not isinstance(key, str):
             raise InvalidInputError(
