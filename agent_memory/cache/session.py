@@ -38,6 +38,7 @@ from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
+from agent_memory.errors import WrongTypeError
 
 DEFAULT_SESSION_TTL = 86_400.0
 
@@ -91,9 +92,16 @@ class SessionCore:
                 del self._live[key]
             return len(self._live)
 
-    def _access(self, key: str, command: Command, counter: str | None) -> Operation[Any]:
+    def _access(
+        self, key: str, command: Command, counter: str | None, *, read: bool = False
+    ) -> Operation[Any]:
         """Run ``command`` on the thread ``key`` with its TTL refresh (or, without a TTL,
-        an ``EXISTS``), whose reply says whether the thread exists afterwards."""
+        an ``EXISTS``), whose reply says whether the thread exists afterwards.
+
+        A ``read`` of a key another writer left holding another type answers ``None``
+        (reported as unreadable), so a damaged thread reads as empty; a write to it
+        raises :class:`~agent_memory.errors.WrongTypeError` (``destroy_thread`` clears
+        it)."""
         probe = (  # after a script even when the server did not know it yet
             Command(("PEXPIRE", key, self.ttl_ms), after_scripts=True)
             if self.ttl_ms is not None
@@ -103,9 +111,13 @@ class SessionCore:
         got = yield from batch_with_stats(
             self.tier.layout, self.tier.buffer, [command, probe], counts
         )
-        raise_first_error(got)
+        first = got[0]
+        if read and isinstance(first, WrongTypeError):
+            self.tier.unreadable(key, "the thread's key holds another type")
+            first = None
+        raise_first_error([first, *got[1:]])
         self._seen(key, alive=replies.integer(got[1]) > 0)
-        return got[0]
+        return first
 
     def _unreadable(self, key: str, field: str) -> None:
         self.tier.unreadable(f"field {field!r} of {key}", "not UTF-8 text")
@@ -114,7 +126,7 @@ class SessionCore:
         hkey = self._key(thread_id)
         field = check_text(key, field="key")
         command = Command(("HGET", hkey, field), binary=True)
-        raw = yield from self._access(hkey, command, "session:reads")
+        raw = yield from self._access(hkey, command, "session:reads", read=True)
         if raw is None:
             return None
         value, readable = _decode(raw)
@@ -132,7 +144,7 @@ class SessionCore:
     def get_all(self, thread_id: str) -> Operation[dict[str, Any]]:
         hkey = self._key(thread_id)
         command = Command(("HGETALL", hkey), binary=True)
-        raw = yield from self._access(hkey, command, "session:reads")
+        raw = yield from self._access(hkey, command, "session:reads", read=True)
         found: dict[str, Any] = {}
         for raw_field, raw_value in replies.raw_pairs(raw):
             field = replies.lenient_text(raw_field)
@@ -155,9 +167,13 @@ class SessionCore:
         got = yield from batch_with_stats(
             self.tier.layout, self.tier.buffer, commands, {"session:writes": 1}
         )
-        raise_first_error(got)
+        fields = got[0]
+        if isinstance(fields, WrongTypeError):  # another writer's key: unlinked all the same
+            self.tier.unreadable(hkey, "the thread's key holds another type")
+            fields = 0
+        raise_first_error([fields, *got[1:]])
         self._seen(hkey, alive=False)
-        return replies.integer(got[0])
+        return replies.integer(fields)
 
     def touch(self, thread_id: str) -> Operation[bool]:
         hkey = self._key(thread_id)

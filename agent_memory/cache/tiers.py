@@ -238,8 +238,13 @@ class SessionStore(AsyncTier):
         ttl: sliding lifetime of a thread in seconds, refreshed by every access
             (default one day; ``None``: no expiry).
 
+    A thread whose key another writer gave another type reads as empty (logged and
+    counted as ``corrupt_entries``); writes to it raise ``WrongTypeError`` until
+    :meth:`destroy_thread` clears it.
+
     Raises:
-        InvalidInputError: a blocking client, a bad name or TTL.
+        InvalidInputError: a blocking client, a bad name (one holding ``:session``
+            followed by ``:`` or at its end included) or TTL.
     """
 
     __slots__ = ("_core",)

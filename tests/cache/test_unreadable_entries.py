@@ -16,11 +16,14 @@ from prometheus_client import CollectorRegistry
 from agent_memory.cache import (
     EmbeddingCache,
     LlmCache,
+    SessionStore,
     SyncEmbeddingCache,
     SyncLlmCache,
+    SyncSessionStore,
     SyncToolCache,
     ToolCache,
 )
+from agent_memory.errors import WrongTypeError
 from tests.cache.conftest import CHAT_PARAMS, Env, Tier
 
 
@@ -213,6 +216,27 @@ async def _entry_of_another_type_is_a_miss_until_stored_again(env: Env) -> None:
     assert await vectors.embed_many("m", ["a", "b"], embed) == [[9.0], [2.0]]
     assert embedded == ["a"]
     assert env.events(registry, "corrupt_entries") == 5
+
+
+async def test_a_thread_key_of_another_type_reads_as_empty_and_destroy_clears_it(
+    env: Env,
+) -> None:
+    """A session thread whose key another writer gave another type reads as empty
+    (logged, counted), a write to it raises WrongTypeError, and destroying the thread
+    clears it for new writes."""
+    registry = CollectorRegistry()
+    sessions = env.make(SessionStore, SyncSessionStore, registry=registry)
+    hkey = _core(sessions).tier.layout.session("t1")
+    env.raw.set(hkey, "not a hash")
+    assert await sessions.get("t1", "k") is None
+    assert await sessions.get_all("t1") == {}
+    assert env.events(registry, "corrupt_entries") == 2
+    with pytest.raises(WrongTypeError):
+        await sessions.set("t1", "k", "v")
+    assert await sessions.destroy_thread("t1") == 0
+    assert env.events(registry, "corrupt_entries") == 3
+    await sessions.set("t1", "k", "v")
+    assert await sessions.get("t1", "k") == "v"
 
 
 async def test_an_entry_key_of_another_type_is_a_miss_and_a_store_replaces_it(env: Env) -> None:
