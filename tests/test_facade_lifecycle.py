@@ -327,3 +327,87 @@ async def test_a_heartbeat_that_raises_anything_is_counted_and_goes_on() -> None
         await asyncio.sleep(0.01)
     await heartbeat.stop()
     assert len(failures) >= 2 and all(isinstance(f, RuntimeError) for f in failures)
+
+
+_REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _connections(raw: redis.Redis, probe: str) -> int:
+    return str(raw.execute_command("CLIENT", "LIST")).count(f"name={probe} ")
+
+
+async def test_the_cache_tiers_are_closed_with_the_agent(server: ServerInfo) -> None:
+    """Used after close(), a tier reopened the client the agent had closed, and nothing
+    released that connection."""
+    probe = f"probe-{uuid.uuid4().hex[:8]}"
+    raw = redis.Redis.from_url(server.url, decode_responses=True)
+    agent = AgentMemory.from_url(
+        server.url, name=_name(), embed=TableEmbedder(), discovery=False,
+        embedding_cache=True, client_client_name=probe,
+    )  # fmt: skip
+    try:
+        async with agent:
+            await agent.llm.check(_REQUEST)
+        assert agent.embeddings is not None
+        calls = [
+            agent.llm.check(_REQUEST),
+            agent.llm.wrap(lambda **kw: "answer")(**_REQUEST),
+            agent.tool.check("t", {"a": 1}),
+            agent.session.get("thread", "field"),
+            agent.embeddings.get_many("id", ["text"]),
+            agent.memory.recall("x"),
+        ]
+        for call in calls:
+            with pytest.raises(StoreClosedError, match="is closed"):
+                await call
+        await agent.close()  # still a no-op
+        assert _connections(raw, probe) == 0
+    finally:
+        raw.close()
+
+
+def test_the_cache_tiers_of_the_blocking_agent_are_closed_with_it(server: ServerInfo) -> None:
+    probe = f"probe-{uuid.uuid4().hex[:8]}"
+    raw = redis.Redis.from_url(server.url, decode_responses=True)
+    agent = SyncAgentMemory.from_url(
+        server.url, name=_name(), embed=TableEmbedder(), discovery=False,
+        embedding_cache=True, client_client_name=probe,
+    )  # fmt: skip
+    try:
+        with agent:
+            agent.tool.check("t", {"a": 1})
+        assert agent.embeddings is not None
+        calls = [
+            lambda: agent.llm.check(_REQUEST),
+            lambda: agent.tool.store("t", {"a": 1}, "result"),
+            lambda: agent.session.set("thread", "field", 1),
+            lambda: agent.embeddings.get_many("id", ["text"]),  # type: ignore[union-attr]
+        ]
+        for call in calls:
+            with pytest.raises(StoreClosedError, match="SyncAgentMemory"):
+                call()
+        agent.close()
+        assert _connections(raw, probe) == 0
+    finally:
+        raw.close()
+
+
+async def test_tiers_sharing_the_callers_client_stay_usable_after_the_agent_closed(
+    server: ServerInfo,
+) -> None:
+    """Closing an agent closes its own tiers only: a tier made on its own (it has no
+    close()) goes on with the caller's client, which the agent does not close."""
+    import redis.asyncio
+
+    from agent_memory import LlmCache
+
+    client = redis.asyncio.Redis.from_url(server.url)
+    name = _name()
+    try:
+        agent = AgentMemory(client, name, TableEmbedder(), discovery=False)
+        await agent.close()
+        with pytest.raises(StoreClosedError):
+            await agent.llm.check(_REQUEST)
+        assert not (await LlmCache(client, name).check(_REQUEST)).hit
+    finally:
+        await client.aclose()

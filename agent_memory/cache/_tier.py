@@ -29,7 +29,12 @@ from agent_memory.core.clients import (
 from agent_memory.core.effects import Command, Operation, T
 from agent_memory.core.replies import integer, raise_first_error, text
 from agent_memory.core.runner import run_async, run_sync
-from agent_memory.errors import InvalidInputError, ReplyParseError, WrongTypeError
+from agent_memory.errors import (
+    InvalidInputError,
+    ReplyParseError,
+    StoreClosedError,
+    WrongTypeError,
+)
 from agent_memory.telemetry import OperationScope, Telemetry
 from agent_memory.telemetry.core import describe_result
 
@@ -264,7 +269,7 @@ def _record(
 class AsyncTier:
     """Base of the asyncio facades (one span and latency observation per operation)."""
 
-    __slots__ = ("_cluster", "_executor", "_telemetry", "_tier", "client")
+    __slots__ = ("_closed_by", "_cluster", "_executor", "_telemetry", "_tier", "client")
 
     def __init__(
         self, client: Any, name: str, tier: str, registry: CollectorRegistry | None
@@ -278,12 +283,14 @@ class AsyncTier:
         self._executor = AsyncExecutor(client, raw_replies=True)
         self._tier = tier
         self._telemetry = Telemetry(name, kind="cache", registry=registry)
+        self._closed_by: str | None = None  # set by close_tier: the tier is closed
 
     def _tier_core(self) -> TierCore:
         core: TierCore = getattr(self, "_core").tier  # noqa: B009 - every tier sets _core
         return core
 
     async def _run(self, op: Operation[T]) -> T:
+        _refuse_if_closed(self, op)
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
             result = await run_async(op, self._executor, self._telemetry.child_span)
             _record(self._telemetry, self._tier, scope, result, self._tier_core())
@@ -293,7 +300,7 @@ class AsyncTier:
 class SyncTier:
     """Base of the blocking facades (one span and latency observation per operation)."""
 
-    __slots__ = ("_cluster", "_executor", "_telemetry", "_tier", "client")
+    __slots__ = ("_closed_by", "_cluster", "_executor", "_telemetry", "_tier", "client")
 
     def __init__(
         self, client: Any, name: str, tier: str, registry: CollectorRegistry | None
@@ -305,16 +312,32 @@ class SyncTier:
         self._executor = SyncExecutor(client, raw_replies=True)
         self._tier = tier
         self._telemetry = Telemetry(name, kind="cache", registry=registry)
+        self._closed_by: str | None = None  # set by close_tier: the tier is closed
 
     def _tier_core(self) -> TierCore:
         core: TierCore = getattr(self, "_core").tier  # noqa: B009 - every tier sets _core
         return core
 
     def _run(self, op: Operation[T]) -> T:
+        _refuse_if_closed(self, op)
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
             result = run_sync(op, self._executor, self._telemetry.child_span)
             _record(self._telemetry, self._tier, scope, result, self._tier_core())
             return result
+
+
+def close_tier(tier: AsyncTier | SyncTier, owner: str) -> None:
+    """Close ``tier`` for good: every later operation raises
+    :class:`~agent_memory.errors.StoreClosedError` naming ``owner`` (what closed it and
+    its client, e.g. the ``AgentMemory`` it belongs to). A tier made on its own has no
+    ``close()``: its client is the caller's, so it stays usable as long as that client."""
+    tier._closed_by = owner
+
+
+def _refuse_if_closed(tier: AsyncTier | SyncTier, op: Operation[Any]) -> None:
+    if tier._closed_by is not None:
+        op.close()
+        raise StoreClosedError(f"the {tier._tier} cache of {tier._closed_by} is closed")
 
 
 def export_events(tier: AsyncTier | SyncTier) -> None:

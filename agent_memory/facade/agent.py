@@ -14,6 +14,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache import CacheStats, EmbeddingCache, LlmCache, SessionStore, ToolCache
+from agent_memory.cache._tier import close_tier
 from agent_memory.cache.session import DEFAULT_SESSION_TTL
 from agent_memory.core.client_factory import (
     client_from_url,
@@ -275,7 +276,9 @@ class AgentMemory:
         return AgentStats(memory=memory, cache=cache)
 
     async def close(self) -> None:
-        """Stop the heartbeat, delete it, release the stores (idempotent).
+        """Stop the heartbeat, delete it, release the memory store and the cache tiers
+        (idempotent): every later operation of ``.memory``, ``.llm``, ``.tool``,
+        ``.session`` or ``.embeddings`` raises StoreClosedError.
 
         Closes the client only if this object created it, and stops the embedded server
         only if this process started it (the async facade waits for that in a worker
@@ -300,12 +303,17 @@ class AgentMemory:
             await self._release()
 
     async def _release(self) -> None:
-        """Send the buffered counters, then release the store, the client and the
-        server, each whatever the step before it raised (a cancellation included)."""
+        """Send the buffered counters, then release the tiers, the store, the client and
+        the server, each whatever the step before it raised (a cancellation included).
+        A released tier raises StoreClosedError: used after close() it would reopen the
+        client this object closed (when it owns it), which nothing would release."""
         try:
             await self._flush_counters()
         finally:
             try:
+                for tier in (self.llm, self.tool, self.session, self.embeddings):
+                    if tier is not None:
+                        close_tier(tier, repr(self))
                 await self.memory.close()
                 if self._owns_client:
                     await close_async_client(self._client)

@@ -20,6 +20,7 @@ from agent_memory.cache import (
     SyncSessionStore,
     SyncToolCache,
 )
+from agent_memory.cache._tier import close_tier
 from agent_memory.cache.session import DEFAULT_SESSION_TTL
 from agent_memory.core.client_factory import (
     client_from_url,
@@ -285,7 +286,9 @@ class SyncAgentMemory:
         return AgentStats(memory=memory, cache=cache)
 
     def close(self) -> None:
-        """Stop the heartbeat, delete it, release the stores (idempotent).
+        """Stop the heartbeat, delete it, release the memory store and the cache tiers
+        (idempotent): every later operation of ``.memory``, ``.llm``, ``.tool``,
+        ``.session`` or ``.embeddings`` raises StoreClosedError.
 
         Closes the client only if this object created it, and stops the embedded server
         only if this process started it (the async facade waits for that in a worker
@@ -308,12 +311,17 @@ class SyncAgentMemory:
             self._release()
 
     def _release(self) -> None:
-        """Send the buffered counters, then release the store, the client and the
-        server, each whatever the step before it raised (a cancellation included)."""
+        """Send the buffered counters, then release the tiers, the store, the client and
+        the server, each whatever the step before it raised (a cancellation included).
+        A released tier raises StoreClosedError: used after close() it would reopen the
+        client this object closed (when it owns it), which nothing would release."""
         try:
             self._flush_counters()
         finally:
             try:
+                for tier in (self.llm, self.tool, self.session, self.embeddings):
+                    if tier is not None:
+                        close_tier(tier, repr(self))
                 self.memory.close()
                 if self._owns_client:
                     close_sync_client(self._client)
