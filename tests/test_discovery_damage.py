@@ -94,3 +94,65 @@ def test_initialize_and_heartbeats_survive_damaged_discovery_fields(
     finally:
         agent.close()
         raw.close()
+
+
+def test_a_policy_hash_of_another_type_is_reported_and_keeps_the_previous_names() -> None:
+    from agent_memory.errors import WrongTypeError
+
+    reported: list[tuple[str, str]] = []
+    op = discovery.tool_policy_names(
+        "n", unreadable=lambda *r: reported.append(r), previous=["kept"]
+    )
+    op.send(None)
+    with pytest.raises(StopIteration) as stop:
+        op.throw(WrongTypeError("WRONGTYPE Operation against a key", command="HKEYS"))
+    assert stop.value.value == ["kept"]
+    assert len(reported) == 1 and reported[0][0] == "n:__tool_policies"
+
+
+def _wait_for_heartbeat(raw: redis.Redis, field: str) -> bool:
+    raw.delete(discovery.heartbeat_key(field))
+    deadline = time.monotonic() + 5
+    while raw.get(discovery.heartbeat_key(field)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return raw.get(discovery.heartbeat_key(field)) is not None
+
+
+def test_a_policy_key_of_another_type_neither_blocks_initialize_nor_stops_the_heartbeat(
+    server: ServerInfo,
+) -> None:
+    """HKEYS on a key another writer made a string raised WRONGTYPE: initialize() failed,
+    and once started every beat failed before it refreshed the heartbeats."""
+    name = f"a{uuid.uuid4().hex[:10]}"
+    raw = redis.Redis.from_url(server.url)
+    raw.set(f"{name}:__tool_policies", "oops")
+    registry = CollectorRegistry()
+    agent = SyncAgentMemory.from_url(
+        server.url, name=name, embed=TableEmbedder(), registry=registry, heartbeat_interval=0.1
+    )
+    try:
+        agent.initialize()
+        assert json.loads(raw.hget(discovery.REGISTRY_KEY, name) or b"")["tool_policies"] == []
+        raw.delete(f"{name}:__tool_policies")
+        agent.tool.set_policy("search", ttl=60)
+        assert _wait_for_heartbeat(raw, name)
+        raw.delete(f"{name}:__tool_policies")
+        raw.set(f"{name}:__tool_policies", "oops")  # damage after the start
+
+        def count(event: str) -> float:
+            labels = {"name": name, "event": event}
+            return registry.get_sample_value("agent_memory_events_total", labels) or 0
+
+        deadline = time.monotonic() + 5
+        while count("discovery_unreadable") < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # a beat read the damaged key (initialize reported it once)
+        assert count("discovery_unreadable") >= 2
+        assert _wait_for_heartbeat(raw, name)  # beats go on
+        assert _wait_for_heartbeat(raw, f"{name}:mem")
+        marker = json.loads(raw.hget(discovery.REGISTRY_KEY, name) or b"")
+        assert marker["tool_policies"] == ["search"]  # the names read before are kept
+        assert count("heartbeat_failures") == 0
+    finally:
+        agent.close()
+        raw.delete(f"{name}:__tool_policies")
+        raw.close()

@@ -234,10 +234,7 @@ class AgentMemory:
         """
         self._status = await self.memory.ensure_index()
         if self._discovery and not self._initialized:
-            self._tool_policies = await run_async(
-                protocol.tool_policy_names(self._name, unreadable=self._unreadable),
-                self._executor,
-            )
+            self._tool_policies = await self._tool_policy_names()
             await run_async(
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
@@ -249,11 +246,16 @@ class AgentMemory:
         return self._status
 
     async def _beat(self) -> None:
-        self._tool_policies = await run_async(
-            protocol.tool_policy_names(self._name, unreadable=self._unreadable), self._executor
-        )
+        self._tool_policies = await self._tool_policy_names()
         await run_async(protocol.heartbeat(self._markers()), self._executor)
         await self.memory.stats()  # refreshes the items gauge from the server
+
+    async def _tool_policy_names(self) -> list[str]:
+        """The tools with a policy, for the marker; unreadable: the list it had."""
+        op = protocol.tool_policy_names(
+            self._name, unreadable=self._unreadable, previous=self._tool_policies
+        )
+        return await run_async(op, self._executor)
 
     def _unreadable(self, what: str, why: str) -> None:
         """Another writer's damage in the shared discovery keys: logged and counted

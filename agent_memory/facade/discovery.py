@@ -20,7 +20,7 @@ from typing import Any
 from agent_memory._version import __version__
 from agent_memory.core.effects import Operation, command, execute, execute_batch
 from agent_memory.core.replies import optional_text, raise_first_error, text
-from agent_memory.errors import InvalidInputError, ReplyParseError
+from agent_memory.errors import InvalidInputError, ReplyParseError, ServerResponseError
 
 PROTOCOL_VERSION = 1
 REGISTRY_KEY = "__betterdb:caches"
@@ -152,11 +152,24 @@ def unregister(fields: Sequence[str]) -> Operation[None]:
         yield from execute("DEL", *(heartbeat_key(f) for f in fields))
 
 
-def tool_policy_names(name: str, *, unreadable: Unreadable) -> Operation[list[str]]:
-    """Names of the tools with a persisted TTL policy; a name that is not text (another
-    writer's damage) is reported to ``unreadable`` and left out."""
+def tool_policy_names(
+    name: str, *, unreadable: Unreadable, previous: Sequence[str] = ()
+) -> Operation[list[str]]:
+    """Names of the tools with a persisted TTL policy (a best-effort extra of the
+    marker); a name that is not text (another writer's damage) is reported to
+    ``unreadable`` and left out. A policy hash the server refuses to read (another
+    writer gave the key another type) is reported too, and ``previous`` is returned:
+    it never stops a registration or a heartbeat.
+
+    Raises:
+        ServerUnavailableError, OperationTimeoutError: the server cannot be reached.
+    """
     key = f"{name}:__tool_policies"
-    reply = yield from execute("HKEYS", key)
+    try:
+        reply = yield from execute("HKEYS", key)
+    except ServerResponseError as exc:
+        unreadable(key, f"{exc}; the previous tool names are kept")
+        return list(previous)
     names = []
     for raw in reply or []:
         try:

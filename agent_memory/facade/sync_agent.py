@@ -244,10 +244,7 @@ class SyncAgentMemory:
         """
         self._status = self.memory.ensure_index()
         if self._discovery and not self._initialized:
-            self._tool_policies = run_sync(
-                protocol.tool_policy_names(self._name, unreadable=self._unreadable),
-                self._executor,
-            )
+            self._tool_policies = self._tool_policy_names()
             run_sync(
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
@@ -259,11 +256,16 @@ class SyncAgentMemory:
         return self._status
 
     def _beat(self) -> None:
-        self._tool_policies = run_sync(
-            protocol.tool_policy_names(self._name, unreadable=self._unreadable), self._executor
-        )
+        self._tool_policies = self._tool_policy_names()
         run_sync(protocol.heartbeat(self._markers()), self._executor)
         self.memory.stats()  # refreshes the items gauge from the server
+
+    def _tool_policy_names(self) -> list[str]:
+        """The tools with a policy, for the marker; unreadable: the list it had."""
+        op = protocol.tool_policy_names(
+            self._name, unreadable=self._unreadable, previous=self._tool_policies
+        )
+        return run_sync(op, self._executor)
 
     def _unreadable(self, what: str, why: str) -> None:
         """Another writer's damage in the shared discovery keys: logged and counted
