@@ -39,7 +39,11 @@ def test_tool_policy_names_skip_a_name_that_is_not_text() -> None:
     assert len(reported) == 1 and "n:__tool_policies" in reported[0][0]
 
 
-@pytest.mark.parametrize("marker", [b"\xff\xfe", b"not json", b'"a string"', b"[1, 2]"])
+@pytest.mark.parametrize(
+    "marker",
+    [b"\xff\xfe", b"not json", b'"a string"', b"[1, 2]", b"[" * 100_000, b'{"type": ["x"]}'],
+    ids=["not-utf8", "not-json", "string", "list", "nested-too-deep", "type-not-text"],
+)
 def test_an_unreadable_marker_is_reported_and_replaced(marker: bytes) -> None:
     reported: list[tuple[str, str]] = []
     markers = {"n": (discovery.CACHE_TYPE, {"type": discovery.CACHE_TYPE})}
@@ -155,4 +159,21 @@ def test_a_policy_key_of_another_type_neither_blocks_initialize_nor_stops_the_he
     finally:
         agent.close()
         raw.delete(f"{name}:__tool_policies")
+        raw.close()
+
+
+async def test_initialize_replaces_a_marker_nested_too_deep_to_decode(server: ServerInfo) -> None:
+    """json.loads raised RecursionError out of initialize()."""
+    from agent_memory import AgentMemory
+
+    name = f"a{uuid.uuid4().hex[:10]}"
+    raw = redis.Redis.from_url(server.url)
+    raw.hset(discovery.REGISTRY_KEY, f"{name}:mem", b"[" * 100_000)
+    agent = AgentMemory.from_url(server.url, name=name, embed=TableEmbedder())
+    try:
+        async with agent:
+            marker = json.loads(raw.hget(discovery.REGISTRY_KEY, f"{name}:mem") or b"")
+            assert marker["type"] == discovery.MEMORY_TYPE
+    finally:
+        raw.hdel(discovery.REGISTRY_KEY, name, f"{name}:mem")
         raw.close()

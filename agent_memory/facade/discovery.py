@@ -104,8 +104,11 @@ def _check_owner(field: str, existing: Any, expected_type: str, unreadable: Unre
     try:
         raw = optional_text(existing)
         found = None if raw is None else json.loads(raw).get("type")
-    except (ReplyParseError, ValueError, AttributeError) as exc:
-        # An unreadable marker (not UTF-8, not a JSON object) is simply replaced.
+        if found is not None and not isinstance(found, str):
+            raise ValueError(f"its type is a JSON {type(found).__name__}, not a string")
+    except (ReplyParseError, ValueError, AttributeError, RecursionError) as exc:
+        # An unreadable marker (not UTF-8, not a JSON object, nested too deep to decode,
+        # a type that is not text) is simply replaced.
         unreadable(f"the marker {field!r} of {REGISTRY_KEY}", f"{exc or type(exc).__name__}")
         return
     if found and found != expected_type:
