@@ -150,6 +150,25 @@ async def test_close_stops_the_embedded_server_off_the_event_loop(
     assert process.poll() is not None and not (tmp_path / "server.json").exists()
 
 
+@pytest.mark.parametrize("cls", [AgentMemory, SyncAgentMemory])
+@pytest.mark.parametrize(
+    "interval",
+    [0, -1, float("nan"), float("inf"), 10**400, -(10**400), "1"],
+    ids=["zero", "negative", "nan", "inf", "int-beyond-float", "negative-int-beyond-float", "str"],
+)
+def test_a_heartbeat_interval_that_is_not_a_positive_number_is_refused(
+    cls: Any, interval: object
+) -> None:
+    """10**400 raised OverflowError."""
+    import valkey
+    import valkey.asyncio
+
+    client = valkey.Valkey() if cls is SyncAgentMemory else valkey.asyncio.Valkey()
+    with pytest.raises(InvalidInputError, match="finite number of seconds") as info:
+        cls(client, "n", TableEmbedder(), heartbeat_interval=interval)
+    assert info.value.field == "heartbeat_interval"
+
+
 @pytest.mark.parametrize("interval", [30.5, 59, 60, 3600])
 @pytest.mark.parametrize("cls", [AgentMemory, SyncAgentMemory])
 def test_a_heartbeat_interval_the_heartbeat_would_not_survive_is_refused(

@@ -62,13 +62,19 @@ def parse_arguments(arguments: object) -> Mapping[str, Any]:
     """A model's arguments as a mapping: JSON text is decoded, ``None`` is no arguments.
 
     Raises:
-        InvalidInputError: text that is not JSON, or anything but an object.
+        InvalidInputError: text that is not JSON (or nested too deep to decode), or
+            anything but an object.
     """
     if arguments is None:
         return {}
     if isinstance(arguments, (str, bytes)):
         try:
             arguments = json.loads(arguments)
+        except RecursionError:
+            raise InvalidInputError(
+                "tool arguments are not JSON this library reads: nested too deep",
+                field="arguments",
+            ) from None
         except ValueError as exc:
             raise InvalidInputError(
                 f"tool arguments are not JSON: {exc}", field="arguments"
@@ -148,8 +154,12 @@ def _check_number(name: str, schema: Mapping[str, Any], value: Any, *, integer: 
         raise InvalidInputError(f"argument {name!r} must be a {kind}", field=name)
     if integer and not (isinstance(value, int) or float(value).is_integer()):
         raise InvalidInputError(f"argument {name!r} must be an integer", field=name)
-    if not math.isfinite(value):
-        raise InvalidInputError(f"argument {name!r} must be finite", field=name)
+    try:
+        finite = math.isfinite(float(value))
+    except OverflowError:  # an int beyond any float
+        finite = False
+    if not finite:
+        raise InvalidInputError(f"argument {name!r} must be a finite number", field=name)
     low, high = schema.get("minimum"), schema.get("maximum")
     if (low is not None and value < low) or (high is not None and value > high):
         raise InvalidInputError(f"argument {name!r} must be in [{low}, {high}]", field=name)

@@ -81,12 +81,14 @@ def check_interval(value: object, field: str, *, maximum: float = math.inf) -> f
     Raises:
         InvalidInputError: anything else.
     """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (value > 0 and math.isfinite(value))
-    ):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInputError(f"{field} must be a finite number of seconds > 0", field=field)
-    if value > maximum:
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond any float
+        seconds = math.inf
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise InvalidInputError(f"{field} must be a finite number of seconds > 0", field=field)
+    if seconds > maximum:
         raise InvalidInputError(f"{field} must be at most {maximum:g} seconds", field=field)
-    return float(value)
+    return seconds

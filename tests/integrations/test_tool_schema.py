@@ -60,6 +60,32 @@ def test_each_bad_argument_is_named(arguments: dict[str, Any], message: str) -> 
         check_arguments(SPEC, arguments)
 
 
+def test_json_nested_too_deep_is_refused() -> None:
+    """json.loads raised RecursionError."""
+    nested = '{"text": "x", "labels": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(InvalidInputError, match="nested too deep") as info:
+        parse_arguments(nested)
+    assert info.value.field == "arguments"
+    with pytest.raises(InvalidInputError, match="nested too deep"):
+        check_arguments(SPEC, nested.encode())
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"text": "x", "n": 10**400},
+        {"text": "x", "n": -(10**400)},
+        '{"text": "x", "n": 1' + "0" * 400 + "}",
+    ],
+    ids=["int", "negative-int", "json"],
+)
+def test_an_integer_beyond_a_float_is_refused(arguments: Any) -> None:
+    """math.isfinite raised OverflowError."""
+    with pytest.raises(InvalidInputError, match="'n' must be a finite number") as info:
+        check_arguments(SPEC, arguments)
+    assert info.value.field == "n"
+
+
 def test_good_arguments_come_back_as_given() -> None:
     arguments = {"text": "x", "n": 5, "labels": {"topic": ["a"]}}
     assert check_arguments(SPEC, arguments) == arguments
@@ -79,7 +105,12 @@ def test_both_tool_surfaces_share_the_rules() -> None:
             tool.prepare({"text": "x", key: "b"})
         with pytest.raises(InvalidInputError, match="bound to its namespace"):
             check_arguments(remember, {"content": "x", key: "b"})
-    for bad in ({"text": "x", "importance": 2}, {"text": "x", "importance": True}):
+    for bad in (
+        {"text": "x", "importance": 2},
+        {"text": "x", "importance": True},
+        {"text": "x", "importance": 10**400},
+        '{"text": "x", "importance": 1' + "0" * 400 + "}",
+    ):
         with pytest.raises(InvalidInputError, match="importance"):
             tool.prepare(bad)
     assert store.list().total == 0
