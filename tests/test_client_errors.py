@@ -3,6 +3,9 @@ stumbles during an outage count as unavailability."""
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import pytest
 
 from agent_memory.core.clients import AsyncExecutor, SyncExecutor, map_client_error
@@ -96,3 +99,67 @@ async def test_an_atomic_batch_is_refused_only_where_the_cluster_client_has_no_t
         sync_client.delete(key)
         sync_client.close()
         await async_client.aclose()
+
+
+_BAD_CLIENT_OPTIONS = [
+    ("rediss://user:hunter2@127.0.0.1:1?ssl_cert_reqs=bogus", {}, "url"),
+    ("valkeys://user:hunter2@127.0.0.1:1", {"client_ssl_cert_reqs": "bogus"}, "url"),
+    ("redis://user:hunter2@127.0.0.1:1", {"client_protocol": 4}, "url"),
+    ("redis://user:hunter2@127.0.0.1:1", {"client_retry": "no"}, "client_retry"),
+    ("redis://127.0.0.1:1", {"client_socket_timeout": "abc"}, "client_socket_timeout"),
+    ("redis://127.0.0.1:1", {"client_socket_timeout": 0}, "client_socket_timeout"),
+    ("redis://127.0.0.1:1", {"client_socket_timeout": -1}, "client_socket_timeout"),
+    ("redis://127.0.0.1:1", {"client_socket_timeout": math.inf}, "client_socket_timeout"),
+    ("redis://127.0.0.1:1", {"client_socket_timeout": 10**400}, "client_socket_timeout"),
+    (
+        "redis://127.0.0.1:1",
+        {"client_socket_connect_timeout": "5"},
+        "client_socket_connect_timeout",
+    ),
+    ("redis://127.0.0.1:1", {"client_health_check_interval": "x"}, "client_health_check_interval"),
+    ("redis://127.0.0.1:1", {"client_health_check_interval": -1}, "client_health_check_interval"),
+    ("redis://127.0.0.1:1?socket_timeout=-1", {}, "url"),
+]
+
+
+@pytest.mark.parametrize(("url", "options", "field"), _BAD_CLIENT_OPTIONS)
+@pytest.mark.parametrize("cls", ["AgentMemory", "SyncAgentMemory", "MemoryStore"])
+def test_a_bad_client_option_is_refused_by_from_url(
+    cls: str, url: str, options: dict[str, Any], field: str
+) -> None:
+    """The client's own exceptions (RedisError, ValkeyError, its ConnectionError, an
+    AttributeError) escaped, and ill-typed timeouts failed only at the first command."""
+    import agent_memory
+    from agent_memory.errors import InvalidInputError
+    from tests.support import TableEmbedder
+
+    with pytest.raises(InvalidInputError) as info:
+        getattr(agent_memory, cls).from_url(url, name="n", embed=TableEmbedder(), **options)
+    assert info.value.field == field
+    assert "hunter2" not in str(info.value)
+
+
+def test_client_timeouts_are_checked_and_good_ones_taken() -> None:
+    """None (no bound), positive numbers and a health-check interval of 0 (off) are
+    taken as given; an ill-typed one was also taken, and failed at the first command."""
+    from agent_memory import SyncMemoryStore
+    from agent_memory.errors import InvalidInputError
+    from tests.support import TableEmbedder
+
+    for options in (
+        {"client_socket_timeout": None},
+        {"client_socket_timeout": 2, "client_socket_connect_timeout": 0.5},
+        {"client_health_check_interval": 0},
+        {"client_health_check_interval": 30},
+    ):
+        store = SyncMemoryStore.from_url(
+            "redis://127.0.0.1:1", name="n", embed=TableEmbedder(), **options
+        )
+        kwargs = store._client.connection_pool.connection_kwargs
+        for option, value in options.items():
+            assert kwargs[option.removeprefix("client_")] == value
+        store.close()
+    with pytest.raises(InvalidInputError, match="health_check_interval"):
+        SyncMemoryStore.from_url(
+            "redis://127.0.0.1:1", name="n", embed=TableEmbedder(), client_health_check_interval="x"
+        )

@@ -8,6 +8,8 @@ package, mapping its errors like every other command.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,7 +28,9 @@ def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
     ``socket_timeout=None`` for an explicitly unbounded wait.
 
     Raises:
-        InvalidInputError: the URL scheme is not supported.
+        InvalidInputError: the URL scheme is not supported, or the client refuses the
+            URL or an option (whatever it raises, its message with the URL's credentials
+            blanked out); a timeout that is not a positive finite number or ``None``.
     """
     if not isinstance(url, str):
         raise InvalidInputError(f"url must be a str, got {type(url).__name__}", field="url")
@@ -50,28 +54,77 @@ def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
             url = "redis" + url[len("valkey") :]
         try:
             client = cls.from_url(url, **options)
-            _check_connection_options(client)
-            return client
-        except (TypeError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever the package raises for a bad option
             # ``from None``: the client's message may quote the URL, credentials included.
             raise InvalidInputError(
                 f"invalid URL or client option: {_redacted(exc, url)}", field="url"
             ) from None
+        _check_connection_options(client, url, given=kwargs)
+        return client
     raise InvalidInputError(
         "neither the 'valkey' nor the 'redis' package can be imported", field="url"
     ) from last_error
 
 
-def _check_connection_options(client: Any) -> None:
-    """Build (without connecting) one connection the way the client's pool will, so an
-    unknown or ill-typed client option fails now, not at the first command.
+def _check_connection_options(client: Any, url: str, *, given: Mapping[str, Any]) -> None:
+    """Check the timeouts and the retry policy the client's connections get (from the
+    URL's query or from ``given``, the caller's options), then build (without
+    connecting) one connection the way the client's pool will, so an unknown or
+    ill-typed client option fails now, not at the first command.
 
     Raises:
-        TypeError, ValueError: what the connection class raises for a bad option.
+        InvalidInputError: a timeout that is not a positive finite number or ``None``
+            (``health_check_interval``: 0 too, which turns the checks off), a retry
+            policy that is not one, or whatever the connection class raises for a bad
+            option (its message with the URL's credentials blanked out).
     """
     pool = getattr(client, "connection_pool", None)
-    if pool is not None:
-        pool.connection_class(**pool.connection_kwargs)
+    if pool is None:
+        return
+    options = pool.connection_kwargs
+    for option, least in _TIMEOUTS.items():
+        if option in options:
+            _check_seconds(option, options[option], least, given=given)
+    retry = options.get("retry")
+    if retry is not None and not callable(getattr(retry, "call_with_retry", None)):
+        raise InvalidInputError(
+            f"client option retry must be a Retry of the client package or None, got "
+            f"{type(retry).__name__}",
+            field="client_retry",
+        )
+    try:
+        pool.connection_class(**options)
+    except Exception as exc:  # noqa: BLE001 - whatever the package raises for a bad option
+        raise InvalidInputError(
+            f"invalid URL or client option: {_redacted(exc, url)}", field="url"
+        ) from None
+
+
+# Timeouts in seconds a connection takes, and whether 0 is allowed (> 0 if not).
+_TIMEOUTS = {
+    "socket_timeout": False,
+    "socket_connect_timeout": False,
+    "health_check_interval": True,
+}
+
+
+def _check_seconds(option: str, value: object, zero: bool, *, given: Mapping[str, Any]) -> None:
+    field = f"client_{option}" if option in given else "url"
+    if value is None:
+        return
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond any float
+            seconds = math.inf
+        if math.isfinite(seconds) and (seconds > 0 or (zero and seconds == 0)):
+            return
+    bound = ">= 0" if zero else "> 0"
+    raise InvalidInputError(
+        f"client option {option} must be None or a finite number of seconds {bound}, "
+        f"got {value!r:.40}",
+        field=field,
+    )
 
 
 def _redacted(exc: BaseException, url: object) -> str:
