@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 import time
@@ -155,6 +156,49 @@ async def test_embedding_cache_saves_repeated_embedding_calls(server: ServerInfo
         assert stats.embedding_hits == 2 and stats.embedding_misses == 1
     finally:
         await agent.close()
+
+
+def _embed_function() -> Any:
+    def embed(text: str, seed: int = 0) -> list[float]:  # a new function each time
+        return random_unit(f"{seed}:{text}")
+
+    return embed
+
+
+def _with_id(value: object) -> TableEmbedder:
+    embed = TableEmbedder()
+    embed.id = value  # type: ignore[attr-defined]
+    return embed
+
+
+_NO_ID: dict[str, Any] = {
+    "function": _embed_function,
+    "partial": lambda: functools.partial(_embed_function(), seed=1),
+    "lambda": lambda: lambda text: random_unit(text, 8),
+    "object": TableEmbedder,
+    "empty": lambda: _with_id(""),
+    "int": lambda: _with_id(5),
+}
+
+
+@pytest.mark.parametrize("kind", _NO_ID)
+@pytest.mark.parametrize("cls", [AgentMemory, SyncAgentMemory])
+def test_the_embedding_cache_refuses_an_embedder_without_an_id(cls: Any, kind: str) -> None:
+    """A guessed id keyed the cache: every partial was 'functools.partial' and every
+    function called embed 'builtins.embed', so different embedders were handed each
+    other's cached vectors (and the guess was written into the store's meta)."""
+    import valkey
+    import valkey.asyncio
+
+    client = valkey.Valkey() if cls is SyncAgentMemory else valkey.asyncio.Valkey()
+    embed = _NO_ID[kind]()
+    with pytest.raises(InvalidInputError, match="needs an embedder with an 'id'") as info:
+        cls(client, "n", embed, embedding_cache=True)
+    assert info.value.field == "embedding_cache"
+    cls(client, "n", embed)  # without the cache the embedder is fine
+    embed.id = "my-model-v1"  # what the message advises
+    agent = cls(client, "n", embed, embedding_cache=True)
+    assert agent.memory._ctx.settings.embed.id == "my-model-v1"
 
 
 @pytest.mark.parametrize(

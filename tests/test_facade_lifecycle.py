@@ -39,6 +39,13 @@ def _name() -> str:
     return f"a{uuid.uuid4().hex[:10]}"
 
 
+def _identified() -> TableEmbedder:
+    """An embedder with the ``id`` the embedding cache needs."""
+    embed = TableEmbedder()
+    embed.id = "table-v1"  # type: ignore[attr-defined]
+    return embed
+
+
 @pytest.mark.parametrize("cls", [AgentMemory, SyncAgentMemory])
 def test_embedded_refuses_a_bad_name_before_starting_a_server(cls: Any, tmp_path: Path) -> None:
     for name in ("", "has space", 5, "{tag}"):
@@ -187,7 +194,7 @@ def test_a_heartbeat_interval_the_heartbeat_would_not_survive_is_refused(
 
 async def test_stats_sends_every_tiers_buffered_counters(server: ServerInfo) -> None:
     agent = AgentMemory.from_url(
-        server.url, name=_name(), embed=TableEmbedder(), discovery=False, embedding_cache=True
+        server.url, name=_name(), embed=_identified(), discovery=False, embedding_cache=True
     )
     try:
         # Counters a tier buffers (on a cluster) until its next round trip.
@@ -254,7 +261,7 @@ def test_a_context_manager_whose_initialize_fails_closes_the_agent() -> None:
 async def test_close_sends_the_buffered_counters_of_every_tier(server: ServerInfo) -> None:
     name = _name()
     agent = AgentMemory.from_url(
-        server.url, name=name, embed=TableEmbedder(), discovery=False, embedding_cache=True
+        server.url, name=name, embed=_identified(), discovery=False, embedding_cache=True
     )
     assert agent.embeddings is not None
     agent.embeddings._core.tier.buffer.add({"embedding:hits": 4})  # a lookup's, unsent
@@ -361,7 +368,7 @@ async def test_the_cache_tiers_are_closed_with_the_agent(server: ServerInfo) -> 
     probe = f"probe-{uuid.uuid4().hex[:8]}"
     raw = redis.Redis.from_url(server.url, decode_responses=True)
     agent = AgentMemory.from_url(
-        server.url, name=_name(), embed=TableEmbedder(), discovery=False,
+        server.url, name=_name(), embed=_identified(), discovery=False,
         embedding_cache=True, client_client_name=probe,
     )  # fmt: skip
     try:
@@ -389,7 +396,7 @@ def test_the_cache_tiers_of_the_blocking_agent_are_closed_with_it(server: Server
     probe = f"probe-{uuid.uuid4().hex[:8]}"
     raw = redis.Redis.from_url(server.url, decode_responses=True)
     agent = SyncAgentMemory.from_url(
-        server.url, name=_name(), embed=TableEmbedder(), discovery=False,
+        server.url, name=_name(), embed=_identified(), discovery=False,
         embedding_cache=True, client_client_name=probe,
     )  # fmt: skip
     try:

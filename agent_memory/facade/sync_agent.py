@@ -30,7 +30,7 @@ from agent_memory.core.client_factory import (
 from agent_memory.core.clients import SyncExecutor
 from agent_memory.core.runner import run_sync
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
-from agent_memory.errors import AgentMemoryError, StoreClosedError
+from agent_memory.errors import AgentMemoryError, InvalidInputError, StoreClosedError
 from agent_memory.facade import discovery as protocol
 from agent_memory.facade.heartbeat import SyncHeartbeat
 from agent_memory.facade.opening import opened_now
@@ -71,13 +71,15 @@ class SyncAgentMemory:
         embedding_cache: cache embeddings in ``.embeddings`` (keyed by the embedder's
             ``id`` and the text, for ``embedding_cache_ttl`` seconds) so re-remembering or
             re-querying a text costs no embedding call; calls saved are counted in
-            ``{name}:__stats`` (``embedding:hits``).
+            ``{name}:__stats`` (``embedding:hits``). The embedder must have an ``id``
+            (a str naming the model and its settings; the built-in embedders have one).
         heartbeat_interval: seconds between heartbeats, at most 30: a heartbeat expires
             60 s after it is written, so a longer interval (or a late beat) would show
             the instance as gone between beats.
 
     Raises:
-        InvalidInputError: a bad argument.
+        InvalidInputError: a bad argument (``embedding_cache=True`` for an embedder
+            without an ``id`` included).
     """
 
     def __init__(
@@ -110,10 +112,13 @@ class SyncAgentMemory:
         }
         self.embeddings: SyncEmbeddingCache | None = None
         if check_flag(embedding_cache, "embedding_cache"):
+            embedder_id = _embedder_id(embed)
             self.embeddings = SyncEmbeddingCache(
                 client, name, ttl=embedding_cache_ttl, registry=registry
             )
-            embed, memory_options = _cached_embedder(self.embeddings, embed, memory_options)
+            embed, memory_options = _cached_embedder(
+                self.embeddings, embed, embedder_id, memory_options
+            )
         self.memory = SyncMemoryStore(client, name, embed, registry=registry, **memory_options)
         self.llm = SyncLlmCache(client, name, registry=registry, **tiers["llm"])
         self.tool = SyncToolCache(client, name, registry=registry, **tiers["tool"])
@@ -391,15 +396,35 @@ class _CachedEmbedder:
         return getattr(self._embed, "dim", None)
 
 
-def _cached_embedder(
-    cache: SyncEmbeddingCache, embed: Callable[[str], Any], options: dict[str, Any]
-) -> tuple[Callable[[str], Any], dict[str, Any]]:
-    """Route the store's embedder (and its batch twin) through the embedding cache."""
+def _embedder_id(embed: Callable[[str], Any]) -> str:
+    """The ``id`` that keys the embedder's vectors in the embedding cache.
+
+    Raises:
+        InvalidInputError: the embedder has no ``id`` (a non-empty str). A name guessed
+            from its type or function would be shared by different embedders (every
+            ``functools.partial``, every function called ``embed``), which would then
+            be handed each other's vectors.
+    """
     embedder_id = getattr(embed, "id", None)
     if not isinstance(embedder_id, str) or not embedder_id:
-        embedder_id = (
-            f"{type(embed).__module__}.{getattr(embed, '__qualname__', type(embed).__qualname__)}"
+        raise InvalidInputError(
+            f"embedding_cache=True needs an embedder with an 'id': a str naming the model "
+            f"and every setting that changes its vectors (the built-in embedders have "
+            f"one), which keys the cached vectors; the embedder given ({type(embed).__name__}) "
+            f"{'has none' if embedder_id is None else f'has id {embedder_id!r:.40}'}. "
+            "Set one (for a function: embed.id = 'my-model-v1') or leave the cache off",
+            field="embedding_cache",
         )
+    return embedder_id
+
+
+def _cached_embedder(
+    cache: SyncEmbeddingCache,
+    embed: Callable[[str], Any],
+    embedder_id: str,
+    options: dict[str, Any],
+) -> tuple[Callable[[str], Any], dict[str, Any]]:
+    """Route the store's embedder (and its batch twin) through the embedding cache."""
     cached = _CachedEmbedder(embed, cache.wrap(embed, embedder_id=embedder_id), embedder_id)
     many = options.get("embed_many") or getattr(embed, "embed_many", None)
     if callable(many):

@@ -42,6 +42,8 @@ def _name() -> str:
 class DimReaders:
     """An embedder whose ``dim`` property notes the threads that read it."""
 
+    id = "dim-readers"
+
     def __init__(self) -> None:
         self.readers: list[int] = []
         self._embed = HashingEmbedder(dim=DIM)
