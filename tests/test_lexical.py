@@ -108,6 +108,15 @@ def test_stats_fields_parse_and_delta() -> None:
     damaged = X.parse_stats(terms, ["-3", "x", b"nan", None], lambda f, v: reported.append((f, v)))
     assert damaged == X.TermStats(0, 0, {"lake": 0, "paint": 0})
     assert reported == [("t:lake", b"nan"), ("len", "x")]  # drift below 0 is no damage
+    huge = b"9" * 400  # an integer beyond a float: BM25 raised OverflowError with it
+    reported.clear()
+    beyond = X.parse_stats(
+        terms, [huge, str(2**53 + 1), str(2**53), huge], lambda f, v: reported.append((f, v))
+    )
+    assert beyond == X.TermStats(0, 0, {"lake": 2**53, "paint": 0})
+    assert [f for f, _ in reported] == ["t:paint", "n", "len"]
+    largest = X.TermStats(2**53, 2**53, {"lake": 2**53})  # what is read still computes
+    assert math.isfinite(X.bm25(["lake", "paint"], ["lake", "paint"], largest))
     delta = X.stats_delta(["Paint the lake", "paintings of a lake, a lake"], 1)
     assert delta == {"n": 2, "len": 5, "t:paint": 1, "t:painting": 1, "t:lak": 2}
     assert X.stats_delta(["Paint the lake"], -1) == {"n": -1, "len": -2, "t:paint": -1, "t:lak": -1}

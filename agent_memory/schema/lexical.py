@@ -53,6 +53,10 @@ MAX_TERM_CHARS = 64
 K1 = 1.2
 B = 0.75
 
+MAX_STAT = 2**53
+"""The largest statistic read as a count: the scripts keep the counts far below it, and
+BM25 computes with them as floats (a larger one overflows a float or loses its units)."""
+
 STATS_DOCS = "n"
 STATS_LENGTH = "len"
 TERM_PREFIX = "t:"
@@ -201,9 +205,10 @@ def parse_stats(
     unreadable: Callable[[str, Any], None] | None = None,
 ) -> TermStats:
     """:class:`TermStats` from the HMGET reply of :func:`stats_fields` (missing: 0; below
-    0, as concurrent removals can briefly leave a count: 0). A value that is not a count
-    reads as 0 and is reported to ``unreadable(field, value)``: the next write of the
-    term replaces it."""
+    0, as concurrent removals can briefly leave a count: 0). A value that is not a count,
+    or one beyond :data:`MAX_STAT` (another writer's damage: no store counts that far, and
+    BM25 could not compute with it), reads as 0 and is reported to
+    ``unreadable(field, value)``: the next write of the term replaces it."""
     values = list(reply or [])
     values += [None] * (2 + len(query_terms) - len(values))
 
@@ -211,11 +216,14 @@ def parse_stats(
         if value is None:
             return 0
         try:
-            return max(integer(value), 0)
+            number = integer(value)
         except (ReplyParseError, ValueError, TypeError, ArithmeticError):
+            number = None
+        if number is None or number > MAX_STAT:
             if unreadable is not None:
                 unreadable(name, value)
             return 0
+        return max(number, 0)
 
     df = {t: count(TERM_PREFIX + t, v) for t, v in zip(query_terms, values[2:], strict=False)}
     return TermStats(count(STATS_DOCS, values[0]), count(STATS_LENGTH, values[1]), df)

@@ -24,6 +24,7 @@ import pytest
 from agent_memory import Forgetting, Scope
 from agent_memory.errors import AgentMemoryError
 from agent_memory.schema import layout as L
+from agent_memory.schema import lexical
 from agent_memory.schema.encoding import namespace_token
 from tests.conftest import ALL_KINDS
 from tests.store.conftest import CLIENT_CONFIGS, ENV_PARAMS, StoreEnv
@@ -263,6 +264,29 @@ async def test_term_statistics_that_are_not_counts_are_reported(
     assert {h.item.id for h in hits} >= set(h.good)
     assert counted.get("corrupt_records", 0) >= 1
     assert "that are not counts" in caplog.text and "n=" in caplog.text and "len=" in caplog.text
+
+
+async def test_term_statistics_beyond_a_float_are_reported(
+    env: StoreEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A term statistic of 400 digits (an integer, but beyond 2**53 and beyond a float)
+    reads as 0, logged and counted: BM25 raised OverflowError on every recall."""
+    h = await _healthy_store(env)
+    stats_key = h.raw._ctx.keys.term_stats(namespace_token(None))
+    huge = "9" * 400
+    (term,) = lexical.analyze("a note")
+    for field in ("len", "n", lexical.TERM_PREFIX + term):
+        before = await _run(h.raw.client, "HGET", stats_key, field)
+        await _run(h.raw.client, "HSET", stats_key, field, huge)
+        fresh = env.make(h.embed, name=h.raw.name, default_threshold=2.0)  # reads anew
+        counted = getattr(fresh, "wrapped", fresh)._ctx.counters
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="agent_memory.store"):
+            hits = await fresh.recall("a note", k=10)
+        assert {hit.item.id for hit in hits} >= set(h.good), field
+        assert counted.get("corrupt_records", 0) >= 1, field
+        assert "that are not counts" in caplog.text and f"{field}=" in caplog.text, field
+        await _run(h.raw.client, "HSET", stats_key, field, before)  # each damage alone
 
 
 async def test_a_vector_of_another_width_is_left_out_and_reported(

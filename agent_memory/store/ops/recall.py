@@ -164,12 +164,12 @@ def _term_stats(
         raise reply
     damaged: list[str] = []
     stats = lexical.parse_stats(
-        terms, reply, lambda name, value: damaged.append(f"{name}={value!r}")
+        terms, reply, lambda name, value: damaged.append(f"{name}={value!r:.40}")
     )
     if damaged:
         logger.warning(
-            "store %s: term statistics of namespace %s that are not counts (%s) read as 0; "
-            "the next write of each term replaces it",
+            "store %s: term statistics of namespace %s that are not counts or are beyond "
+            "2**53 (%s) read as 0; the next write of each term replaces it",
             ctx.keys.name, namespace, ", ".join(damaged[:5]),
         )  # fmt: skip
         ctx.count("corrupt_records")
