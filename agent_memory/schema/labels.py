@@ -3,7 +3,8 @@
 Keys and values are normalised (Unicode casefold, inner whitespace collapsed, surrounding
 space stripped; duplicates collapse). A :class:`LabelPolicy` bounds cardinality: a write
 outside it raises :class:`~agent_memory.errors.InvalidInputError`. Each ``key=value``
-pair is indexed as one TAG token (see :mod:`agent_memory.schema.encoding`).
+pair, its key escaped (:func:`_pair`), is indexed as one TAG token (see
+:mod:`agent_memory.schema.encoding`).
 """
 
 from __future__ import annotations
@@ -123,9 +124,19 @@ def check_labels(labels: object, policy: LabelPolicy | None, *, enforce: bool = 
     return out
 
 
+def _pair(key: str, value: str) -> str:
+    """``key=value`` with ``\\`` and ``=`` of the key escaped (``\\\\``, ``\\=``): the
+    first unescaped ``=`` ends the key, so no two pairs give the same text
+    (``{"team=red": ["x"]}`` and ``{"team": ["red=x"]}`` did). A key holding neither
+    gives the text, and so the token and the context digest, it always gave."""
+    if "=" in key or "\\" in key:
+        key = key.replace("\\", "\\\\").replace("=", "\\=")
+    return f"{key}={value}"
+
+
 def label_token(key: str, value: str) -> str:
-    """The indexed TAG token of one ``key=value`` pair."""
-    return encode_value(f"{key}={value}")
+    """The indexed TAG token of one ``key=value`` pair (:func:`_pair`)."""
+    return encode_value(_pair(key, value))
 
 
 def label_tokens(labels: Labels) -> list[str]:
@@ -141,7 +152,8 @@ def context_digest(labels: Labels) -> str | None:
     """Names the label combination a utility observation was made in."""
     if not labels:
         return None
-    raw = "\x1f".join(f"{k}={v}" for k, values in sorted(labels.items()) for v in values)
+    # Normalised labels hold no "\x1f" (whitespace), so the pairs join unambiguously.
+    raw = "\x1f".join(_pair(k, v) for k, values in sorted(labels.items()) for v in values)
     return hashlib.blake2b(raw.encode("utf-8"), digest_size=8).hexdigest()
 
 

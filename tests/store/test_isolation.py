@@ -84,3 +84,33 @@ async def test_session_memories_are_private_and_not_crowded_out(env: StoreEnv) -
     assert "session note" not in [h.item.content for h in no_session]
     item = next(h.item for h in in_session if h.item.content == "session note")
     assert item.durability == "session" and item.scope.session_id == "s1"
+
+
+# Labels whose texts "key=value" (and so tokens) were one before keys were escaped ("="
+# in a key against "=" in a value), or would be with only "=" escaped (a key ending in a
+# backslash).
+COLLIDING_LABELS = [
+    ({"team=red": ["x"]}, {"team": ["red=x"]}),
+    ({"k=": ["v"]}, {"k\\": ["=v"]}),
+]
+
+
+async def test_a_label_filter_is_never_widened_by_an_equals_sign(env: StoreEnv) -> None:
+    """``{"team": ["red=x"]}`` selected the memory labelled ``{"team=red": ["x"]}`` (the
+    same token ``team=red=x``): the key is now escaped before the join."""
+    embed = TableEmbedder()
+    q = random_unit("q")
+    embed.set("query", q)
+    store = env.make(embed)
+    for n, pair in enumerate(COLLIDING_LABELS):
+        for i, labels in enumerate(pair):
+            text = f"memory {n}.{i}"
+            embed.set(text, near(q, 0.05, text))
+            await store.remember(text, labels=labels)
+    embed.set("plain", near(q, 0.05, "plain"))
+    await store.remember("plain", labels={"team": ["red"], "k": ["v"]})
+    for n, pair in enumerate(COLLIDING_LABELS):
+        for i, labels in enumerate(pair):
+            hits = await store.recall("query", labels=labels, k=50, threshold=2.0)
+            assert [h.item.content for h in hits] == [f"memory {n}.{i}"], labels
+            assert dict(hits[0].item.labels) == {k: tuple(v) for k, v in labels.items()}
