@@ -1,7 +1,8 @@
 """Check every FT command the suite sends against the valkey-search 1.0 grammar.
 
 ``tests/conftest.py`` wraps the executors so each FT.* command is checked when sent;
-a violation fails the test that sent it. Rules from shared/valkey-search-dialect.md.
+a violation fails the test that sent it. Rules from shared/valkey-search-dialect.md,
+and the query limits valkey-search 1.2 enforces (:func:`_limits`).
 
 The library sends two RediSearch extensions, only after detecting RediSearch:
 ``HYBRID_POLICY`` inside a KNN clause, and a ``TEXT`` lexical field (index options
@@ -99,6 +100,7 @@ def check_search(args: Sequence[object]) -> list[str]:
         return [f"query without a trailing KNN clause: {query!r}"]
     param = match.group(3)
     filter_part = query[: match.start()]
+    problems += _limits(query, filter_part)
     if filter_part.strip() in {"", "*"} and filter_part.strip() != "*":
         problems.append("empty filter")
     for body in re.findall(r"\{([^}]*)\}", filter_part):
@@ -127,6 +129,23 @@ def check_search(args: Sequence[object]) -> list[str]:
         problems.append("KNN query without PARAMS")
     if options[-2:] != ["DIALECT", "2"]:
         problems.append("must end with DIALECT 2")
+    return problems
+
+
+_MAX_QUERY_BYTES = 10240  # valkey-search >= 1.1: query-string-bytes
+_MAX_QUERY_NODES = 1000  # valkey-search 1.2: query-string-terms-count
+
+
+def _limits(query: str, filter_part: str) -> list[str]:
+    """What valkey-search 1.2 refuses whatever the grammar: a query string over 10,240
+    bytes, or more than 1,000 predicate nodes (each ``@f:`` clause, each AND or OR
+    joining two)."""
+    problems = []
+    if len(query.encode("utf-8")) > _MAX_QUERY_BYTES:
+        problems.append(f"query string of {len(query.encode())} bytes (> {_MAX_QUERY_BYTES})")
+    nodes = 2 * filter_part.count("@") - 1
+    if nodes > _MAX_QUERY_NODES:
+        problems.append(f"query of {nodes} predicate nodes (> {_MAX_QUERY_NODES})")
     return problems
 
 
@@ -172,9 +191,9 @@ def _without_extensions(args: Sequence[object]) -> list[object] | None:
 
 def _check_text_query(args: Sequence[object]) -> list[str]:
     options = [_s(a) for a in args[3:]]
-    problems = []
     match = _TEXT_QUERY.match(_s(args[2]))
     assert match is not None
+    problems = _limits(_s(args[2]), match.group(1))
     for body in re.findall(r"\{([^}]*)\}", match.group(1)):
         if not re.fullmatch(r"[A-Za-z0-9_]+", body):
             problems.append(f"tag value needs escaping: {{{body}}}")

@@ -100,3 +100,13 @@ def test_module_versions_as_the_real_servers_report_them(
 ) -> None:
     dialect = classify([{"name": "search", "ver": raw}], ft_list_ok=True, ft_config_ok=ft_config_ok)
     assert (dialect.family, dialect.version) == (family, version)
+
+
+def test_queries_valkey_search_1_2_refuses_for_their_size() -> None:
+    knn = "=>[KNN 5 @vector $vec AS d]"
+    clause = "@lex_terms:{t0123456789ab}"
+    long = "(" + " | ".join([clause] * 360) + ")"  # 10,438 bytes
+    assert any("bytes" in p for p in check_command(_search(long + knn)))
+    many = "(" + " ".join(["@t:{a}"] * 501) + ")"  # 1,001 nodes in 3.5 KB
+    assert any("nodes" in p for p in check_command(_search(many + knn)))
+    assert check_command(_search("(" + " ".join(["@t:{a}"] * 500) + ")" + knn)) == []

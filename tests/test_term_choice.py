@@ -61,3 +61,25 @@ def test_namespace_size_is_learned_with_the_frequencies() -> None:
     assert known.docs("ns") is None
     known.learn("ns", TermStats(42, 50, {}), ["a"])
     assert known.docs("ns") == 42 and known.docs("other") is None
+
+
+def test_the_chosen_terms_fit_the_room_rarest_held_first() -> None:
+    """Every term of a small namespace was chosen, however many: a 400-term query made
+    a query string valkey-search 1.2 refused. The room keeps the rarest terms some
+    memory holds first, then those none was seen holding (df 0: stale statistics only)."""
+    df = {"deploy": 1, "friday": 2, "user": 7}
+    terms = [*df, *(f"w{i:03d}" for i in range(400))]  # 400 terms no memory holds
+    every = candidate_terms(terms, df, budget=200, docs=10)
+    assert len(every) == 403  # without a room: the old choice
+    kept = candidate_terms(terms, df, budget=200, docs=10, size=lambda t: 29, room=29 * 5)
+    assert kept == ("deploy", "friday", "user", "w000", "w001")
+    small = candidate_terms(terms, df, budget=200, docs=10, size=29, room=29 * 2)
+    assert small == ("deploy", "friday")  # a size the same for every term
+    # within the room the choice is the old one, in a large namespace too
+    big = {"rare": 3, "common": 150, "commoner": 190}
+    assert candidate_terms(big, big, budget=200, docs=5000, size=len, room=100) == (
+        "common",
+        "rare",
+    )
+    assert candidate_terms(big, big, budget=200, docs=5000, size=len, room=9) == ("rare",)
+    assert candidate_terms(big, big, budget=200, docs=5000, size=len, room=3) == ()

@@ -11,7 +11,9 @@ candidate, however it was found, is then rescored with exact BM25 over *all* the
 terms. The search's cost is bounded by the budget instead of growing with the namespace.
 
 A query whose every term is held by more memories than the budget brings no lexical
-candidates: its terms still score the semantic candidates.
+candidates: its terms still score the semantic candidates. The chosen terms' clauses
+must also fit the query string the server accepts (a byte ``room``): of a long query,
+the rarest that fit are kept.
 
 The document frequencies come from the namespace's term statistics, read with every
 hybrid recall: :class:`DocumentFrequencies` keeps the last value read for each recently
@@ -23,7 +25,7 @@ and one small read for a query with a term not seen yet in a larger one.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from agent_memory.schema.lexical import TermStats
 
@@ -44,21 +46,57 @@ def candidate_terms(
     df: Mapping[str, int],
     budget: int = CANDIDATE_BUDGET,
     docs: int | None = None,
+    *,
+    size: int | Callable[[str], int] | None = None,
+    room: int = 0,
 ) -> tuple[str, ...]:
     """The rarest of ``terms`` whose document frequencies (``df``, missing: 0) sum to at
     most ``budget``, sorted; empty when even the rarest is held by more memories. Every
     term when the namespace holds at most ``budget`` memories (``docs``): no search can
-    visit more."""
+    visit more.
+
+    With ``size`` (the bytes a term adds to the search's query: the same for every term,
+    or a function of the term), the chosen terms are also cut to those whose sizes sum to
+    at most ``room``: the rarest held by some memory first, then those no memory was seen
+    holding (``df`` 0 or unknown: they can bring a candidate only if the statistics are
+    stale). A long query (hundreds of distinct terms, each free in a small namespace)
+    made a query string the server refused."""
+    distinct = set(terms)
     if docs is not None and docs <= budget:
-        return tuple(sorted(set(terms)))
-    chosen: list[str] = []
-    total = 0
-    for term in sorted(set(terms), key=lambda t: (max(df.get(t, 0), 0), t)):
-        total += max(df.get(term, 0), 0)
-        if total > budget:
-            break
-        chosen.append(term)
+        chosen = distinct
+    else:
+        chosen = set()
+        total = 0
+        for term in sorted(distinct, key=lambda t: (max(df.get(t, 0), 0), t)):
+            total += max(df.get(term, 0), 0)
+            if total > budget:
+                break
+            chosen.add(term)
+    if size is not None:
+        chosen = _within(chosen, df, size, room)
     return tuple(sorted(chosen))
+
+
+def _within(
+    chosen: set[str], df: Mapping[str, int], size: int | Callable[[str], int], room: int
+) -> set[str]:
+    if isinstance(size, int):
+        if len(chosen) * size <= room:
+            return chosen  # the common case: a question of a few words
+        fixed = size
+        each: Callable[[str], int] = lambda _: fixed  # noqa: E731
+    else:
+        if sum(size(t) for t in chosen) <= room:
+            return chosen
+        each = size
+    kept: set[str] = set()
+    total = 0
+    for term in sorted(chosen, key=lambda t: (df.get(t, 0) <= 0, max(df.get(t, 0), 0), t)):
+        total += each(term)
+        if total > room:
+            break
+        kept.add(term)
+    return kept
 
 
 class DocumentFrequencies:

@@ -44,6 +44,41 @@ VECTOR_PARAM = "vec"
 LEX_PARAM = "lexq"
 LEX_DISTANCE_ALIAS = "__ldist"
 
+MAX_QUERY_BYTES = 8192
+"""The longest query string the library sends. valkey-search from 1.1 refuses one over
+10,240 bytes ("Query string is too long", its ``query-string-bytes`` default); 1.2 also
+refuses a query of more than 1,000 predicate nodes (``query-string-terms-count``: each
+``@f:{v}`` and each AND or OR joining two is one) or nested deeper than 1,000 levels
+(``query-string-depth``: each ``|`` nests one), which the library's queries stay far
+from (:func:`query_nodes`: a recall's at most 64 tags, its label tokens of 34 characters
+and its term clauses within these bytes make at most ~520 nodes and ~110 levels).
+RediSearch and valkey-search 1.0 have no such limits; valkey-search 1.1.0-1.1.1 count
+at most 16 nodes by default, which a hybrid recall of a few terms already exceeds.
+Split three ways: the filter (:data:`MAX_FILTER_BYTES`), the lexical term clauses
+(:data:`MAX_TERM_BYTES`) and the KNN clause."""
+
+MAX_TERM_BYTES = 3072
+"""Bytes of the lexical term clauses of one query (:func:`term_clause_bytes` each): the
+query's rarest terms that fit bring the lexical candidates
+(:func:`agent_memory.schema.term_choice.candidate_terms`), about a hundred; every
+query term still counts in the candidates' BM25."""
+
+_KNN_CLAUSE_BYTES = 128  # "=>[KNN 1000 @svec $vec HYBRID_POLICY ADHOC_BF AS __dist]", joins
+
+MAX_FILTER_BYTES = MAX_QUERY_BYTES - MAX_TERM_BYTES - _KNN_CLAUSE_BYTES
+"""Bytes of a query's filter (:func:`filter_expression`: scope, tags, labels): a recall
+whose filter is longer is refused before anything is sent."""
+
+TERM_CLAUSE_BYTES = len(f" | @{F_LEX_TERMS}:{{t{'0' * 12}}}")  # lexical.term_token: t + 12 hex
+"""The bytes a term adds to the vector form's lexical query (its token clause, ``|``)."""
+
+
+def term_clause_bytes(term: str, *, text_form: bool = False) -> int:
+    """The bytes ``term`` adds to a lexical query: its ``lex_terms`` token clause and
+    the ``|`` joining it (vector form), or the term itself and its ``|`` (the ``TEXT``
+    form's ``@lex_text:(a|b)``)."""
+    return len(term.encode("utf-8", "surrogatepass")) + 1 if text_form else TERM_CLAUSE_BYTES
+
 
 @dataclass(frozen=True, slots=True)
 class VectorIndexSpec:
@@ -154,6 +189,34 @@ def filter_expression(flt: MemoryFilter) -> str:
     return "(" + " ".join(clauses) + ")"
 
 
+def filter_bytes(flt: MemoryFilter) -> int:
+    """The length of the filter's query text (ASCII: tokens are ``[A-Za-z0-9_]``)."""
+    return len(filter_expression(flt))
+
+
+def query_nodes(where: str) -> int:
+    """The predicate nodes valkey-search 1.2 counts in a filter (at most): one per
+    ``@field:`` clause and one per AND or OR joining two."""
+    return max(2 * where.count("@") - 1, 0)
+
+
+MAX_QUERY_NODES = 1000
+"""valkey-search 1.2's ``query-string-terms-count`` default."""
+
+
+def _checked(where: str, rest: str) -> str:
+    """``where + rest``, refused (a bug of the caller: its bounds keep every query within)
+    when the server would refuse it."""
+    query = where + rest
+    size, nodes = len(query.encode("utf-8")), query_nodes(where)
+    if size > MAX_QUERY_BYTES or nodes > MAX_QUERY_NODES:
+        raise ValueError(
+            f"refusing to send a query of {size} bytes and {nodes} nodes "
+            f"(at most {MAX_QUERY_BYTES} and {MAX_QUERY_NODES})"
+        )
+    return query
+
+
 def knn_search_args(
     index: str,
     flt: MemoryFilter,
@@ -188,7 +251,7 @@ def knn_search_args(
     where = filter_expression(flt)
     if term_tokens:
         where = f"({where[1:-1]} {_any_of(F_LEX_TERMS, term_tokens)})"
-    query = f"{where}=>[KNN {k} @{field} ${param}{policy} AS {alias}]"
+    query = _checked(where, f"=>[KNN {k} @{field} ${param}{policy} AS {alias}]")
     fields = [*return_fields, alias]
     return [
         index, query,
@@ -232,7 +295,7 @@ def text_search_args(
     for term in terms:
         if not term or not all(c.isalnum() for c in term):
             raise ValueError(f"refusing to put an unanalysed term into a text query: {term!r}")
-    query = f"{filter_expression(flt)} @{F_LEX_TEXT}:({'|'.join(terms)})"
+    query = _checked(filter_expression(flt), f" @{F_LEX_TEXT}:({'|'.join(terms)})")
     return [
         index, query,
         "VERBATIM",

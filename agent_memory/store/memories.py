@@ -140,10 +140,14 @@ class MemoryMethods:
         memories' ``last_accessed_at`` and ``access_count`` in one round trip (each
         returned memory's exposure count is bumped either way). ``labels={key:
         [values]}`` filters: a memory must carry one of the values of every key. The
-        result's ``selection_id`` names this recall for :meth:`complete`.
+        filter (scope, tags, labels) must fit a search query's 4,992 bytes
+        (:data:`~agent_memory.search.query.MAX_FILTER_BYTES`: any scope and 64 tags, and
+        about 100 label values, or 40 beside 64 tags). The result's ``selection_id``
+        names this recall for :meth:`complete`.
 
         Raises:
-            InvalidInputError: a bad argument or a bad query vector from the embedder.
+            InvalidInputError: a bad argument (a filter longer than that included) or a
+                bad query vector from the embedder.
             ServerUnavailableError, OperationTimeoutError: the server cannot be reached.
         """
         check_text(query, field="query", max_bytes=self._ctx.settings.max_content_bytes)
@@ -168,7 +172,8 @@ class MemoryMethods:
         """Like :meth:`recall` with a precomputed query vector (scaled to unit length).
 
         Raises:
-            InvalidInputError: wrong dimension, NaN/inf or zero vector, bad argument.
+            InvalidInputError: wrong dimension, NaN/inf or zero vector, bad argument (a
+                filter too long for a search query included).
         """
         request = make_request(
             self._ctx, scope=scope, k=k, tags=tags, threshold=threshold, weights=weights,

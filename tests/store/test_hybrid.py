@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import random
+import string
 import uuid
 from typing import Any
 
 import pytest
 
-from agent_memory import MemoryInput, MemoryStore, NotFoundError, RecallWeights, Scope
+from agent_memory import (
+    InvalidInputError,
+    MemoryInput,
+    MemoryStore,
+    NotFoundError,
+    RecallWeights,
+    Scope,
+)
 from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
 from agent_memory.schema import lexical
 from agent_memory.schema.encoding import namespace_token
@@ -366,3 +375,43 @@ async def test_store_of_schema_3_gets_its_term_tokens(env: StoreEnv) -> None:
     # The session memory got its FLAT embedding copy: the session pool finds it.
     hits = await fresh.recall("where is the copper kettle?", scope=session, reinforce=False)
     assert in_session in [h.item.id for h in hits]
+
+
+def _words(n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join("".join(rng.choices(string.ascii_lowercase, k=7)) for _ in range(n))
+
+
+async def test_a_long_query_and_the_largest_filter_reach_the_server(env: StoreEnv) -> None:
+    """A 500-term query (4 KB) made every term a lexical clause in a small namespace, a
+    query string valkey-search 1.2 refused ("Query string is too long"); the rarest
+    terms that fit are sent, and all of them still score. The largest filter the bound
+    admits (a full scope, 64 tags, 40 label values) goes with it; 16 keys of 16 values,
+    what a memory may carry, are refused before anything is sent (the embedder is not
+    even asked)."""
+    embed = TableEmbedder()
+    store = env.make(embed, default_threshold=2.0)
+    scope = Scope(namespace="acme", agent_id="agent one", thread_id="thread/1", session_id="s 1")
+    tags = [f"tag {i}" for i in range(64)]
+    labels = {f"k{i}": [f"v {j}" for j in range(10)] for i in range(4)}
+    target = await store.remember(
+        "the deploy runs on friday afternoon", scope=scope, tags=tags,
+        labels={key: ["v 3"] for key in labels},
+    )  # fmt: skip
+    await store.remember("lunch is at noon", scope=scope, tags=tags[:63], labels=labels)
+    query = _words(500, 1) + " deploy"
+    hits = await store.recall(query, scope=scope, k=5)
+    assert target in [h.item.id for h in hits]
+    assert "lexical" in next(h for h in hits if h.item.id == target).matched
+    filtered = await store.recall(query, scope=scope, k=5, tags=tags, labels=labels)
+    assert [h.item.id for h in filtered] == [target]
+    assert "lexical" in filtered[0].matched
+
+    widest = {f"k{i}": [f"v {j}" for j in range(16)] for i in range(16)}
+    calls = embed.calls
+    with pytest.raises(InvalidInputError) as refused:
+        await store.recall("deploy", scope=scope, labels=widest)
+    assert refused.value.field == "labels" and "bytes of query" in str(refused.value)
+    with pytest.raises(InvalidInputError):
+        await store.recall_by_vector(random_unit("q"), labels=widest)
+    assert embed.calls == calls

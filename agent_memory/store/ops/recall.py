@@ -27,7 +27,7 @@ import logging
 import math
 import uuid
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,11 +47,18 @@ from agent_memory.core.effects import (
 from agent_memory.errors import AgentMemoryError, InvalidInputError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema import lexical, term_choice
-from agent_memory.schema.filters import scope_filter
+from agent_memory.schema.filters import MemoryFilter, scope_filter
 from agent_memory.schema.labels import Labels, check_labels, context_digest, filter_groups
 from agent_memory.schema.records import parse_item
 from agent_memory.schema.scoring import Ranked, rank
 from agent_memory.schema.types import MemoryHit, RecallResult, RecallWeights, Scope
+from agent_memory.search.query import (
+    MAX_FILTER_BYTES,
+    MAX_TERM_BYTES,
+    TERM_CLAUSE_BYTES,
+    filter_bytes,
+    term_clause_bytes,
+)
 from agent_memory.store.ops.candidates import (
     Visible,
     found,
@@ -99,6 +106,33 @@ class RecallRequest:
     weights: RecallWeights | None
     reinforce: bool
     labels: Labels
+    filters: tuple[MemoryFilter, ...]  # the shared pool's, then the session's (if any)
+
+
+def _filters(
+    scope: Scope | None, tags: tuple[str, ...], labels: Labels
+) -> tuple[MemoryFilter, ...]:
+    """The filters of a recall's pools, refused when one would not fit a query string the
+    server accepts (:data:`~agent_memory.search.query.MAX_FILTER_BYTES`): the same bound
+    on every backend, before anything is sent (a longer filter cannot be narrowed or
+    split without changing what the recall may return)."""
+    scope = scope or _NO_SCOPE
+    groups = filter_groups(labels)
+    filters = [scope_filter(scope, tags, session=None, label_groups=groups)]
+    if scope.session_id is not None:
+        filters.append(scope_filter(scope, tags, session=scope.session_id, label_groups=groups))
+    if not groups:  # any scope and MAX_TAGS tags fit (tests/test_query_limits.py)
+        return tuple(filters)
+    size = max(filter_bytes(f) for f in filters)
+    if size > MAX_FILTER_BYTES:
+        raise InvalidInputError(
+            f"the recall's filter (scope, {len(tags)} tags, "
+            f"{sum(len(v) for v in labels.values())} label values) is {size} bytes of query, "
+            f"over the {MAX_FILTER_BYTES} a search server accepts: use fewer tags or label "
+            "values",
+            field="labels",  # a scope and 64 tags always fit: the labels made it too long
+        )
+    return tuple(filters)
 
 
 def make_request(
@@ -116,14 +150,17 @@ def make_request(
     check_scope(scope)
     if weights is not None and not isinstance(weights, RecallWeights):
         raise InvalidInputError("weights must be a RecallWeights", field="weights")
+    checked_tags = check_tags(tags)
+    checked_labels = check_labels(labels, None)
     return RecallRequest(
         scope=scope,
         k=check_k(k),
-        tags=check_tags(tags),
+        tags=checked_tags,
         threshold=check_threshold(threshold) if threshold is not None else None,
         weights=weights,
         reinforce=bool(reinforce),
-        labels=check_labels(labels, None),
+        labels=checked_labels,
+        filters=_filters(scope, checked_tags, checked_labels),
     )
 
 
@@ -177,6 +214,16 @@ def _term_stats(
     return stats
 
 
+def _text_clause(term: str) -> int:
+    return term_clause_bytes(term, text_form=True)
+
+
+def _clause_bytes(ctx: StoreContext) -> int | Callable[[str], int]:
+    """The bytes each lexical term adds to the store's lexical query (the same for
+    every term in the vector form)."""
+    return _text_clause if ctx.lexical_form == lexical.TEXT_FORM else TERM_CLAUSE_BYTES
+
+
 def _merge(shared: list[Ranked], session: list[Ranked], k: int) -> list[Ranked]:
     """Merge two ranked pools so neither can crowd the other out.
 
@@ -200,17 +247,11 @@ def recall_vector(
 ) -> Operation[RecallResult]:
     """Recall with an already-validated unit query vector (hybrid when ``query_text``
     is given and ``RecallWeights.lexical > 0``)."""
-    scope = request.scope or _NO_SCOPE
     threshold = request.threshold if request.threshold is not None else ctx.config.threshold
     weights = request.weights or ctx.config.weights
     context_labels = {**(query_labels or {}), **request.labels}
-    groups = filter_groups(request.labels)
     candidates_k = candidate_count(request.k)
-    filters = [scope_filter(scope, request.tags, session=None, label_groups=groups)]
-    if scope.session_id is not None:
-        filters.append(
-            scope_filter(scope, request.tags, session=scope.session_id, label_groups=groups)
-        )
+    filters = request.filters
     terms: list[str] | None = None
     lexical_vector = None
     chosen: tuple[str, ...] = ()
@@ -223,7 +264,9 @@ def recall_vector(
             df = ctx.frequencies.get(namespace, terms)
             budget = term_choice.lexical_budget(candidates_k, ctx.settings.lexical_budget)
             docs = ctx.frequencies.docs(namespace)
-            chosen = term_choice.candidate_terms(terms, df, budget, docs)
+            chosen = term_choice.candidate_terms(
+                terms, df, budget, docs, size=_clause_bytes(ctx), room=MAX_TERM_BYTES
+            )
         if ctx.lexical_form == lexical.TEXT_FORM:
             lexical_vector = _NO_VECTOR  # the server matches the terms themselves
         else:
