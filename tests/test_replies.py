@@ -50,6 +50,13 @@ def test_numbers_from_bytes_and_other_shapes() -> None:
         replies.number(b"half")
     with pytest.raises(ReplyParseError, match="integer"):
         replies.integer(b"many")
+    # Digits beyond a float read as an infinity; an int beyond a float cannot become
+    # one, and is a parse error rather than a raw OverflowError.
+    assert replies.number(b"1" * 400) == math.inf
+    with pytest.raises(ReplyParseError, match="out of range"):
+        replies.number(10**400)
+    with pytest.raises(ReplyParseError, match="integer"):
+        replies.integer(b"9" * 5000)
 
 
 def test_text_of_bytes_str_and_numbers() -> None:

@@ -207,9 +207,15 @@ _SIMPLE_FIELDS = {
 }
 
 
+# HINCRBY keeps a counter in a signed 64-bit integer; anything wider was written by
+# someone else, and would overflow the rates and cost derived from it.
+_MIN_COUNT = -(2**63)
+_MAX_COUNT = 2**63 - 1
+
+
 def parse_stats(reply: Any, *, unreadable: Callable[[str, Any], None] | None = None) -> CacheStats:
     """Parse an ``HGETALL {name}:__stats`` reply (unknown fields are ignored; a field
-    that is not an integer is left out and reported to ``unreadable(field, value)``)."""
+    that is not a 64-bit integer is left out and reported to ``unreadable(field, value)``)."""
     values: dict[str, int] = {}
     per_tool: dict[str, list[int]] = {}
     for raw_field, raw in replies.raw_pairs(reply):
@@ -221,6 +227,8 @@ def parse_stats(reply: Any, *, unreadable: Callable[[str, Any], None] | None = N
         try:
             amount = replies.integer(raw)
         except AgentMemoryError:
+            amount = None
+        if amount is None or not _MIN_COUNT <= amount <= _MAX_COUNT:
             if unreadable is not None:
                 unreadable(field, raw)
             continue

@@ -98,7 +98,10 @@ def number(value: Any) -> float:
             raise ReplyParseError("numeric reply is NaN")
         return result
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        result = float(value)
+        try:
+            result = float(value)
+        except OverflowError as exc:  # an int beyond a float, as a script could return
+            raise ReplyParseError(f"numeric reply is out of range: {value!r:.40}") from exc
     else:
         try:
             result = float(value if isinstance(value, (bytes, str)) else text(value))

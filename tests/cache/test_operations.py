@@ -134,3 +134,16 @@ def test_parse_stats_accepts_every_shape() -> None:
     assert stats.llm_hits == 2 and stats.tool("a:b").hits == 3 and stats.tool("a:b").misses == 1
     assert parse_stats({"tool:hits": "4", "tool:misses": "1"}).tool_hit_rate == 0.8
     assert parse_stats(None).llm_hit_rate == 0.0
+
+
+def test_parse_stats_reports_counts_wider_than_a_server_counter() -> None:
+    # HINCRBY never holds more than 64 bits; a 400-digit count is another writer's,
+    # and would make cost_saved raise OverflowError.
+    reported: list[str] = []
+    stats = parse_stats(
+        [b"cost_saved_micros", b"1" * 400, b"llm:hits", str(2**63).encode(), b"llm:misses", b"3"],
+        unreadable=lambda field, value: reported.append(field),
+    )
+    assert reported == ["cost_saved_micros", "llm:hits"]
+    assert stats.cost_saved == 0.0 and stats.llm_hits == 0 and stats.llm_misses == 3
+    assert parse_stats([b"llm:hits", str(2**63 - 1).encode()]).llm_hits == 2**63 - 1

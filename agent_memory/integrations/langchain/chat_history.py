@@ -32,7 +32,9 @@ message type this ``langchain-core`` does not know) is *corrupt*: reads skip it,
 and count it (``corrupt_entries`` of the tier's metrics, and :attr:`skipped
 <AgentMemoryChatMessageHistory.skipped>`); appends leave it in place. A message whose
 text holds a lone surrogate is stored with JSON escapes (by appends and by assigning
-``messages``) and reads back equal.
+``messages``) and reads back equal. A field that holds something other than a JSON
+array is not guessed at: reads and appends raise ``ReplyParseError`` naming it, and
+leave it as it is until ``clear()`` or an assignment of ``messages`` replaces it.
 """
 
 from __future__ import annotations
