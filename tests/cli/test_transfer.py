@@ -163,3 +163,33 @@ def test_a_failed_batch_says_what_the_batches_before_wrote(
         "2 expired, skipped; fix the input and run the import again)\n"
     )
     assert cli(*_opts(search_url, name), "--json", "stats").json()["items"] == 1
+
+
+def test_a_batch_the_server_failed_may_be_written_in_part(
+    cli: Any, search_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server failure during a later batch's writes does not claim that nothing of
+    that batch was written: it may have been, and a re-run rewrites the same ids."""
+    from agent_memory import SyncMemoryStore
+    from agent_memory.errors import ServerUnavailableError
+
+    real = SyncMemoryStore.import_records
+    calls = 0
+
+    def failing_second_batch(self: SyncMemoryStore, records: Any, **kw: Any) -> list[str]:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise ServerUnavailableError("connection lost during the writes")
+        return real(self, records, **kw)
+
+    monkeypatch.setattr(SyncMemoryStore, "import_records", failing_second_batch)
+    name = unique("dst")
+    dump = tmp_path / "in.jsonl"
+    dump.write_text(_lines({"id": "a1", "content": "one"}, {"id": "a2", "content": "two"}))
+    run = cli(*_opts(search_url, name), "import", "-i", str(dump), "--batch-size", "1")
+    assert run.code == 1 and "Traceback" not in run.err
+    assert run.err.endswith(
+        "(in records 2-2, some of which may have been written; the 1 records before: "
+        "1 imported; run the import again: it rewrites the same ids)\n"
+    ), run.err

@@ -12,7 +12,7 @@ from agent_memory.cli.context import CliError, Invocation
 from agent_memory.cli.options import AddParser, add_progress_option, positive_int
 from agent_memory.cli.output import emit_json, out
 from agent_memory.cli.progress import Progress, progress_enabled
-from agent_memory.errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError, InvalidInputError
 
 DEFAULT_BATCH = 500
 
@@ -56,10 +56,19 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
             except AgentMemoryError as exc:
                 if start == 0:
                     raise
+                # A refused record stops its batch before any write; a server that
+                # fails during the writes may have taken some of them.
+                fate, fix = (
+                    ("none of which was written", "fix the input and run the import again")
+                    if isinstance(exc, InvalidInputError)
+                    else (
+                        "some of which may have been written",
+                        "run the import again: it rewrites the same ids",
+                    )
+                )
                 raise CliError(
-                    f"{exc} (in records {start + 1}-{start + len(batch)}, none of which was "
-                    f"written; the {start} records before: {_outcome(start, written)}; fix "
-                    "the input and run the import again)"
+                    f"{exc} (in records {start + 1}-{start + len(batch)}, {fate}; the "
+                    f"{start} records before: {_outcome(start, written)}; {fix})"
                 ) from exc
             progress.advance(len(batch))
     finally:
