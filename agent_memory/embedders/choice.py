@@ -21,11 +21,17 @@ def choose_embedder(
     hashing.
 
     Raises:
-        InvalidInputError: an unknown ``kind``.
+        InvalidInputError: an unknown ``kind``, or ``dim`` with a ``kind`` other than
+            ``hashing`` (MiniLM's width is fixed, and ``auto`` would honour ``dim`` only
+            on machines without the ``local`` extra).
         CapabilityError: ``minilm`` without the ``local`` extra.
     """
     if kind not in KINDS:
         raise InvalidInputError(f"embedder must be one of {KINDS}, got {kind!r}", field="kind")
+    if dim is not None and kind != "hashing":
+        raise InvalidInputError(
+            f"dim applies to the 'hashing' embedder only, not {kind!r}", field="dim"
+        )
     if kind == "hashing":
         hashing = HashingEmbedder(dim) if dim is not None else HashingEmbedder()
         return hashing, f"hashing ({hashing.dim} dimensions)"

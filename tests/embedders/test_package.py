@@ -84,3 +84,9 @@ def test_choose_embedder_one_rule_for_every_command() -> None:
     assert hashing.dim == 64 and label == "hashing (64 dimensions)"
     with pytest.raises(InvalidInputError):
         embedders.choose_embedder("bert")
+    # A width only the hashing embedder can honour is refused elsewhere, not ignored
+    # (auto would honour it only on a machine without the local extra).
+    for kind in ("auto", "minilm"):
+        with pytest.raises(InvalidInputError, match="hashing") as refused:
+            embedders.choose_embedder(kind, 64)
+        assert refused.value.field == "dim"
