@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import hashlib
 import logging
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
@@ -718,6 +719,104 @@ async def test_bad_input_raises_invalid_input_and_writes_nothing(
     with pytest.raises(InvalidInputError):
         AgentMemoryConversationStore.from_url("http://x", name="n")
     assert raw.keys(f"{ours.name}:*") == []
+
+
+async def test_list_conversations_with_an_unbounded_limit_lists_all(
+    ours: AgentMemoryConversationStore,
+) -> None:
+    await _saved(ours, "a", _messages("a", 1))
+    await _saved(ours, "b", _messages("b", 1))
+    for limit in (sys.maxsize, 2**63, 2**32, 2**32 - 1):  # "no real limit" idioms
+        listed = await ours.list_conversations(limit=limit)
+        assert [r.conversation_id for r in listed] == ["b", "a"], limit
+
+
+async def test_entries_that_would_loop_are_refused_and_nothing_is_written(
+    ours: AgentMemoryConversationStore, raw: Any
+) -> None:
+    message = _messages("a", 1)[0]
+    record = ConversationRecord(conversation_id="c", head_id="e1")
+    loops = [
+        [ConversationEntry(id="e1", parent_id="e1", message=message)],  # its own parent
+        [  # a loop among new entries
+            ConversationEntry(id="e1", parent_id="e2", message=message),
+            ConversationEntry(id="e2", parent_id="e1", message=message),
+        ],
+        [  # a parent that comes later
+            ConversationEntry(id="e1", parent_id="e2", message=message),
+            ConversationEntry(id="e2", parent_id=None, message=message),
+        ],
+        [  # the same id twice
+            ConversationEntry(id="e1", parent_id=None, message=message),
+            ConversationEntry(id="e1", parent_id=None, message=message),
+        ],
+    ]
+    for entries in loops:
+        with pytest.raises(InvalidInputError):
+            await ours.write_record(record, new_entries=entries, expected_revision=None)
+    assert raw.keys(f"{ours.name}:*") == []
+    # a parent neither stored nor an earlier new entry: refused by the write script
+    await _saved(ours, "kept", _messages("k", 2))
+    orphan = [ConversationEntry(id="e1", parent_id="nowhere", message=message)]
+    with pytest.raises(InvalidInputError, match="nowhere"):
+        await ours.write_record(record, new_entries=orphan, expected_revision=None)
+    assert await ours.read_record("c") is None
+    assert not raw.exists(ours.layout.entry("e1"))  # its message was taken back
+    assert not raw.hexists(ours.layout.links, "e1")
+
+
+async def test_a_looping_chain_left_in_the_store_is_reported_not_walked_forever(
+    ours: AgentMemoryConversationStore, raw: Any
+) -> None:
+    await _saved(ours, "c", _messages("a", 3))
+    ids = await _ids(ours, "c")
+    raw.hset(ours.layout.links, ids[0], ids[2])  # another writer closed a loop
+    with pytest.raises(ReplyParseError, match="loop"):
+        await asyncio.wait_for(ours.load("c"), 10)
+    with pytest.raises(ReplyParseError, match="loop"):
+        await asyncio.wait_for(ours.read_history(ids[2]), 10)
+    # a window shorter than the loop still reads (the walk stops at the window)
+    assert [e.id for e in await ours.read_history(ids[2], limit=2)] == ids[1:]
+    assert raw.ping()  # the server never went busy
+
+
+async def test_a_reused_entry_id_never_overwrites_a_stored_message(
+    ours: AgentMemoryConversationStore, raw: Any
+) -> None:
+    messages = _messages("a", 2)
+    await _saved(ours, "c", messages)
+    ids = await _ids(ours, "c")
+    other = _messages("other", 1)[0]
+    reuse = ConversationEntry(id=ids[1], parent_id=None, message=other)
+    fresh = ConversationEntry(id="fresh", parent_id=ids[1], message=other)
+    record = ConversationRecord(conversation_id="d", head_id="fresh")
+    with pytest.raises(InvalidInputError, match="another message"):
+        await ours.write_record(record, new_entries=[reuse, fresh], expected_revision=None)
+    loaded = await ours.load("c")
+    assert loaded is not None and loaded.messages == messages  # c's message untouched
+    assert await ours.read_record("d") is None
+    assert not raw.exists(ours.layout.entry("fresh"))  # what the refused write stored: gone
+    # the same entry again (a retried write): accepted, nothing changes
+    same = await ours.read_entry(ids[1])
+    follow = ConversationEntry(id="next", parent_id=ids[1], message=other)
+    record = ConversationRecord(conversation_id="d", head_id="next")
+    await ours.write_record(record, new_entries=[same, follow], expected_revision=None)
+    forked = await ours.load("d")
+    assert forked is not None and forked.messages == [*messages, other]
+    assert (await ours.load("c")) is not None
+
+
+def test_a_name_that_could_share_keys_with_another_store_is_refused(
+    target: Target,
+) -> None:
+    client = target.package.client(target.url)
+    # "a:pai_conv:entry:x" + entry "y" would be the key of name "a" + entry "x:pai_conv:entry:y"
+    for name in ("a:pai_conv:entry:x", "a:pai_conv", "pai_conv:x:pai_conv"):
+        with pytest.raises(InvalidInputError, match="pai_conv"):
+            AgentMemoryConversationStore(client=client, name=name)
+        with pytest.raises(InvalidInputError, match="pai_conv"):
+            AgentMemoryConversationStore.from_url(target.url, name=name)
+    AgentMemoryConversationStore(client=client, name="pai_conv:x")  # cannot collide
 
 
 async def test_a_key_of_another_type_is_a_library_error(

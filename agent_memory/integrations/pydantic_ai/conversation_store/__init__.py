@@ -36,10 +36,12 @@ Round trips per method (pydantic-ai's ``load`` = ``read_record`` + ``read_histor
 * ``read_record``: 1 (``HGET``).
 * ``read_records``: 1 (a script: index range and the records, one slot).
 * ``write_record``: 1 script; before it, when there are new entries, 1 pipeline storing
-  their messages (``HSET`` per entry key; the record must never name an entry the server
-  has not acknowledged, and on a cluster a pipeline's nodes fail independently); after
-  it, 1 ``UNLINK`` pipeline only when entries were released or a conflict orphaned the
-  messages just written.
+  their messages (a one-key script per entry key, storing the message unless the key
+  holds another one: a reused entry id never replaces a message other histories share;
+  the record must never name an entry the server has not acknowledged, and on a
+  cluster a pipeline's nodes fail independently); after it, 1 ``UNLINK`` pipeline only
+  when entries were released or a conflict or refusal orphaned the messages just
+  written.
 * ``delete_record``: 1 script, then 1 ``UNLINK`` pipeline of the released messages.
 * ``read_history``: 2 whatever the length: a script walks ``links`` from the head (the
   id chain, in the catalog's slot), then one pipeline of ``HMGET`` per entry (a cluster
@@ -67,6 +69,13 @@ so a tenant's scope never reaches another tenant's conversation. Conversation id
 keys of one store: as pydantic-ai's docs say, make them unguessable or prefix them per
 tenant.
 
+Histories never loop: ``write_record`` refuses (``InvalidInputError``, nothing written)
+new entries that repeat an id, name themselves or a later new entry as parent (checked
+before anything is sent), or name a parent neither stored nor an earlier new entry
+(checked by the write script). Should another writer leave links that loop, the history
+walk stops after as many steps as there are links and raises ``ReplyParseError``, rather
+than keep the server busy.
+
 Corrupt data (not written by this codec, or by a pydantic-ai whose schema this one
 rejects): an entry's message is skipped in histories, logged (never its content) and
 counted in :attr:`AgentMemoryConversationStore.skipped`, its neighbours keep their ids;
@@ -77,6 +86,9 @@ logged and counted by ``list_conversations`` (whose ``limit`` counts the records
 skipped). A key of another type raises :class:`~agent_memory.errors.WrongTypeError`;
 the scripts check every catalog key's type before they change anything, so the catalog is
 left as it was (a save's new messages, stored just before, may remain unreferenced).
+
+Names: a name must not contain ``:pai_conv`` followed by ``:`` or at its end, so no two
+stores' keys can meet (``InvalidInputError``).
 
 Limits: no TTL (an entry shared by a fork must outlive the conversation that wrote it;
 ``delete`` frees space). ``updated_at`` is ordered to the microsecond, and records saved

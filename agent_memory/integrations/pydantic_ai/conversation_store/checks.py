@@ -60,8 +60,24 @@ def check_record(record: object) -> ConversationRecord:
 
 
 def encoded_entries(entries: object) -> list[tuple[ConversationEntry, bytes]]:
+    """The new entries of a write, each with its encoded message.
+
+    pydantic-ai gives them "in order, each after the one it points at"; this holds them
+    to it, because a history is walked from its head along the parents: an entry that
+    is its own parent, or points at a later new entry (so at a loop among them), would
+    make every later walk of that history endless. Two entries with one id would make
+    the second overwrite the first's message.
+
+    Raises:
+        InvalidInputError: not a sequence of message entries, a bad id, an id twice, or
+            a parent that is the entry itself or a later new entry.
+    """
     if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
         raise InvalidInputError("new_entries must be a sequence of ConversationEntry")
+    new_ids = {
+        entry.id for entry in entries if isinstance(entry, ConversationEntry)
+    }
+    earlier: set[str] = set()
     for entry in entries:
         if not isinstance(entry, ConversationEntry) or entry.kind != "message":
             raise InvalidInputError(
@@ -69,8 +85,20 @@ def encoded_entries(entries: object) -> list[tuple[ConversationEntry, bytes]]:
                 field="new_entries",
             )
         check_entry_id(entry.id, "new_entries.id")
+        if entry.id in earlier:
+            raise InvalidInputError(
+                f"new_entries holds entry {entry.id!r} twice", field="new_entries.id"
+            )
         if entry.parent_id is not None:
             check_entry_id(entry.parent_id, "new_entries.parent_id")
+            if entry.parent_id in new_ids and entry.parent_id not in earlier:
+                raise InvalidInputError(
+                    f"entry {entry.id!r} points at {entry.parent_id!r}, which is not an "
+                    "earlier new entry (each must come after the one it points at: "
+                    "otherwise its history would loop)",
+                    field="new_entries.parent_id",
+                )
+        earlier.add(entry.id)
     checked: Sequence[ConversationEntry] = entries
     messages = encode_messages([entry.message for entry in checked])
     return list(zip(checked, messages, strict=True))

@@ -16,9 +16,14 @@ from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
-from agent_memory.core.effects import Arg, Command, Operation
+from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import AgentMemoryError, NotFoundError, ReplyParseError
+from agent_memory.errors import (
+    AgentMemoryError,
+    InvalidInputError,
+    NotFoundError,
+    ReplyParseError,
+)
 from agent_memory.integrations._list_log import READS, WRITES
 from agent_memory.integrations.pydantic_ai.codec import decode_message, decode_record
 from agent_memory.integrations.pydantic_ai.conversation_store import scripts
@@ -122,11 +127,38 @@ def store_record(
     expected_revision: str | None,
 ) -> Operation[bool]:
     """Store new entries' messages, then compare-and-set the record (``False``: a
-    conflict, nothing kept)."""
+    conflict, nothing kept).
+
+    Raises:
+        InvalidInputError: a new entry's id holds another message already (shared by
+            the histories reaching it: never replaced), or its parent is neither stored
+            nor an earlier new entry; the record is not written, and the messages this
+            call stored are deleted again.
+    """
     if entries:
-        yield from _send(tier, [_entry_command(layout, e, m) for e, m in entries], None)
+        calls = [scripts.entry_call(layout, e, m) for e, m in entries]
+        written = yield from _send(tier, calls, None)
+        outcomes = [replies.integer(reply) for reply in written]
+        taken = [entry.id for (entry, _), got in zip(entries, outcomes, strict=True) if got == 0]
+        if taken:
+            created = [e.id for (e, _), got in zip(entries, outcomes, strict=True) if got == 1]
+            yield from _unlink(tier, layout, created)
+            raise InvalidInputError(
+                f"entry {taken[0]!r} is stored with another message (entry ids must be "
+                "unique: a stored message is shared by every history reaching it)",
+                field="new_entries.id",
+            )
     write = scripts.write_call(layout, record, encoded_record, entries, expected_revision)
     (raw,) = yield from _send(tier, [write], WRITES)
+    reply = _array(raw, "the record write")
+    if reply and replies.integer(reply[0]) == 2:
+        entry_id, parent_id, *unreferenced = [replies.text(item) for item in reply[1:]]
+        yield from _unlink(tier, layout, unreferenced)
+        raise InvalidInputError(
+            f"entry {entry_id!r} points at {parent_id!r}, which is neither stored nor an "
+            "earlier new entry",
+            field="new_entries.parent_id",
+        )
     stored, unreferenced = _status(raw, "the record write")
     yield from _unlink(tier, layout, unreferenced)
     if stored:
@@ -156,6 +188,13 @@ def load_history(
         NotFoundError: an entry of the history is not stored (released meanwhile).
     """
     (raw,) = yield from _send(tier, [scripts.chain_call(layout, head_id, limit)], READS)
+    reply = _array(raw, "the history walk")
+    if reply and replies.integer(reply[0]) == 2:
+        raise ReplyParseError(
+            f"the history up to entry {head_id!r} loops: the store's links were changed "
+            "by another writer; nothing was read (the walk stopped after as many steps "
+            "as there are links)"
+        )
     found, flat = _status(raw, "the history walk")
     if not found:
         raise NotFoundError(f"entry {flat[0]!r} is not in the store")
@@ -192,13 +231,6 @@ def load_entry(tier: TierCore, layout: Layout, entry_id: str) -> Operation[Conve
     if decoded is None or (parent is not None and not parent_id):
         raise ReplyParseError(f"the stored entry {entry_id!r} cannot be read")
     return ConversationEntry(id=entry_id, parent_id=parent_id, message=decoded)
-
-
-def _entry_command(layout: Layout, entry: ConversationEntry, message: bytes) -> Command:
-    fields: list[Arg] = ["message", message, "kind", entry.kind]
-    if entry.parent_id is not None:
-        fields += ["parent", entry.parent_id]
-    return Command(("HSET", layout.entry(entry.id), *fields))
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta, timezone
 from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
 
 from agent_memory.core.effects import Arg, Command
+from agent_memory.integrations._list_log import WHOLE_LIST
 from agent_memory.integrations.pydantic_ai.conversation_store.layout import Layout
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -80,6 +81,20 @@ if head ~= '' and redis.call('HEXISTS', links, head) == 0 then
   for _, id in ipairs(new) do if id == head then known = true end end
   if not known then return conflict() end
 end
+-- A parent must be linked already or an earlier new entry: one that is neither would
+-- leave a history no walk can finish (its first entry missing), or one that loops.
+local earlier = {}
+for i = 11, 10 + 2 * n, 2 do
+  local id, parent = ARGV[i], ARGV[i + 1]
+  if parent ~= '' and not earlier[parent] and redis.call('HEXISTS', links, parent) == 0 then
+    local out = conflict()
+    out[1] = 2
+    table.insert(out, 2, parent)
+    table.insert(out, 2, id)
+    return out
+  end
+  earlier[id] = true
+end
 local old_index = redis.call('HGET', rec, 'scope_index')
 if old_index then
   bad = wrong_type({{old_index, 'zset'}})
@@ -131,9 +146,11 @@ return out
 """KEYS = [record, updated, scope index (``updated`` again when unscoped), links, refs];
 ARGV = [conversation id, expects a record (0/1), expected revision, new revision,
 record JSON, updated_at us, scoped (0/1), head id ("": none), tips (newline-joined), n,
-(entry id, parent id or "") * n]. Returns ``[1, released ids...]``, or ``[0, ids of the
-new entries nothing links...]`` on a conflict (nothing written). New entries no tip
-reaches are released at once."""
+(entry id, parent id or "") * n]. Returns ``[1, released ids...]``, ``[0, ids of the
+new entries nothing links...]`` on a conflict, or ``[2, entry id, its parent id, ids of
+the new entries nothing links...]`` when a new entry's parent is neither linked nor an
+earlier new entry (nothing written either way). New entries no tip reaches are released
+at once."""
 
 DELETE = (
     _HELPERS
@@ -166,9 +183,15 @@ CHAIN = (
 local bad = wrong_type({{KEYS[1], 'hash'}})
 if bad then return bad end
 local out, id, left = {1}, ARGV[1], tonumber(ARGV[2])
+-- A chain without a loop visits each link once: one step more than there are links
+-- means the links loop (written by hand or by a foreign writer), and the walk stops
+-- rather than keep the server busy for every client.
+local steps = redis.call('HLEN', KEYS[1])
 while id ~= '' and left ~= 0 do
   local parent = redis.call('HGET', KEYS[1], id)
   if not parent then return {0, id} end
+  if steps == 0 then return {2, ARGV[1]} end
+  steps = steps - 1
   out[#out + 1] = id
   out[#out + 1] = parent
   id, left = parent, left - 1
@@ -177,7 +200,26 @@ return out
 """
 )
 """KEYS = [links]; ARGV = [head id, how many entries (-1: all)]. Returns ``[1, (id,
-parent id) * n]`` newest first, or ``[0, id]`` when the walk meets an unknown entry."""
+parent id) * n]`` newest first, ``[0, id]`` when the walk meets an unknown entry, or
+``[2, head id]`` when the links from the head loop."""
+
+ENTRY = """
+local cur = redis.call('HMGET', KEYS[1], 'message', 'kind', 'parent')
+if cur[1] or cur[2] then
+  if cur[1] == ARGV[1] and cur[2] == ARGV[2] and (cur[3] or '') == ARGV[3] then
+    return 2
+  end
+  return 0
+end
+redis.call('HSET', KEYS[1], 'message', ARGV[1], 'kind', ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'parent', ARGV[3]) end
+return 1
+"""
+"""KEYS = [entry]; ARGV = [message JSON, kind, parent id ("": none)]. Stores an entry's
+message unless its key holds another one: an entry's message is shared by every history
+reaching it, so a reused id must never replace it. Returns 1 (stored), 2 (the same entry
+was stored already: a retried write) or 0 (another message is stored: nothing written).
+One key, so it runs in the entry's own slot."""
 
 RECORDS = (
     _HELPERS
@@ -234,6 +276,11 @@ def write_call(
     return _eval(WRITE, keys, args)
 
 
+def entry_call(layout: Layout, entry: ConversationEntry, message: bytes) -> Command:
+    """The :data:`ENTRY` write of one new entry's message."""
+    return _eval(ENTRY, [layout.entry(entry.id)], [message, entry.kind, entry.parent_id or ""])
+
+
 def delete_call(layout: Layout, conversation_id: str, expected_revision: str) -> Command:
     """The :data:`DELETE` of a record if its revision is ``expected_revision``."""
     keys = [layout.record(conversation_id), layout.updated, layout.links, layout.refs]
@@ -251,7 +298,9 @@ def records_call(layout: Layout, scope: str | None, limit: int | None) -> Comman
     """The :data:`RECORDS` listing of ``scope`` (all when ``None``), newest first, at
     most ``limit`` (all when ``None``)."""
     index = layout.updated if scope is None else layout.scope(scope)
-    last = -1 if limit is None else limit - 1
+    # a limit no sorted set can reach means all: ZREVRANGE refuses a rank Lua turned
+    # into a double past 2**53 (sys.maxsize, say)
+    last = -1 if limit is None or limit >= WHOLE_LIST else limit - 1
     return _eval(RECORDS, [index], [layout.record_prefix, last])
 
 
@@ -271,10 +320,12 @@ def _micros(moment: datetime) -> int:
 __all__ = [
     "CHAIN",
     "DELETE",
+    "ENTRY",
     "RECORDS",
     "WRITE",
     "chain_call",
     "delete_call",
+    "entry_call",
     "records_call",
     "write_call",
 ]

@@ -23,6 +23,7 @@ from agent_memory.core.client_factory import client_from_url
 from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import InvalidInputError, StoreClosedError
+from agent_memory.integrations._keys import check_name_for_segment
 from agent_memory.integrations._runners import Runners
 from agent_memory.integrations.pydantic_ai.codec import encode_record
 from agent_memory.integrations.pydantic_ai.conversation_store.checks import (
@@ -33,7 +34,7 @@ from agent_memory.integrations.pydantic_ai.conversation_store.checks import (
     check_scope,
     encoded_entries,
 )
-from agent_memory.integrations.pydantic_ai.conversation_store.layout import Layout
+from agent_memory.integrations.pydantic_ai.conversation_store.layout import SEGMENT, Layout
 from agent_memory.integrations.pydantic_ai.conversation_store.ops import (
     drop_record,
     list_records,
@@ -71,7 +72,8 @@ class AgentMemoryConversationStore(ConversationStore):
             / ``redis`` one (then run in a worker thread); standalone or cluster. It is
             left open.
         name: the cache name (key prefix): the same conversation id under another name
-            is another conversation.
+            is another conversation. It must not contain ``:pai_conv`` followed by ``:``
+            or at its end (its keys could be another name's).
         registry: a ``prometheus_client.CollectorRegistry`` for the store's metrics.
 
     Every method raises :class:`~agent_memory.errors.InvalidInputError` for a bad id,
@@ -89,7 +91,8 @@ class AgentMemoryConversationStore(ConversationStore):
     def __init__(
         self, *, client: Any, name: str, registry: CollectorRegistry | None = None
     ) -> None:
-        self._name = check_name(name)
+        # the name must not let two stores share a key (see check_name_for_segment)
+        self._name = check_name_for_segment(check_name(name), SEGMENT)
         if client is None or not hasattr(client, "execute_command"):
             raise InvalidInputError(
                 "client must be a valkey / redis client (asyncio or blocking)", field="client"
@@ -124,7 +127,7 @@ class AgentMemoryConversationStore(ConversationStore):
         Raises:
             InvalidInputError: a bad URL, client option or name.
         """
-        check_name(name)  # before a client exists
+        check_name_for_segment(check_name(name), SEGMENT)  # before a client exists
         client = client_from_url(url, asyncio=True, **client_options)
         store = cls(client=client, name=name, registry=registry)
         store._runners.owned = True
@@ -211,7 +214,10 @@ class AgentMemoryConversationStore(ConversationStore):
             ConversationConflict: another revision is stored, a record exists when
                 ``expected_revision`` is ``None``, or ``record.head_id`` names an entry
                 neither the store nor ``new_entries`` has; nothing is kept.
-            InvalidInputError: a bad record, entry or revision; nothing is written.
+            InvalidInputError: a bad record, entry or revision, an entry that is its own
+                parent or points at a later new entry (its history would loop), an entry
+                id stored with another message, or a parent neither stored nor an
+                earlier new entry; nothing is written.
             AgentMemoryError: a failure of the server.
         """
         checked = check_record(record)
@@ -266,6 +272,8 @@ class AgentMemoryConversationStore(ConversationStore):
 
         Raises:
             NotFoundError: (a ``KeyError``) an entry of the history is not stored.
+            ReplyParseError: the stored links from ``head_id`` loop (changed by another
+                writer: this store never writes one); the walk stops, nothing is read.
             InvalidInputError: a bad entry id or limit.
             AgentMemoryError: a failure of the server.
         """
