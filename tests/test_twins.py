@@ -55,6 +55,7 @@ def _check_pair(async_cls: type, sync_cls: type) -> None:
             "__init__",
             "current_config",
             "report_corrupt_record",
+            "report_truncated",
             "name",
             "client",
         }, name

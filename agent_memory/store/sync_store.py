@@ -277,6 +277,30 @@ class SyncMemoryStore(SyncMemoryMethods, SyncUpkeepMethods):
         logger.warning("%s: memory %s is partly unreadable: %s", self.name, memory_id, problem)
         self._ctx.count("corrupt_records")
 
+    def report_truncated(self, what: str, amount: int = 1) -> None:
+        """Log and count texts an adapter cut to :attr:`max_content_bytes` before
+        remembering them (rather than fail a whole batch over one long text).
+
+        The cut shows in the store's metrics as
+        ``agent_memory_events{event="truncated_contents"}``; ``what`` names the source
+        in the warning (never the text itself).
+
+        Raises:
+            InvalidInputError: ``what`` is not a ``str`` or ``amount`` not a positive int.
+        """
+        if not isinstance(what, str):
+            raise InvalidInputError("report_truncated takes what was cut as str", field="what")
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
+            raise InvalidInputError("amount must be a positive int", field="amount")
+        logger.warning(
+            "%s: %d %s cut to %d bytes before being remembered",
+            self.name,
+            amount,
+            what,
+            self.max_content_bytes,
+        )
+        self._ctx.count("truncated_contents", amount)
+
     def _run(self, op: Operation[T], operation: str, **attributes: AttributeValue) -> T:
         if self._closed:
             op.close()

@@ -32,6 +32,7 @@ from agent_memory import MemoryStore, Scope, SyncMemoryStore
 from agent_memory.embedders import HashingEmbedder
 from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
 from agent_memory.integrations.llama_index import AgentMemoryBlock, AgentMemoryChatStore
+from agent_memory.integrations.llama_index.memory_block import fit_text
 from tests.conftest import _Servers
 from tests.integrations.targets import Target
 
@@ -312,6 +313,63 @@ async def test_memory_flushes_into_the_block_and_recalls(store: MemoryStore) -> 
     messages = await memory.aget(input="which editor mode do I prefer?")
     assert messages[0].role == MessageRole.SYSTEM
     assert "- I prefer dark mode in every editor." in (messages[0].content or "")
+
+
+def test_fit_text_cuts_at_a_character_boundary() -> None:
+    assert fit_text("short", 10) == ("short", False)
+    assert fit_text("abc", 3) == ("abc", False)
+    assert fit_text("aé", 2) == ("a", True)  # "é" is 2 bytes: never half of it
+    assert fit_text("éé", 3) == ("é", True)
+    assert fit_text("x" * 40, 32) == ("x" * 32, True)
+
+
+LONG_TURNS = [
+    ("user", "I prefer dark mode in every editor."),
+    ("assistant", "é " * 20000),  # 80 KB, over the store's 32 KiB content limit
+    ("user", "Tell me about the weather for a while please."),
+    ("assistant", "It is sunny and warm outside today."),
+]
+
+
+async def test_a_flushed_text_over_the_limit_is_cut_and_the_flush_kept(
+    aclient: Any, name: str
+) -> None:
+    """``Memory`` archives a flush before handing it to the block: one long text must
+    not make the whole flush (and the user's ``aput``) fail."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    store = MemoryStore(aclient, name, HashingEmbedder(), default_threshold=2.0, registry=registry)
+    await store.ensure_index()
+    scope = Scope(namespace="acme", agent_id="assistant")
+    memory = _memory(AgentMemoryBlock(store=store, scope=scope))
+    for role, text in LONG_TURNS:
+        await memory.aput(_m(text, role))
+    contents = {item.content for item in (await store.list(scope=scope, limit=50)).items}
+    assert "I prefer dark mode in every editor." in contents
+    (cut,) = [c for c in contents if c.startswith("é")]
+    assert len(cut.encode()) <= store.max_content_bytes and len(cut.encode()) > 32_000
+    sample = registry.get_sample_value(
+        "agent_memory_events_total", {"name": name, "event": "truncated_contents"}
+    )
+    assert sample == 1
+
+
+def test_a_flushed_text_over_the_limit_is_cut_through_a_sync_store(
+    client: Any, name: str
+) -> None:
+    sync = SyncMemoryStore(client, name, HashingEmbedder(), default_threshold=2.0,
+                           max_content_bytes=1000)  # fmt: skip
+    sync.ensure_index()
+    unused = MemoryStore(valkey.asyncio.Valkey(), name, HashingEmbedder())
+    scope = Scope(namespace="acme", agent_id="assistant")
+    memory = _memory(AgentMemoryBlock(store=unused, scope=scope, sync_store=sync))
+    for role, text in LONG_TURNS:
+        memory.put(_m(text, role))
+    contents = {item.content for item in sync.list(scope=scope, limit=50).items}
+    assert "I prefer dark mode in every editor." in contents
+    # 1000 bytes end inside an "é": the cut keeps 999 (whole characters only)
+    assert any(c.startswith("é") and len(c.encode()) == 999 for c in contents)
 
 
 async def test_block_returns_nothing_without_text(store: MemoryStore) -> None:

@@ -47,6 +47,16 @@ def message_text(message: ChatMessage) -> str:
     return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
 
 
+def fit_text(text: str, max_bytes: int) -> tuple[str, bool]:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes at a character boundary, and
+    whether it was cut (pure)."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= max_bytes:
+        return text, False
+    # a cut inside a multi-byte character leaves a partial one at the end: dropped
+    return encoded[:max_bytes].decode("utf-8", "ignore"), True
+
+
 def _role(message: ChatMessage) -> str:
     role = message.role
     return str(getattr(role, "value", role))
@@ -75,9 +85,14 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
             ``Memory``'s blocking methods: when given, every call goes through it in a
             worker thread (see the module doc).
 
+    A flushed text longer than the store accepts (its ``max_content_bytes``, 32 KiB by
+    default) is cut to that many UTF-8 bytes at a character boundary, logged and counted
+    (``agent_memory_events{event="truncated_contents"}`` of the serving store's metrics),
+    and remembered with the rest of the flush: ``Memory`` has already archived those
+    messages, so refusing the batch would lose all of them.
+
     :meth:`aput` and :meth:`aget` raise :mod:`agent_memory.errors` exceptions
-    (``InvalidInputError`` for a text longer than the store accepts, nothing written;
-    ``ServerUnavailableError`` / ``OperationTimeoutError`` ...).
+    (``ServerUnavailableError`` / ``OperationTimeoutError`` ...).
 
     Raises:
         InvalidInputError: not a ``MemoryStore`` (a ``SyncMemoryStore`` included), not a
@@ -135,12 +150,17 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
         return "\n".join(f"- {hit.item.content}" for hit in result)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        """Remember the text of each message whose role is in ``roles`` (one batch)."""
+        """Remember the text of each message whose role is in ``roles`` (one batch);
+        a text over the store's limit is cut to it (logged and counted)."""
+        serving: MemoryStore | SyncMemoryStore = self.sync_store or self.store
+        limit, cut = serving.max_content_bytes, 0
         items = []
         for message in messages:
             text, role = message_text(message), _role(message)
             if not text or role not in self.roles:
                 continue
+            text, was_cut = fit_text(text, limit)
+            cut += was_cut
             metadata: dict[str, Any] = {"role": role, "source": "llama_index"}
             session_id = message.additional_kwargs.get("session_id")
             if isinstance(session_id, str):
@@ -150,10 +170,12 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
                     content=text, importance=self.importance, scope=self.scope, metadata=metadata
                 )
             )
+        if cut:
+            serving.report_truncated("flushed LlamaIndex message text(s)", cut)
         if items and self.sync_store is not None:
             await asyncio.to_thread(self.sync_store.remember_many, items)
         elif items:
             await self.store.remember_many(items)
 
 
-__all__ = ["AgentMemoryBlock", "message_text"]
+__all__ = ["AgentMemoryBlock", "fit_text", "message_text"]
