@@ -74,9 +74,7 @@ def encoded_entries(entries: object) -> list[tuple[ConversationEntry, bytes]]:
     """
     if isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
         raise InvalidInputError("new_entries must be a sequence of ConversationEntry")
-    new_ids = {
-        entry.id for entry in entries if isinstance(entry, ConversationEntry)
-    }
+    new_ids = {entry.id for entry in entries if isinstance(entry, ConversationEntry)}
     earlier: set[str] = set()
     for entry in entries:
         if not isinstance(entry, ConversationEntry) or entry.kind != "message":
