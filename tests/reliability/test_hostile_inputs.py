@@ -341,7 +341,10 @@ CLOSED_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
 PENDING: set[str] = set()
 NO_ARGUMENTS = {"ensure_index", "stats", "refresh_config", "close", "current_config"}
 # no server operation: read a setting, or log and count a report (its own test below)
-NOT_OPERATIONS = {"from_url", "name", "client", "max_content_bytes", "report_corrupt_record"}
+NOT_OPERATIONS = {
+    "from_url", "name", "client", "max_content_bytes", "report_corrupt_record",
+    "report_truncated",
+}  # fmt: skip
 
 
 def test_the_table_covers_every_public_method() -> None:
@@ -702,3 +705,17 @@ def test_a_corrupt_record_report_needs_an_id_and_a_problem(memory_id: Any, probl
     with pytest.raises(InvalidInputError):
         store.report_corrupt_record(memory_id, problem)
     assert store._ctx.counters.get("corrupt_records", 0) == 0
+
+
+@pytest.mark.parametrize(
+    ("what", "amount"), [(None, 1), (b"x", 1), ("x", 0), ("x", True), ("x", 1.0)]
+)
+def test_a_truncation_report_needs_a_source_and_a_positive_count(what: Any, amount: Any) -> None:
+    import valkey.asyncio
+
+    store = MemoryStore(valkey.asyncio.Valkey(), "hostile_report", lambda _: [1.0] * DIM)
+    with pytest.raises(InvalidInputError):
+        store.report_truncated(what, amount)
+    assert store._ctx.counters.get("truncated_contents", 0) == 0
+    store.report_truncated("texts", 2)
+    assert store._ctx.counters["truncated_contents"] == 2
