@@ -319,6 +319,16 @@ def _rpush(ks: Keyspace, a: list[Any]) -> int:
     return len(items)
 
 
+def _rpop(ks: Keyspace, a: list[Any]) -> Any:
+    items = ks.get(_s(a[0]), list)
+    if not items:
+        return None
+    value = items.pop()
+    if not items:  # a server deletes an emptied list
+        ks.delete(_s(a[0]))
+    return value
+
+
 def _lrange(ks: Keyspace, a: list[Any]) -> list[Any]:
     items = ks.get(_s(a[0]), list) or []
     start, stop = int(_s(a[1])), int(_s(a[2]))
@@ -379,6 +389,7 @@ COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "SMEMBERS": lambda ks, a: sorted(ks.get(_s(a[0]), set) or set()),
     "SCARD": lambda ks, a: len(ks.get(_s(a[0]), set) or set()),
     "RPUSH": _rpush,
+    "RPOP": _rpop,
     "LRANGE": _lrange,
     "LLEN": lambda ks, a: len(ks.get(_s(a[0]), list) or []),
     "HKEYS": lambda ks, a: list(ks.get(_s(a[0]), Hash) or {}),

@@ -32,6 +32,7 @@ from agent_memory.backends.inprocess_keyspace import (
 from agent_memory.cache import scripts as cache_scripts
 from agent_memory.core.clients import script_sha
 from agent_memory.errors import ServerResponseError
+from agent_memory.integrations import _list_log as list_log
 from agent_memory.schema import lexical, scripts
 from agent_memory.schema.utility import is_context_entry
 
@@ -289,6 +290,21 @@ def _bytes(value: Any) -> bytes:
     return value if isinstance(value, bytes) else str(value).encode("utf-8")
 
 
+def _pop_if_tail(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    n = len(argv)
+    if n == 0:  # before the key is read, as the script does
+        return 0
+    items = ks.get(keys[0], list) or []
+    if len(items) < n:
+        return 0
+    if [_bytes(item) for item in items[-n:]] != [_bytes(arg) for arg in argv]:
+        return 0
+    del items[-n:]
+    if not items:  # a server deletes an emptied list
+        ks.delete(keys[0])
+    return 1
+
+
 def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     hits = int(_s(argv[0]))
     hit, cost = 0, 0
@@ -427,6 +443,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.UNREGISTER: _unregister,
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,
     cache_scripts.COUNTED_GET: _counted_get,
+    list_log.POP_IF_TAIL: _pop_if_tail,
     scripts.COMPLETE: _complete,
     scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
     scripts.FEEDBACK: _feedback,

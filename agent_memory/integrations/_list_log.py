@@ -9,7 +9,12 @@ log lives in one cluster slot:
   are found or the list is exhausted (extra round trips only then).
 * :func:`append`: one ``RPUSH`` of every entry (concurrent writers interleave whole
   batches, never lose one).
-* :func:`pop_latest`: ``RPOP``; a corrupt element is dropped and the next one popped.
+* :func:`pop_latest`: ``RPOP`` (one round trip when the newest element is valid). When it
+  was corrupt, the tail is read in doubling ``LRANGE`` windows until a valid element
+  shows, and :data:`POP_IF_TAIL` removes that element and the corrupt ones above it in
+  one script, only if the tail is still what was read (a concurrent append or pop makes
+  it start over with an ``RPOP``): a run of ``n`` corrupt elements costs O(log n) round
+  trips, and no valid element is ever dropped or reordered.
 * :func:`clear`: ``UNLINK``.
 
 With a TTL, a ``PEXPIRE`` rides in the same round trip as every command but ``UNLINK``
@@ -104,15 +109,50 @@ def append(
     tier.note_stored(sum(len(e.encode("utf-8")) if isinstance(e, str) else len(e) for e in encoded))
 
 
+POP_IF_TAIL = """
+local n = #ARGV
+if n == 0 then return 0 end
+local tail = redis.call('LRANGE', KEYS[1], -n, -1)
+if #tail ~= n then return 0 end
+for i = 1, n do
+  if tail[i] ~= ARGV[i] then return 0 end
+end
+redis.call('LTRIM', KEYS[1], 0, -n - 1)
+return 1
+"""
+"""KEYS = [list]; ARGV = the elements expected at its tail, oldest first. Removes them
+and returns 1 if the list ends with exactly those, else changes nothing and returns 0.
+One key: atomic, in one slot."""
+
+#: The first tail window read after a corrupt pop (doubled until a valid element shows).
+FIRST_WINDOW = 32
+
+
+def newest_valid(elements: Sequence[object], decode: Decode[Entry]) -> tuple[int, Entry | None]:
+    """The index of the newest element of ``elements`` (oldest first) that decodes, and
+    its entry; ``(-1, None)`` when none does (pure)."""
+    for index in range(len(elements) - 1, -1, -1):
+        entry = decode(elements[index])
+        if entry is not None:
+            return index, entry
+    return -1, None
+
+
 def pop_latest(
     tier: TierCore, key: str, ttl_ms: int | None, decode: Decode[Entry]
 ) -> Operation[tuple[Entry | None, int]]:
     """Remove and return the newest valid entry (``None`` when there is none), and how
-    many corrupt elements were removed on the way (for the caller to report)."""
+    many corrupt elements were removed on the way (for the caller to report).
+
+    Raises:
+        ReplyParseError: the server's reply to ``LRANGE`` is not a list.
+    """
     counter: str | None = WRITES
     dropped = 0
     while True:
-        raw = yield from _access(tier, key, Command(("RPOP", key)), ttl_ms, counter)
+        # binary: a corrupt element need not be UTF-8, and the guard compares bytes
+        pop = Command(("RPOP", key), binary=True)
+        raw = yield from _access(tier, key, pop, ttl_ms, counter)
         counter = None
         if raw is None:
             return None, dropped
@@ -120,6 +160,27 @@ def pop_latest(
         if entry is not None:
             return entry, dropped
         dropped += 1
+        # A corrupt top: find the newest valid element in ever larger tail windows, then
+        # remove it and the corrupt ones above it at once, if the tail is unchanged.
+        window = FIRST_WINDOW
+        while True:
+            read = Command(("LRANGE", key, -window, -1), binary=True)
+            tail = yield from _access(tier, key, read, ttl_ms, None)
+            if not isinstance(tail, (list, tuple)):
+                raise ReplyParseError(f"LRANGE replied with a {type(tail).__name__}, not a list")
+            index, entry = newest_valid(tail, decode)
+            if index >= 0 or len(tail) < window or window >= WHOLE_LIST:
+                break
+            window *= 2
+        taken = list(tail[max(index, 0) :])
+        if not taken:
+            return None, dropped  # the list is empty now
+        guarded = Command(("EVAL", POP_IF_TAIL, 1, key, *taken))
+        removed = yield from _access(tier, key, guarded, ttl_ms, None)
+        if removed == 1:
+            return entry, dropped + len(taken) - (1 if index >= 0 else 0)
+        # another client changed the tail meanwhile: pop again from the top (an RPOP
+        # always makes progress, so contention cannot loop this forever)
 
 
 def clear(tier: TierCore, key: str) -> Operation[None]:
@@ -128,6 +189,8 @@ def clear(tier: TierCore, key: str) -> Operation[None]:
 
 
 __all__ = [
+    "FIRST_WINDOW",
+    "POP_IF_TAIL",
     "READS",
     "WRITES",
     "Decode",
@@ -135,6 +198,7 @@ __all__ = [
     "clear",
     "decode_entries",
     "log_key",
+    "newest_valid",
     "pop_latest",
     "read_latest",
 ]

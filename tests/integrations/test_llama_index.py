@@ -184,6 +184,35 @@ def test_corrupt_entries_are_skipped_and_counted(chat: AgentMemoryChatStore, raw
     assert chat.skipped == 5
 
 
+def test_delete_last_message_over_a_corrupt_run_takes_few_round_trips(
+    chat: AgentMemoryChatStore, raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_memory.core import clients
+
+    chat.add_message("k", _m("a"))
+    chat.add_message("k", _m("b"))
+    assert chat.delete_last_message("k").content == "b"  # the script cache is warm
+    raw.rpush(chat.chat_key("k"), *(["garbage"] * 300))
+    sent: list[str] = []
+    batch, command = clients.SyncExecutor.batch, clients.SyncExecutor.command
+
+    def counted_batch(self: Any, b: Any) -> Any:
+        sent.append(b.commands[0].name)
+        return batch(self, b)
+
+    def counted_command(self: Any, cmd: Any) -> Any:
+        sent.append(cmd.name)
+        return command(self, cmd)
+
+    monkeypatch.setattr(clients.SyncExecutor, "batch", counted_batch)
+    monkeypatch.setattr(clients.SyncExecutor, "command", counted_command)
+    skipped = chat.skipped
+    assert chat.delete_last_message("k").content == "a"
+    assert len(sent) <= 8, sent  # not one RPOP per corrupt element
+    assert chat.skipped == skipped + 300  # still logged and counted
+    assert raw.llen(chat.chat_key("k")) == 0
+
+
 def test_ttl_slides_and_no_ttl_persists(client: Any, name: str, raw: Any) -> None:
     timed = AgentMemoryChatStore(client=client, name=name, ttl=30)
     timed.add_message("k", _m("a"))
@@ -355,9 +384,7 @@ async def test_a_flushed_text_over_the_limit_is_cut_and_the_flush_kept(
     assert sample == 1
 
 
-def test_a_flushed_text_over_the_limit_is_cut_through_a_sync_store(
-    client: Any, name: str
-) -> None:
+def test_a_flushed_text_over_the_limit_is_cut_through_a_sync_store(client: Any, name: str) -> None:
     sync = SyncMemoryStore(client, name, HashingEmbedder(), default_threshold=2.0,
                            max_content_bytes=1000)  # fmt: skip
     sync.ensure_index()

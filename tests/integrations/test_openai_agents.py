@@ -41,6 +41,7 @@ from openai.types.responses import (
 )
 
 from agent_memory import MemoryStore, Scope, SyncMemoryStore
+from agent_memory.core import clients
 from agent_memory.embedders import HashingEmbedder
 from agent_memory.errors import (
     InvalidInputError,
@@ -172,6 +173,86 @@ async def test_corrupt_entries_are_skipped_and_dropped(
     raw.set(session.key, "a string")  # another type at the key: the library's error
     with pytest.raises(ServerResponseError):
         await session.get_items()
+
+
+def test_newest_valid_finds_the_last_decodable_element() -> None:
+    from agent_memory.integrations._list_log import newest_valid
+    from agent_memory.integrations.openai_agents.items import decode_item
+
+    assert newest_valid([], decode_item) == (-1, None)
+    assert newest_valid(["x", b"\xff", "7"], decode_item) == (-1, None)
+    assert newest_valid(['{"a": 1}', "x", '{"b": 2}', "y"], decode_item) == (2, {"b": 2})
+
+
+def _count_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every round trip the asyncio executor makes from now on, as command names."""
+    sent: list[list[str]] = []
+    batch, command = clients.AsyncExecutor.batch, clients.AsyncExecutor.command
+
+    async def counted_batch(self: Any, b: Any) -> Any:
+        sent.append([c.name.upper() for c in b.commands])
+        return await batch(self, b)
+
+    async def counted_command(self: Any, cmd: Any) -> Any:
+        sent.append([cmd.name.upper()])
+        return await command(self, cmd)
+
+    monkeypatch.setattr(clients.AsyncExecutor, "batch", counted_batch)
+    monkeypatch.setattr(clients.AsyncExecutor, "command", counted_command)
+    return sent
+
+
+async def test_a_pop_over_a_corrupt_run_takes_few_round_trips(
+    aclient: Any, name: str, raw: Any, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    session = _session(aclient, name, ttl=60)
+    await session.add_items(_msgs("keep me", "top"))
+    await session.pop_item()  # warms the script cache
+    sent = _count_round_trips(monkeypatch)
+    await session.add_items(_msgs("again"))
+    sent.clear()
+    assert (await session.pop_item() or {})["content"] == "again"
+    assert len(sent) == 1  # a valid top: one round trip, its PEXPIRE riding along
+    raw.rpush(session.key, *(["not json"] * 200))  # another writer's damage
+    sent.clear()
+    with caplog.at_level("WARNING", logger="agent_memory.cache"):
+        assert (await session.pop_item() or {})["content"] == "keep me"
+    assert len(sent) <= 8, sent  # RPOP, a few doubling LRANGE windows, one guarded pop
+    assert "200 element(s) are not JSON objects; dropped by a pop" in caplog.text
+    assert raw.llen(session.key) == 0 and await session.pop_item() is None
+    raw.rpush(session.key, *(["not json"] * 100))  # nothing valid at all
+    assert await session.pop_item() is None
+    assert raw.llen(session.key) == 0
+
+
+async def test_a_pop_over_corrupt_elements_never_drops_a_concurrent_append(
+    aclient: Any, name: str, raw: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _session(aclient, name)
+    await session.add_items(_msgs("old"))
+    raw.rpush(session.key, *(["not json"] * 50))
+    sent = _count_round_trips(monkeypatch)
+    batch = clients.AsyncExecutor.batch  # the counting one
+    reads: list[int] = []
+
+    async def append_after_the_read(self: Any, b: Any) -> Any:
+        got = await batch(self, b)
+        if any(c.name.upper() == "LRANGE" for c in b.commands):
+            reads.append(len(got[0]))
+            if len(reads) == 2:  # the window that found "old": another client appends
+                raw.rpush(session.key, json.dumps({"role": "user", "content": "new"}))
+        return got
+
+    monkeypatch.setattr(clients.AsyncExecutor, "batch", append_after_the_read)
+    assert (await session.pop_item() or {})["content"] == "new"  # the newest valid one
+    assert reads == [32, 50]
+    # the guarded pop saw the tail changed and removed nothing; an RPOP took "new"
+    assert [names[0] for names in sent] == ["RPOP", "LRANGE", "LRANGE", "EVAL", "RPOP"]
+    monkeypatch.undo()
+    assert raw.llen(session.key) == 50  # "old" and the 49 corrupt ones above it kept
+    assert (await session.pop_item() or {})["content"] == "old"
+    assert await session.get_items() == []
 
 
 async def test_unicode_special_ids_and_metacharacters(aclient: Any, name: str) -> None:

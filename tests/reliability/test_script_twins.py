@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from agent_memory.backends.inprocess import InProcessClient, Keyspace
 from agent_memory.backends.inprocess_scripts import _SCRIPT_TWINS
 from agent_memory.cache import scripts as cache_scripts
+from agent_memory.integrations import _list_log as list_log
 from agent_memory.schema import layout as L
 from agent_memory.schema import lexical, scripts
 from tests.conftest import ServerInfo, _Servers
@@ -39,6 +40,7 @@ class Scenario:
     zsets: dict[str, dict[str, float]] = field(default_factory=dict)
     strings: dict[str, str] = field(default_factory=dict)
     sets: dict[str, list[str]] = field(default_factory=dict)
+    lists: dict[str, list[str]] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,9 @@ def _setup(run: Callable[..., Any], sc: Scenario, p: Callable[[str], str]) -> No
     for key, members in sc.sets.items():
         if members:
             run("SADD", p(key), *members)
+    for key, elements in sc.lists.items():
+        if elements:
+            run("RPUSH", p(key), *elements)
 
 
 def _norm(value: Any) -> Any:
@@ -114,6 +119,8 @@ def _state(run: Callable[..., Any], names: list[str], p: Callable[[str], str]) -
             value = {_norm(flat[i]): _norm(flat[i + 1]) for i in range(0, len(flat), 2)}
         elif kind == "set":
             value = sorted(_norm(m) for m in run("SMEMBERS", key))
+        elif kind == "list":
+            value = [_norm(e) for e in run("LRANGE", key, 0, -1)]
         else:
             value = _norm(run("GET", key))
         out[name] = (kind, value, int(run("PTTL", key)) > 0)
@@ -135,7 +142,7 @@ def _run_both(server: ServerInfo, sc: Scenario) -> Any:
     twin = InProcessClient(keyspace)
     prefix = f"twin{uuid.uuid4().hex[:10]}:"
     p = _prefixed(sc, prefix)
-    names = sorted({*sc.keys, *sc.hashes, *sc.zsets, *sc.strings, *sc.sets})
+    names = sorted({*sc.keys, *sc.hashes, *sc.zsets, *sc.strings, *sc.sets, *sc.lists})
     try:
         _setup(client.execute_command, sc, p)
         _setup(twin.execute_command, sc, p)
@@ -345,6 +352,7 @@ def test_every_script_has_a_scenario() -> None:
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
         scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE, scripts.RELEASE_CLAIM,
+        list_log.POP_IF_TAIL,
     }  # fmt: skip
     assert set(_SCRIPT_TWINS) == covered
     assert L.F_SEQ == "seq"  # the write script's field, checked by write_memory scenarios
@@ -388,6 +396,29 @@ def test_single_memory_twins(server: ServerInfo, sc: Scenario) -> None:
 @SETTINGS
 @given(many())
 def test_other_twins(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+ELEMENTS = st.sampled_from(["a", "b", "{}", "ü", ""])
+
+
+@st.composite
+def pop_if_tail(draw: Any) -> Scenario:
+    """A list (or a string in its place) and an expected tail that may or may not be
+    its end."""
+    elements = draw(st.lists(ELEMENTS, max_size=5))
+    if elements and draw(st.booleans()):
+        expected = elements[-draw(st.integers(1, len(elements))) :]  # its real tail
+    else:
+        expected = draw(st.lists(ELEMENTS, max_size=3))
+    strings = {"log": "a string"} if not elements and draw(st.booleans()) else {}
+    return Scenario(list_log.POP_IF_TAIL, ["log"], expected, lists={"log": elements},
+                    strings=strings)  # fmt: skip
+
+
+@SETTINGS
+@given(pop_if_tail())
+def test_pop_if_tail_twin(server: ServerInfo, sc: Scenario) -> None:
     _run_both(server, sc)
 
 

@@ -125,8 +125,9 @@ def take_at(
 def pop_last(
     tier: TierCore, key: str, ttl_ms: int | None
 ) -> Operation[tuple[ChatMessage | None, int]]:
-    """Remove the newest valid message (``RPOP``); it (``None`` when there is none) and
-    how many corrupt elements were dropped on the way."""
+    """Remove the newest valid message (one ``RPOP`` when the newest element is valid,
+    see :func:`~agent_memory.integrations._list_log.pop_latest`); it (``None`` when
+    there is none) and how many corrupt elements were dropped on the way."""
     return _list_log.pop_latest(tier, key, ttl_ms, decode_message)
 
 
