@@ -32,7 +32,6 @@ from agent_memory.backends.inprocess_keyspace import (
 from agent_memory.cache import scripts as cache_scripts
 from agent_memory.core.clients import script_sha
 from agent_memory.errors import ServerResponseError
-from agent_memory.integrations import _list_log as list_log
 from agent_memory.schema import lexical, scripts
 from agent_memory.schema.utility import is_context_entry
 
@@ -443,7 +442,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.UNREGISTER: _unregister,
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,
     cache_scripts.COUNTED_GET: _counted_get,
-    list_log.POP_IF_TAIL: _pop_if_tail,
+    cache_scripts.POP_IF_TAIL: _pop_if_tail,
     scripts.COMPLETE: _complete,
     scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
     scripts.FEEDBACK: _feedback,

@@ -1,4 +1,4 @@
-"""Server-side script of the cache tiers (standalone servers only: two keys)."""
+"""Server-side scripts of the cache tiers and of the adapters' list logs."""
 
 MAX_COST_MICROS = 10**15
 """The largest cost of one entry (micro-dollars) a hit counts: a ``costMicros`` above it,
@@ -43,3 +43,18 @@ A counter the server refuses (the stats key of another type, a field that is not
 count) fails alone, never the read. Reply: ``[value (nil when absent or not a string),
 1 (counted as a hit), 0 (a miss) or -1 (a miss: the key holds another type), the cost
 counted, the fields whose update failed...]``."""
+
+POP_IF_TAIL = """
+local n = #ARGV
+if n == 0 then return 0 end
+local tail = redis.call('LRANGE', KEYS[1], -n, -1)
+if #tail ~= n then return 0 end
+for i = 1, n do
+  if tail[i] ~= ARGV[i] then return 0 end
+end
+redis.call('LTRIM', KEYS[1], 0, -n - 1)
+return 1
+"""
+"""KEYS = [list]; ARGV = the elements expected at its tail, oldest first. Removes them
+and returns 1 if the list ends with exactly those, else changes nothing and returns 0.
+One key: atomic, in one slot (used by :mod:`agent_memory.integrations._list_log`)."""

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from agent_memory.cache._tier import TierCore
+from agent_memory.cache.scripts import POP_IF_TAIL
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
@@ -108,21 +109,6 @@ def append(
     yield from _access(tier, key, Command(("RPUSH", key, *encoded)), ttl_ms, WRITES)
     tier.note_stored(sum(len(e.encode("utf-8")) if isinstance(e, str) else len(e) for e in encoded))
 
-
-POP_IF_TAIL = """
-local n = #ARGV
-if n == 0 then return 0 end
-local tail = redis.call('LRANGE', KEYS[1], -n, -1)
-if #tail ~= n then return 0 end
-for i = 1, n do
-  if tail[i] ~= ARGV[i] then return 0 end
-end
-redis.call('LTRIM', KEYS[1], 0, -n - 1)
-return 1
-"""
-"""KEYS = [list]; ARGV = the elements expected at its tail, oldest first. Removes them
-and returns 1 if the list ends with exactly those, else changes nothing and returns 0.
-One key: atomic, in one slot."""
 
 #: The first tail window read after a corrupt pop (doubled until a valid element shows).
 FIRST_WINDOW = 32

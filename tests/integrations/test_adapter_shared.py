@@ -9,6 +9,7 @@ import pytest
 
 from agent_memory import Scope
 from agent_memory.cache._tier import TierCore
+from agent_memory.cache.scripts import POP_IF_TAIL
 from agent_memory.core.effects import Batch, Operation, T
 from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.integrations import _keys, _list_log, _memory_tools
@@ -123,6 +124,13 @@ class FakeList:
             return self.elements.pop() if self.elements else None
         if name == "UNLINK":
             self.elements.clear()
+            return 1
+        if name == "EVAL":  # POP_IF_TAIL: remove the expected tail if it is unchanged
+            assert args[1] == POP_IF_TAIL
+            expected = list(args[4:])
+            if not expected or self.elements[-len(expected) :] != expected:
+                return 0
+            del self.elements[-len(expected) :]
             return 1
         return 1  # PEXPIRE, HINCRBY
 

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from agent_memory.backends.inprocess import InProcessClient, Keyspace
 from agent_memory.backends.inprocess_scripts import _SCRIPT_TWINS
 from agent_memory.cache import scripts as cache_scripts
-from agent_memory.integrations import _list_log as list_log
 from agent_memory.schema import layout as L
 from agent_memory.schema import lexical, scripts
 from tests.conftest import ServerInfo, _Servers
@@ -352,7 +351,7 @@ def test_every_script_has_a_scenario() -> None:
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
         scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE, scripts.RELEASE_CLAIM,
-        list_log.POP_IF_TAIL,
+        cache_scripts.POP_IF_TAIL,
     }  # fmt: skip
     assert set(_SCRIPT_TWINS) == covered
     assert L.F_SEQ == "seq"  # the write script's field, checked by write_memory scenarios
@@ -412,7 +411,7 @@ def pop_if_tail(draw: Any) -> Scenario:
     else:
         expected = draw(st.lists(ELEMENTS, max_size=3))
     strings = {"log": "a string"} if not elements and draw(st.booleans()) else {}
-    return Scenario(list_log.POP_IF_TAIL, ["log"], expected, lists={"log": elements},
+    return Scenario(cache_scripts.POP_IF_TAIL, ["log"], expected, lists={"log": elements},
                     strings=strings)  # fmt: skip
 
 
