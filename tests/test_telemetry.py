@@ -203,3 +203,29 @@ def test_stored_bytes_and_active_sessions_move(server: ServerInfo) -> None:
         assert _value(registry, "agent_cache_active_sessions", name=name) == 1
     finally:
         client.close()
+
+
+def test_a_registry_with_a_clashing_name_is_refused_and_left_as_it_was() -> None:
+    """A taken name is an InvalidInputError naming it (was prometheus_client's raw
+    ValueError), and the families registered before the clash are taken back (they
+    were left behind, so every later store on the registry failed the same way)."""
+    from prometheus_client import Counter
+
+    from agent_memory.backends.inprocess import InProcessClient
+    from agent_memory.errors import InvalidInputError
+
+    registry = CollectorRegistry()
+    theirs = Counter("agent_memory_events", "someone else's", ("x",), registry=registry)
+    before = sorted(m.name for m in registry.collect())
+    with pytest.raises(InvalidInputError, match="agent_memory_events") as caught:
+        SyncMemoryStore(InProcessClient(), "a", TableEmbedder(), registry=registry)
+    assert caught.value.field == "registry"
+    assert sorted(m.name for m in registry.collect()) == before
+    registry.unregister(theirs)
+    store = SyncMemoryStore(InProcessClient(), "a", TableEmbedder(), registry=registry)
+    store.remember("x")
+    assert (
+        _value(registry, "agent_memory_operation_duration_seconds_count", name="a",
+               operation="remember")
+        == 1
+    )  # fmt: skip

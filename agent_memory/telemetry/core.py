@@ -45,6 +45,10 @@ class Telemetry:
     Args:
         name: the store name, used as the ``name`` label.
         registry: a ``prometheus_client.CollectorRegistry``; ``None`` records no metrics.
+
+    Raises:
+        InvalidInputError: (``field="registry"``) ``registry`` is not a registry, or it
+            already holds a metric whose name clashes with one of the library's.
     """
 
     def __init__(

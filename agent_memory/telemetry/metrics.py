@@ -10,6 +10,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from agent_memory.errors import InvalidInputError
+
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -35,18 +37,62 @@ class MetricFamilies:
     cache_active_sessions: Gauge
 
 
+class _Maker:
+    """Creates families on one registry, remembering each one it registered and the
+    name it is registering, so a failed build can be taken back and explained."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.made: list[Counter | Gauge | Histogram] = []
+        self.current = ""
+
+    def counter(self, name: str, doc: str, labels: tuple[str, ...] = ("name",)) -> Counter:
+        self.current = name
+        made = Counter(name, doc, labels, registry=self.registry)
+        self.made.append(made)
+        return made
+
+    def histogram(self, name: str, doc: str, labels: tuple[str, ...]) -> Histogram:
+        self.current = name
+        made = Histogram(name, doc, labels, buckets=_LATENCY_BUCKETS, registry=self.registry)
+        self.made.append(made)
+        return made
+
+    def gauge(self, name: str, doc: str) -> Gauge:
+        self.current = name
+        made = Gauge(name, doc, ("name",), registry=self.registry)
+        self.made.append(made)
+        return made
+
+
 def _build(registry: CollectorRegistry) -> MetricFamilies:
-    def counter(name: str, doc: str, labels: tuple[str, ...] = ("name",)) -> Counter:
-        return Counter(name, doc, labels, registry=registry)
+    """Every family registered on ``registry``, or none of them.
 
-    def histogram(name: str, doc: str, labels: tuple[str, ...]) -> Histogram:
-        return Histogram(name, doc, labels, buckets=_LATENCY_BUCKETS, registry=registry)
+    Raises:
+        InvalidInputError: (``field="registry"``) the registry already holds a metric
+            whose name clashes with one of these; the families built before the clash
+            are unregistered again, so the registry is left as it was.
+    """
+    maker = _Maker(registry)
+    try:
+        return _families(maker)
+    except ValueError as exc:
+        # prometheus_client refuses a taken name only after the families before it were
+        # registered: take those back, or every later store on this registry would fail
+        # on the first of them instead of on the real clash.
+        for metric in maker.made:
+            registry.unregister(metric)
+        raise InvalidInputError(
+            f"registry already holds a metric that clashes with {maker.current!r} (the "
+            f"library registers its agent_memory_* and agent_cache_* families there): {exc}",
+            field="registry",
+        ) from exc
 
+
+def _families(maker: _Maker) -> MetricFamilies:
+    counter, histogram, gauge = maker.counter, maker.histogram, maker.gauge
     return MetricFamilies(
-        memory_items=Gauge(
-            "agent_memory_items", "Memories stored (read from the server)", ("name",),
-            registry=registry,
-        ),
+        memory_items=gauge("agent_memory_items", "Memories stored (read from the server)"),
         memory_recalls=counter(
             "agent_memory_recalls", "Recalls by outcome", ("name", "result")
         ),
@@ -95,22 +141,26 @@ def _build(registry: CollectorRegistry) -> MetricFamilies:
         cache_stored_bytes=counter(
             "agent_cache_stored_bytes", "Bytes written to the cache", ("name", "tier")
         ),
-        cache_active_sessions=Gauge(
-            "agent_cache_active_sessions", "Session threads touched recently by this process",
-            ("name",), registry=registry,
+        cache_active_sessions=gauge(
+            "agent_cache_active_sessions", "Session threads touched recently by this process"
         ),
     )  # fmt: skip
 
 
-_families: weakref.WeakKeyDictionary[Any, MetricFamilies] = weakref.WeakKeyDictionary()
+_built: weakref.WeakKeyDictionary[Any, MetricFamilies] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
 def families_for(registry: CollectorRegistry) -> MetricFamilies:
-    """The metric families registered on ``registry`` (created on first use)."""
+    """The metric families registered on ``registry`` (created on first use).
+
+    Raises:
+        InvalidInputError: the registry holds a metric whose name clashes with one of
+            the library's (nothing is left registered by the failed attempt).
+    """
     with _lock:
-        found = _families.get(registry)
+        found = _built.get(registry)
         if found is None:
             found = _build(registry)
-            _families[registry] = found
+            _built[registry] = found
         return found
