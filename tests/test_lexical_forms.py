@@ -127,3 +127,45 @@ def test_the_upgrade_of_an_old_store_skips_damaged_records(
         assert set(ids[1:]) <= found
     finally:
         client.close()
+
+
+def test_a_record_replaced_during_the_upgrade_is_reported_once_by_its_id(
+    servers: _Servers, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Both writes of a memory whose key turned into another type fail; the report
+    named the EVAL's numkeys ("1") and the command name ("HDEL") as memory ids and
+    counted the one record twice. Now: once, under the memory's id."""
+    import logging
+
+    from agent_memory.backends.upgrade import rebuild_lexical
+    from agent_memory.core.effects import Batch
+    from agent_memory.core.runner import run_sync
+
+    name = f"forms{uuid.uuid4().hex[:8]}"
+    client = valkey.Valkey.from_url(servers.get("valkey").url)
+    try:
+        store = SyncMemoryStore(client, name, TableEmbedder(), default_threshold=2.0)
+        store.ensure_index()
+        mid = store.remember("hello world")
+        key = f"{name}:mem:{mid}"
+        inner = store._executor
+
+        class ReplacesTheKeyBeforeTheWrites:
+            def __getattr__(self, attr: str) -> object:
+                return getattr(inner, attr)
+
+            def batch(self, batch: Batch) -> object:
+                if any(c.name == "EVAL" for c in batch.commands):
+                    client.delete(key)
+                    client.set(key, "not a hash")
+                return inner.batch(batch)
+
+        before = store._ctx.counters.get("corrupt_records", 0)
+        caplog.set_level(logging.WARNING)
+        run_sync(rebuild_lexical(store._ctx), ReplacesTheKeyBeforeTheWrites())  # type: ignore[arg-type]
+        reports = [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()]
+        assert len(reports) == 1 and f"memory {mid} " in reports[0], reports
+        assert store._ctx.counters["corrupt_records"] == before + 1
+        store.close()
+    finally:
+        client.close()

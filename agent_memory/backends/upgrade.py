@@ -193,6 +193,7 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
                 read.append((memory_id, *(list(values or []) + [None] * 2)[:2]))
             vectors = yield from _session_vectors(ctx, read)
             writes: list[Command] = []
+            owners: list[str] = []  # the memory id of each write, in order
             for memory_id, content_raw, _ in read:
                 content = lenient_text(content_raw)
                 if content is None:
@@ -204,10 +205,16 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
                     fields += [L.F_SESSION_VECTOR, vectors[memory_id]]
                 writes.append(Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *fields)))
                 writes.append(command("HDEL", key, *_other_fields(ctx.lexical_form)))
+                owners += [memory_id, memory_id]
             written = yield from execute_batch(writes)
-            for cmd, reply in zip(writes, written, strict=True):
-                if isinstance(reply, WrongTypeError):  # replaced meanwhile by another writer
-                    unreadable(ctx, text(cmd.args[2 if cmd.name == "EVAL" else 0]), reply)
+            # Two writes per memory: a key replaced meanwhile by another writer fails
+            # both, and is one damaged record, reported once under its own id.
+            replaced: dict[str, Any] = {}
+            for memory_id, reply in zip(owners, written, strict=True):
+                if isinstance(reply, WrongTypeError):
+                    replaced.setdefault(memory_id, reply)
+            for memory_id, reply in replaced.items():
+                unreadable(ctx, memory_id, reply)
             raise_first_error([r for r in written if not isinstance(r, WrongTypeError)])
         seen += len(contents)
         stats_key = ctx.keys.term_stats(ns)
