@@ -44,13 +44,29 @@ _MAX_SEED = 2**64 - 1
 EMPTY_FEATURE = ""
 
 
-@lru_cache(maxsize=65_536)
-def _bucket(feature: str, salt: bytes, dim: int) -> tuple[int, float]:
+#: Features up to this many characters are cached. Words and short n-grams repeat
+#: across texts, so caching them pays; a long token (a hex dump, a base64 blob, up to
+#: the text's whole length) rarely repeats, and a cache entry keeps its string alive
+#: for the process: 65,536 of them once held gigabytes.
+CACHED_FEATURE_CHARS = 64
+
+
+def _hash_bucket(feature: str, salt: bytes, dim: int) -> tuple[int, float]:
     digest = hashlib.blake2b(
         feature.encode("utf-8"), digest_size=8, salt=salt, person=_PERSON
     ).digest()
     h = int.from_bytes(digest, "little")
     return h % dim, (-1.0 if h >> 63 else 1.0)
+
+
+_cached_bucket = lru_cache(maxsize=65_536)(_hash_bucket)
+
+
+def _bucket(feature: str, salt: bytes, dim: int) -> tuple[int, float]:
+    """The bucket and sign of ``feature`` (cached for short features only)."""
+    if len(feature) <= CACHED_FEATURE_CHARS:
+        return _cached_bucket(feature, salt, dim)
+    return _hash_bucket(feature, salt, dim)
 
 
 def _features(text: str, lo: int, hi: int) -> Counter[str]:

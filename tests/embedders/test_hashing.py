@@ -29,6 +29,24 @@ def test_golden_vector_is_stable() -> None:
     assert vec == pytest.approx(expected, abs=1e-12)
 
 
+def test_long_features_are_not_cached_and_keep_their_vectors() -> None:
+    """A cache entry keeps its feature alive: features of long tokens (a hex dump, up
+    to a text's whole length) filled the cache with up to 100 kB strings, ~190 MB for
+    2,000 such texts. Only short features are cached now, with the same vectors (the
+    golden values were computed before the change)."""
+    from agent_memory.embedders import hashing
+
+    hashing._cached_bucket.cache_clear()
+    long_token = "ab12" * 40
+    vec = HashingEmbedder(dim=16).embed(f"short words and a long token {long_token} tail")
+    golden = [1, 0, 1, 0, -2, -1, -2, 1, 1, 0, 1, 2, 0, 0, 0, 1]
+    assert vec == pytest.approx([x / math.sqrt(19) for x in golden], abs=1e-12)
+    cached = hashing._cached_bucket.cache_info().currsize
+    assert cached == 12  # the 7 words and 5 bigrams without the long token
+    HashingEmbedder(dim=16).embed(hashing.CACHED_FEATURE_CHARS * "x" + "y")
+    assert hashing._cached_bucket.cache_info().currsize == cached
+
+
 def test_same_vectors_in_another_process_with_another_hash_seed() -> None:
     code = (
         "from agent_memory.embedders import HashingEmbedder;"
