@@ -128,6 +128,14 @@ def finish_vectors(
     return out
 
 
+def describe_failure(exc: BaseException, *, limit: int = 300) -> str:
+    """``ClassName: message`` of a model library's exception, cut to ``limit``
+    characters (an engine's message can quote a whole file or tensor)."""
+    message = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def is_unit(vector: Sequence[float], *, tol: float = 1e-6) -> bool:
     """Whether ``vector`` has an L2 norm within ``tol`` of 1 (a testing helper)."""
     return abs(math.sqrt(math.fsum(x * x for x in vector)) - 1.0) <= tol

@@ -17,14 +17,14 @@ def choose_embedder(
 
     ``minilm`` is the local all-MiniLM-L6-v2 (loaded now, so a missing extra fails at
     start-up, not at the first call); ``hashing`` the dependency-free lexical one (``dim``
-    wide, default 384); ``auto`` MiniLM when the ``local`` extra is installed, else
-    hashing.
+    wide, default 384); ``auto`` MiniLM when it loads (the ``local`` extra installed, the
+    model intact), else hashing.
 
     Raises:
         InvalidInputError: an unknown ``kind``, or ``dim`` with a ``kind`` other than
             ``hashing`` (MiniLM's width is fixed, and ``auto`` would honour ``dim`` only
             on machines without the ``local`` extra).
-        CapabilityError: ``minilm`` without the ``local`` extra.
+        CapabilityError: ``minilm`` without the ``local`` extra, or failing to load.
     """
     if kind not in KINDS:
         raise InvalidInputError(f"embedder must be one of {KINDS}, got {kind!r}", field="kind")

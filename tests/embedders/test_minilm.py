@@ -122,3 +122,35 @@ def test_invalid_text(emb: MiniLMEmbedder) -> None:
         emb.embed(3)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
         emb.embed_many("not a list")
+
+
+def _fail(*args: object, **kwargs: object) -> None:
+    from onnxruntime.capi.onnxruntime_pybind11_state import Fail
+
+    raise Fail("[ONNXRuntimeError] : 1 : FAIL : Load model failed")
+
+
+@pytest.mark.parametrize("part", ["tokenizer", "session"])
+def test_a_part_that_fails_to_load_is_a_capability_error(
+    monkeypatch: pytest.MonkeyPatch, part: str
+) -> None:
+    """The tokenizer's and onnxruntime's own errors (onnxruntime's Fail) escaped load()
+    raw, so choose_embedder('auto') did not fall back to hashing. Now they are a
+    CapabilityError (their cause kept), and 'auto' falls back."""
+    import onnxruntime
+    import tokenizers
+
+    from agent_memory.embedders import HashingEmbedder
+    from agent_memory.embedders.choice import choose_embedder
+
+    if part == "tokenizer":
+        monkeypatch.setattr(tokenizers.Tokenizer, "from_str", _fail)
+    else:
+        monkeypatch.setattr(onnxruntime, "InferenceSession", _fail)
+    with pytest.raises(CapabilityError, match="failed to load") as caught:
+        MiniLMEmbedder().load()
+    assert type(caught.value.__cause__).__name__ == "Fail"
+    chosen, label = choose_embedder("auto", 64)
+    assert isinstance(chosen, HashingEmbedder) and label.startswith("hashing (64 dimensions")
+    with pytest.raises(CapabilityError):
+        choose_embedder("minilm")
