@@ -307,3 +307,32 @@ def test_two_refreshes_of_one_snapshot_leave_each_other_intact() -> None:
         assert _canonical(snap) == _canonical(expected)
         flt = MemoryFilter(namespace="_d", tags=("t1",), agent="a0")
         assert _in_order(snap, flt, 0) == _in_order(expected, flt, 0)
+
+
+def test_a_refresh_racing_another_keeps_postings_of_its_own_rows_only() -> None:
+    """Two threads refresh one mirror from the same snapshot: A's listing has no new id,
+    B's has one tagged "t9". B appended its row right after A's (empty) append, before A
+    built its snapshot, whose postings were taken then, unlocked: they named B's row,
+    which A's snapshot does not have, and a tag filter raised IndexError. Now the
+    postings are taken with the append, under the lock."""
+    held = [f"m{n}" for n in range(8)]
+    entries = _entries(held, 3)
+    base = _refreshed(Snapshot.empty(DIM), held, entries)
+    late = Entry(entries["m0"].vector, {L.F_TAGS: "t9"}, entries["m0"].lex)
+    append = base.rows.append
+    raced: list[Snapshot] = []
+
+    def append_then_let_b_in(*args: Any) -> Any:
+        result = append(*args)
+        if not raced:  # A's append done: B's whole refresh runs before A goes on
+            base.rows.append = append  # type: ignore[method-assign]
+            raced.append(_refreshed(base, [*held, "late"], {"late": late}))
+        return result
+
+    base.rows.append = append_then_let_b_in  # type: ignore[method-assign]
+    first = _refreshed(base, held[1:], {})  # A: m0 forgotten, nothing new
+    (second,) = raced
+    assert second.rows is first.rows and second.ids[-1] == "late"
+    assert _in_order(first, MemoryFilter(namespace="_d", tags=("t9",)), 0) == []
+    assert _in_order(first, MemoryFilter(namespace="_d", tags=("t1",)), 0) == ["m1", "m4", "m7"]
+    assert _in_order(second, MemoryFilter(namespace="_d", tags=("t9",)), 0) == ["late"]

@@ -79,6 +79,10 @@ class _Postings:
         return self.codes[: self.size], self.rows[: self.size]
 
 
+PostingViews = dict[str, tuple[NDArray[np.int32], NDArray[np.int32]]]
+"""The (code, row) postings views of each multi-valued token field."""
+
+
 def _grown(array: NDArray[np.int32], capacity: int, used: int) -> NDArray[np.int32]:
     grown = np.empty(capacity, array.dtype)
     grown[:used] = array[:used]
@@ -112,15 +116,30 @@ class Rows:
     def free(self) -> int:
         return self.matrix.shape[0] - len(self.ids)
 
-    def append(self, base: int, ids: Sequence[str], entries: Sequence[Entry]) -> bool:
-        """Write ``entries`` after row ``base``; ``False`` when rows were written past it
-        since (another refresh's) or there is no room: the caller repacks instead."""
+    def append(
+        self, base: int, ids: Sequence[str], entries: Sequence[Entry]
+    ) -> PostingViews | None:
+        """Write ``entries`` after row ``base``; returns the postings of every row up to
+        the new end, or ``None`` when rows were written past ``base`` since (another
+        refresh's) or there is no room: the caller repacks instead.
+
+        The postings are taken under the lock: another refresh from the same snapshot
+        may append its rows as soon as it is released, and a snapshot holding postings
+        of rows it does not have fails its tag and label filters (``IndexError``)."""
         with self.lock:
             if len(self.ids) != base or len(entries) > self.free():
-                return False
+                return None
             self._write(np.arange(base, base + len(entries)), entries)
             self.ids.extend(ids)  # last: a row counts once it is whole
-            return True
+            return self._postings()
+
+    def postings_now(self) -> PostingViews:
+        """The postings of every row written so far (taken under the lock)."""
+        with self.lock:
+            return self._postings()
+
+    def _postings(self) -> PostingViews:
+        return {name: postings.view() for name, postings in self.postings.items()}
 
     def fill(self, dst: NDArray[np.intp], entries: Sequence[Entry]) -> None:
         """Write ``entries`` to rows ``dst`` of storage no snapshot sees yet."""
@@ -184,14 +203,15 @@ class Snapshot:
     matrix: NDArray[np.float32]
     columns: dict[str, NDArray[np.int32]]
     codes: dict[str, dict[str, int]]
-    postings: dict[str, tuple[NDArray[np.int32], NDArray[np.int32]]]
+    postings: PostingViews
     lex_by_dim: NDArray[np.float32]  # hashed term vectors, one row per dimension
     row_of: dict[str, int]  # the live rows by id
     rows: Rows
 
     @classmethod
     def empty(cls, dim: int) -> Snapshot:
-        return cls._over(Rows(dim, 0), (), np.zeros(0), np.zeros(0, np.intp), {})
+        rows = Rows(dim, 0)
+        return cls._over(rows, (), np.zeros(0), np.zeros(0, np.intp), {}, rows.postings_now())
 
     @classmethod
     def build(
@@ -216,9 +236,10 @@ class Snapshot:
         expires: NDArray[np.float64],
         order: NDArray[np.intp],
         row_of: dict[str, int],
+        postings: PostingViews,
     ) -> Snapshot:
-        """A snapshot of the first ``len(ids)`` rows of ``rows``; called where no row can
-        be added to them concurrently (postings past those rows)."""
+        """A snapshot of the first ``len(ids)`` rows of ``rows`` and ``postings``, the
+        postings of exactly those rows (taken when the last of them was written)."""
         n = len(ids)
         return cls(
             ids,
@@ -227,7 +248,7 @@ class Snapshot:
             rows.matrix[:n],
             {name: column[:n] for name, column in rows.columns.items()},
             rows.codes,
-            {name: postings.view() for name, postings in rows.postings.items()},
+            postings,
             rows.lex[:, :n],
             row_of,
             rows,
@@ -254,10 +275,12 @@ class Snapshot:
         fresh = [i for i in np.flatnonzero(rows < 0).tolist() if listed[i] in added]
         live = int(np.count_nonzero(rows >= 0)) + len(fresh)
         base = len(self.ids)
-        if 4 * (base + len(fresh) - live) <= live and self.rows.append(
-            base, [listed[i] for i in fresh], [added[listed[i]] for i in fresh]
-        ):
-            return self._appended(listed, expires, rows, fresh)
+        if 4 * (base + len(fresh) - live) <= live:
+            postings = self.rows.append(
+                base, [listed[i] for i in fresh], [added[listed[i]] for i in fresh]
+            )
+            if postings is not None:
+                return self._appended(listed, expires, rows, fresh, postings)
         snapshot = yield from self._repacked(listed, expires, rows, fresh, added)
         return snapshot
 
@@ -267,8 +290,10 @@ class Snapshot:
         expires: NDArray[np.float64],
         rows: NDArray[np.intp],
         fresh: list[int],
+        postings: PostingViews,
     ) -> Snapshot:
-        """The snapshot over this one's rows and the ``fresh`` ones just appended."""
+        """The snapshot over this one's rows and the ``fresh`` ones just appended (with
+        ``postings``, those :meth:`Rows.append` returned)."""
         base = len(self.ids)
         rows = rows.copy()
         rows[fresh] = np.arange(base, base + len(fresh))
@@ -281,7 +306,7 @@ class Snapshot:
         for row in np.flatnonzero(np.isneginf(stamps[:base]) & ~np.isneginf(self.expires)):
             del row_of[ids[row]]  # left the namespace
         row_of.update((listed[i], base + n) for n, i in enumerate(fresh))
-        return Snapshot._over(self.rows, ids, stamps, order, row_of)
+        return Snapshot._over(self.rows, ids, stamps, order, row_of, postings)
 
     def _repacked(
         self,
@@ -313,7 +338,8 @@ class Snapshot:
         target.ids.extend(ids)
         order = np.arange(live, dtype=np.intp)
         row_of = dict(zip(ids, range(live), strict=True))
-        return Snapshot._over(target, ids, expires[positions], order, row_of)
+        # No other refresh sees ``target`` before this snapshot is published.
+        return Snapshot._over(target, ids, expires[positions], order, row_of, target.postings_now())
 
     def selected(self, mask: NDArray[np.bool_]) -> NDArray[np.intp]:
         """The rows ``mask`` holds, in registry order."""
