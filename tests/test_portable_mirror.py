@@ -142,3 +142,58 @@ async def test_concurrent_recalls_on_a_stale_mirror_read_the_new_vectors_once(
         await writer.close()
         await reader_client.aclose()
         await writer_client.aclose()
+
+
+def test_threads_of_a_blocking_store_refresh_a_cold_mirror_once(
+    plain_server: ServerInfo, monkeypatch: Any
+) -> None:
+    """Threads recalling together on a cold mirror: one refreshes it, the others wait.
+    The mark of a refresh under way was checked, then set: threads switching between
+    the two (the clock read between them is made slow here to make it certain) all
+    refreshed. Now the check and the set are one step under a lock."""
+    import threading
+    import types
+
+    import valkey as sync_valkey
+
+    from agent_memory import SyncMemoryStore
+    from agent_memory.backends.portable import PortableBackend
+    from agent_memory.core import effects
+
+    name = f"mirror{uuid.uuid4().hex[:8]}"
+    client = sync_valkey.Valkey.from_url(plain_server.url)
+    try:
+        with SyncMemoryStore(client, name, _embedder(), default_threshold=0.5) as writer:
+            writer.remember("the cat sleeps on the sofa")
+        store = SyncMemoryStore(client, name, _embedder(), default_threshold=0.5)
+        store.ensure_index()
+        refreshes: list[str] = []
+        refresh = PortableBackend._refresh
+
+        def counted(self: Any, *args: Any) -> Any:
+            refreshes.append(args[1])
+            return refresh(self, *args)
+
+        def slow_monotonic() -> float:
+            time.sleep(0.005)  # gives the other threads the GIL
+            return time.monotonic()
+
+        monkeypatch.setattr(PortableBackend, "_refresh", counted)
+        monkeypatch.setattr(effects, "time", types.SimpleNamespace(monotonic=slow_monotonic))
+        barrier = threading.Barrier(4)
+        found: list[int] = []
+
+        def recall() -> None:
+            barrier.wait()
+            found.append(len(store.recall("where is the cat", reinforce=False)))
+
+        threads = [threading.Thread(target=recall) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert found == [1, 1, 1, 1]
+        assert len(refreshes) == 1, refreshes
+        store.close()
+    finally:
+        client.close()

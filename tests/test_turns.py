@@ -107,3 +107,27 @@ def test_in_flight_work_is_waited_for_until_done_or_past_its_deadline() -> None:
     assert flight.until == 0.0  # a failed run lets the next one do the work
     flight.until = 1.0  # a deadline long past (monotonic time): no wait
     assert list(flight.wait(lambda: True)) == []
+
+
+def test_in_flight_work_is_claimed_by_one_caller() -> None:
+    """Checking the mark and setting it is one step: of callers that found nothing
+    under way, the first claims the work, the others are refused until it ends; work
+    no longer needed (done while they waited) is not claimed."""
+    from agent_memory.core.effects import InFlight, Sleep
+
+    flight = InFlight()
+    assert flight.claim(lambda: True, deadline=60.0)
+    assert not flight.claim(lambda: True, deadline=60.0)  # under way
+
+    def work() -> Any:
+        yield Sleep(0.0)
+        return "done"
+
+    running = flight.claimed(work())
+    next(running)
+    with pytest.raises(StopIteration):
+        running.send(None)
+    assert flight.until == 0.0
+    assert not flight.claim(lambda: False, deadline=60.0)  # done meanwhile
+    assert flight.until == 0.0
+    assert flight.claim(lambda: True, deadline=60.0)

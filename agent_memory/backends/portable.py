@@ -176,23 +176,38 @@ class PortableBackend:
             def same_epoch(m: _NamespaceMirror = mirror, e: str = epoch) -> bool:
                 return m.epoch == e
 
-            yield from mirror.loading.wait(same_epoch)  # one recall reads for all
-            current = mirror.snapshot
-            if current is not None and mirror.version == version:
-                snapshots[ns] = current
-                continue
-            snapshot = yield from mirror.loading.run(
-                self._refresh(ctx, ns, mirror, epoch), deadline=_LOAD_WAIT_SECONDS
-            )
-            mirror.version = version
-            snapshots[ns] = snapshot
+            def stale(m: _NamespaceMirror = mirror, v: str = version) -> bool:
+                return m.snapshot is None or m.version != v
+
+            while True:
+                yield from mirror.loading.wait(same_epoch)  # one recall reads for all
+                current = mirror.snapshot
+                if current is not None and mirror.version == version:
+                    snapshots[ns] = current
+                    break
+                claimed = mirror.loading.claim(stale, deadline=_LOAD_WAIT_SECONDS)
+                if not claimed and same_epoch():
+                    # Another thread claimed it after the wait (wait for that one), or
+                    # it refreshed the mirror meanwhile (the check above finds it).
+                    continue
+                refresh = self._refresh(ctx, ns, mirror, epoch, version)
+                # Unclaimed, the refresh under way is of an older epoch: do this one too.
+                snapshots[ns] = yield from (
+                    mirror.loading.claimed(refresh)
+                    if claimed
+                    else mirror.loading.run(refresh, deadline=_LOAD_WAIT_SECONDS)
+                )
+                break
         return snapshots
 
     def _refresh(
-        self, ctx: StoreContext, ns: str, mirror: _NamespaceMirror, epoch: str
+        self, ctx: StoreContext, ns: str, mirror: _NamespaceMirror, epoch: str, version: str
     ) -> Operation[Snapshot]:
         """The namespace's snapshot from a fresh listing of its registry, built on the
-        mirrored one: only ids it does not hold are read, and its rows are reused."""
+        mirrored one: only ids it does not hold are read, and its rows are reused. It is
+        published with ``version`` (the membership version read before the listing)
+        unless the epoch moved meanwhile, before the refresh's mark is cleared: a thread
+        waiting for it then finds it current."""
         base = mirror.snapshot or Snapshot.empty(ctx.dim or 0)
         listing = yield from execute_batch(
             [
@@ -214,6 +229,7 @@ class PortableBackend:
         snapshot = yield from base.updated(listed, expires, rows, added)
         if mirror.epoch == epoch:
             mirror.snapshot = snapshot
+            mirror.version = version
             mirror.skipped = skipped
         return snapshot
 

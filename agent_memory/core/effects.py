@@ -19,6 +19,7 @@ one body serves blocking and asyncio code and is tested by feeding canned replie
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
@@ -174,22 +175,47 @@ def in_turns(items: Sequence[T], size: int = TURN_SLICE) -> Generator[Sequence[T
 class InFlight:
     """Marks work one operation does for all (a mirror refresh, the lazy index setup):
     concurrent operations :meth:`wait` for it instead of doing it too. The mark has a
-    deadline, so work abandoned without clearing it (or stuck) blocks no one for long."""
+    deadline, so work abandoned without clearing it (or stuck) blocks no one for long.
+
+    The threads of a blocking store share it: :meth:`claim` checks and sets the mark
+    under a lock, so of several threads that found nothing under way one does the work
+    and the others wait (checked, then set, two threads could both start it)."""
 
     until: float = 0.0  # monotonic deadline of the work under way (0: none)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def wait(self, needed: Callable[[], bool], *, poll: float = 0.002) -> Operation[None]:
         """Sub-operation: poll while ``needed()`` and the work is under way."""
         while needed() and time.monotonic() < self.until:
             yield from sleep(poll)
 
-    def run(self, op: Operation[T], *, deadline: float) -> Operation[T]:
-        """Sub-operation: ``op``, marked as under way for at most ``deadline`` seconds."""
-        self.until = time.monotonic() + deadline
+    def claim(self, needed: Callable[[], bool], *, deadline: float) -> bool:
+        """Mark the work as under way for at most ``deadline`` seconds, unless it already
+        is or is no longer ``needed()`` (done by another while the caller waited for the
+        lock): ``True`` when the caller now does it (then run it with :meth:`claimed`,
+        which must publish its result before it clears the mark)."""
+        with self._lock:
+            now = time.monotonic()
+            if now < self.until or not needed():
+                return False
+            self.until = now + deadline
+            return True
+
+    def claimed(self, op: Operation[T]) -> Operation[T]:
+        """Sub-operation: ``op``, the work :meth:`claim` marked; the mark is cleared when
+        it ends, failed or not, so the next operation that needs it does it."""
         try:
             result = yield from op
         finally:
             self.until = 0.0
+        return result
+
+    def run(self, op: Operation[T], *, deadline: float) -> Operation[T]:
+        """Sub-operation: ``op``, marked as under way for at most ``deadline`` seconds
+        whether or not other work holds the mark (the caller knows that work is stale)."""
+        with self._lock:
+            self.until = time.monotonic() + deadline
+        result = yield from self.claimed(op)
         return result
 
 

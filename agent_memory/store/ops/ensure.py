@@ -172,9 +172,19 @@ def ensure_ready(ctx: StoreContext) -> Operation[None]:
     rather than each detecting the server and building a backend; past a deadline, or
     when that one failed, the next runs it itself.
     """
-    yield from ctx.ensuring.wait(lambda: ctx.backend is None or ctx.dim is None)
-    if ctx.backend is None or ctx.dim is None:
-        yield from ctx.ensuring.run(ensure_index(ctx), deadline=_ENSURE_WAIT_SECONDS)
+
+    def needed() -> bool:
+        return ctx.backend is None or ctx.dim is None
+
+    while True:
+        yield from ctx.ensuring.wait(needed)
+        if not needed():
+            return
+        if ctx.ensuring.claim(needed, deadline=_ENSURE_WAIT_SECONDS):
+            yield from ctx.ensuring.claimed(ensure_index(ctx))
+            return
+        # Another thread claimed it between the wait and the claim: wait for that one
+        # (or it is done now).
 
 
 def ensured(ctx: StoreContext, op: Operation[T]) -> Operation[T]:
