@@ -15,7 +15,10 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, TextIO
-from urllib.parse import urlsplit, urlunsplit
+
+# Re-exported: the commands mask the URLs they print with the library's own rules.
+from agent_memory.core.url_secrets import mask_url as mask_url
+from agent_memory.core.url_secrets import redact as redact
 
 ELLIPSIS = "…"
 MIN_FLEX_WIDTH = 20
@@ -130,31 +133,6 @@ def render_pairs(pairs: Sequence[tuple[str, object]], indent: str = "") -> str:
     """``key  value`` lines with the keys aligned."""
     keys = max((len(k) for k, _ in pairs), default=0)
     return "\n".join(f"{indent}{k.ljust(keys)}  {safe(v)}" for k, v in pairs)
-
-
-def mask_url(url: str) -> str:
-    """``url`` with its password (and a lone user token) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid URL>"
-    if "@" not in parts.netloc:
-        return url
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    user, sep, _password = userinfo.partition(":")
-    masked = f"{user}:***" if sep else "***"
-    return urlunsplit(parts._replace(netloc=f"{masked}@{host}"))
-
-
-def redact(message: str, url: str | None) -> str:
-    """``message`` with the user info of ``url`` (if any) blanked out."""
-    if not url or "@" not in url:
-        return message
-    userinfo = url.split("://", 1)[-1].rsplit("@", 1)[0]
-    for secret in sorted({userinfo, *userinfo.split(":", 1)}, key=len, reverse=True):
-        if secret:
-            message = message.replace(secret, "***")
-    return message
 
 
 def scope_text(scope: Any) -> str:

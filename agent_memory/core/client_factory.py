@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agent_memory.core.clients import is_async_client, map_client_errors
+from agent_memory.core.url_secrets import redact
 from agent_memory.errors import InvalidInputError
 
 _DEFAULT_TIMEOUTS = {"socket_timeout": 10.0, "socket_connect_timeout": 5.0}
@@ -128,14 +129,8 @@ def _check_seconds(option: str, value: object, zero: bool, *, given: Mapping[str
 
 
 def _redacted(exc: BaseException, url: object) -> str:
-    """The message of ``exc`` with the URL's user and password blanked out."""
-    message = str(exc)
-    if isinstance(url, str) and "@" in url:
-        userinfo = url.split("://", 1)[-1].split("@", 1)[0]
-        for secret in {userinfo, *userinfo.split(":", 1)}:
-            if secret:
-                message = message.replace(secret, "***")
-    return message
+    """The message of ``exc`` with the URL's password blanked out (user info or query)."""
+    return redact(str(exc), url if isinstance(url, str) else None)
 
 
 async def close_async_client(client: Any) -> None:

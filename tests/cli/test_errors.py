@@ -48,6 +48,18 @@ def test_password_masked_when_echoed(cli: Any, search_url: str) -> None:
     assert "hunter2" not in wrong.err + wrong.out
 
 
+def test_password_of_the_query_string_masked(cli: Any, search_url: str) -> None:
+    """``stats`` printed a password given as ``?password=`` (table and --json)."""
+    # The test server's default user has no password: it accepts any.
+    url = f"{search_url}/0?username=default&password=hunter2-pw"
+    for json_flag in ((), ("--json",)):
+        run = cli("--url", url, "--embedder", "hashing", "--name", unique("cli"), *json_flag,
+                  "stats")  # fmt: skip
+        assert run.code == 0, run.err
+        assert "hunter2" not in run.out + run.err
+        assert "password=***" in run.out
+
+
 def test_url_from_the_environment(cli: Any, search_url: str, monkeypatch: Any) -> None:
     monkeypatch.setenv("AGENT_MEMORY_URL", search_url)
     run = cli("--embedder", "hashing", "--name", unique("cli"), "--json", "stats")
@@ -62,7 +74,23 @@ def test_mask_and_redact() -> None:
     assert mask_url("rediss://u:p@ss@h:1/0") == "rediss://u:***@h:1/0"
     assert mask_url("redis://tokenonly@h:1") == "redis://***@h:1"
     assert mask_url("redis://h:1") == "redis://h:1"
-    assert redact("cannot log in u:p@ss at h", "redis://u:p@ss@h:1") == "cannot log in *** at h"
+    # The password of the query string too (redis-py and valkey-py read it there).
+    assert mask_url("redis://h:1/0?password=s3cret") == "redis://h:1/0?password=***"
+    assert mask_url("redis://h/0?username=u&Password=a%40b&db=2") == (
+        "redis://h/0?username=u&Password=***&db=2"
+    )
+    # Only the secret is blanked, the user name kept ...
+    assert redact("cannot log in u:p@ss at h", "redis://u:p@ss@h:1") == "cannot log in u:*** at h"
+    query = "redis://h:1/0?password=s3cret"
+    assert redact(f"could not connect to {query}", query) == (
+        "could not connect to redis://h:1/0?password=***"
+    )
+    assert redact("auth: 's3cret' refused", query) == "auth: '***' refused"
+    # ... and a short one only as a whole token: a one-letter secret garbled every
+    # word holding that letter ("server ***navailable").
+    assert redact("server unavailable", "redis://u@h:1") == "server unavailable"
+    assert redact("server unavailable: u", "redis://u@h:1") == "server unavailable: ***"
+    assert redact("xhunter2-pw.", "redis://a:hunter2-pw@h") == "x***."
 
 
 def test_usage_errors_exit_2(cli: Any) -> None:
