@@ -109,7 +109,7 @@ class Invocation:
 
     def where(self) -> str:
         """Where the store lives, for humans: the masked URL or the embedded folder."""
-        from agent_memory.cli.output import mask_url
+        from agent_memory.core.url_secrets import mask_url
 
         if self.explicit_url:
             return mask_url(self.explicit_url)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from agent_memory.cli.commands import COMMANDS
 from agent_memory.cli.context import CliError, Invocation, UsageError
 from agent_memory.cli.options import add_global_options, subcommand_adder
-from agent_memory.cli.output import redact
+from agent_memory.core.url_secrets import redact
 from agent_memory.errors import AgentMemoryError, IndexMismatchError
 
 EPILOG = (

@@ -16,9 +16,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
-# Re-exported: the commands mask the URLs they print with the library's own rules.
-from agent_memory.core.url_secrets import mask_url as mask_url
-from agent_memory.core.url_secrets import redact as redact
+# Kept importable from here (the CLI's output helpers); the rules live in the core.
+from agent_memory.core.url_secrets import mask_url, redact  # noqa: F401
 
 ELLIPSIS = "…"
 MIN_FLEX_WIDTH = 20
