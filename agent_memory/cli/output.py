@@ -48,10 +48,17 @@ def jsonable(value: Any) -> Any:
 
 
 def iso(epoch_ms: int | None) -> str:
-    """``2024-05-01T12:00:00Z`` (UTC, seconds) from epoch milliseconds; ``-`` for none."""
+    """``2024-05-01T12:00:00Z`` (UTC, seconds) from epoch milliseconds; ``-`` for none.
+
+    A stored time no date can show (damaged: past the year 9999 or before year 1) is
+    printed as its raw number, so a listing still shows the record, and what it holds.
+    """
     if epoch_ms is None:
         return "-"
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    try:
+        moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):  # out of the platform's or datetime's range
+        return str(epoch_ms)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from agent_memory.cli.output import iso, render_table, safe, truncate
 from agent_memory.cli.progress import Progress, progress_enabled
 
@@ -36,6 +38,13 @@ def test_iso_dates() -> None:
     assert iso(0) == "1970-01-01T00:00:00Z"
     assert iso(1_700_000_000_123) == "2023-11-14T22:13:20Z"
     assert iso(None) == "-"
+
+
+@pytest.mark.parametrize("damaged", [10**17, -(10**17), 10**400])
+def test_iso_shows_a_time_no_date_can_hold_as_its_number(damaged: int) -> None:
+    """A damaged created_at raised ValueError/OverflowError (a traceback from ``list``
+    and ``recall``); it is printed as its raw number."""
+    assert iso(damaged) == str(damaged)
 
 
 def test_progress_line() -> None:

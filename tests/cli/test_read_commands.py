@@ -119,3 +119,18 @@ def test_auto_and_minilm_embedders(cli: Any, search_url: str) -> None:
             *args, "recall", "which colour theme does the user like?", "--namespace", namespace
         ).json()
         assert doc["hits"][0]["item"]["content"] == MEMORIES[0][0], embedder
+
+
+def test_a_damaged_creation_time_is_listed_as_its_number(cli: Any, seeded: Any) -> None:
+    """``list`` crashed with a traceback on a created_at no date can show."""
+    import valkey
+
+    client = valkey.Valkey.from_url(seeded.url)
+    try:
+        client.hset(f"{seeded.name}:mem:{seeded.ids[0]}", "created_at", str(10**17))
+    finally:
+        client.close()
+    run = cli("--url", seeded.url, "--name", seeded.name, "--embedder", "hashing", "list",
+              "--namespace", seeded.namespace)  # fmt: skip
+    assert "Traceback" not in run.err and run.code == 0, run.err
+    assert str(10**17) in run.out
