@@ -193,3 +193,17 @@ def test_a_batch_the_server_failed_may_be_written_in_part(
         "(in records 2-2, some of which may have been written; the 1 records before: "
         "1 imported; run the import again: it rewrites the same ids)\n"
     ), run.err
+
+
+@pytest.mark.parametrize("errors", ["strict", "surrogateescape"])
+def test_stdin_that_is_not_utf8_is_an_input_error(
+    cli: Any, monkeypatch: pytest.MonkeyPatch, errors: str
+) -> None:
+    """stdin's bytes are read as UTF-8 whatever the locale: under a strict UTF-8 locale
+    a byte that is not UTF-8 raised UnicodeDecodeError (a traceback), under the C
+    locale it passed as a lone surrogate. Now both are the error -i FILE gives."""
+    raw = io.BytesIO(b'{"content": "ok"}\n{"content": "\xff"}\n')
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(raw, encoding="utf-8", errors=errors))
+    run = cli("--url", "redis://127.0.0.1:1", "--embedder", "hashing", "import")
+    assert run.code == 1 and run.out == ""
+    assert run.err.startswith("error: cannot read stdin: not UTF-8 text"), run.err

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TextIO
 
 from agent_memory.cli.context import CliError, Invocation
 from agent_memory.cli.options import AddParser, add_progress_option, positive_int
@@ -99,7 +100,7 @@ def _outcome(read: int, written: list[str], *, counted: bool = True) -> str:
 
 def _read(path: str | None) -> list[dict[str, Any]]:
     if path in (None, "-"):
-        return _parse(sys.stdin, "stdin")
+        return _read_stdin()
     try:
         with open(path, encoding="utf-8") as handle:
             return _parse(handle, path)
@@ -107,6 +108,23 @@ def _read(path: str | None) -> list[dict[str, Any]]:
         raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise CliError(f"cannot read {path}: not UTF-8 text ({exc.reason})") from None
+
+
+def _read_stdin() -> list[dict[str, Any]]:
+    """The records of stdin, its bytes read as UTF-8 whatever the locale says: under a
+    C locale Python decodes them with ``surrogateescape`` (bytes that are not UTF-8
+    would pass as lone surrogates), under a strict one it raises on the first."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    stream: TextIO = (
+        io.TextIOWrapper(buffer, encoding="utf-8", newline=None) if buffer else sys.stdin
+    )  # no buffer: a text stream put in place of stdin (tests, a host application)
+    try:
+        return _parse(stream, "stdin")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"cannot read stdin: not UTF-8 text ({exc.reason})") from None
+    finally:
+        if stream is not sys.stdin:
+            stream.detach()  # leaves stdin's buffer open
 
 
 def _parse(lines: Iterable[str], source: str) -> list[dict[str, Any]]:
