@@ -7,7 +7,7 @@ import io
 import json
 import sys
 from collections.abc import Iterable
-from typing import Any, TextIO
+from typing import Any
 
 from agent_memory.cli.context import CliError, Invocation
 from agent_memory.cli.options import AddParser, add_progress_option, positive_int
@@ -115,16 +115,15 @@ def _read_stdin() -> list[dict[str, Any]]:
     C locale Python decodes them with ``surrogateescape`` (bytes that are not UTF-8
     would pass as lone surrogates), under a strict one it raises on the first."""
     buffer = getattr(sys.stdin, "buffer", None)
-    stream: TextIO = (
-        io.TextIOWrapper(buffer, encoding="utf-8", newline=None) if buffer else sys.stdin
-    )  # no buffer: a text stream put in place of stdin (tests, a host application)
+    # No buffer: a text stream put in place of stdin (tests, a host application).
+    wrapper = io.TextIOWrapper(buffer, encoding="utf-8", newline=None) if buffer else None
     try:
-        return _parse(stream, "stdin")
+        return _parse(wrapper or sys.stdin, "stdin")
     except UnicodeDecodeError as exc:
         raise CliError(f"cannot read stdin: not UTF-8 text ({exc.reason})") from None
     finally:
-        if stream is not sys.stdin:
-            stream.detach()  # leaves stdin's buffer open
+        if wrapper is not None:
+            wrapper.detach()  # leaves stdin's buffer open
 
 
 def _parse(lines: Iterable[str], source: str) -> list[dict[str, Any]]:
