@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from agent_memory.cli.commands import COMMANDS
 from agent_memory.cli.context import CliError, Invocation, UsageError
 from agent_memory.cli.options import add_global_options, subcommand_adder
+from agent_memory.cli.output import tolerate_unencodable_output
 from agent_memory.core.url_secrets import redact
 from agent_memory.errors import AgentMemoryError, IndexMismatchError
 
@@ -50,6 +51,7 @@ def _error(message: str, url: str | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    tolerate_unencodable_output()
     parser = build_parser()
     args = parser.parse_args(argv)
     _check(parser, args)

@@ -6,7 +6,9 @@ terminal escape sequences onto the user's screen and ``--json`` output has one s
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
+import io
 import json
 import os
 import shutil
@@ -30,8 +32,29 @@ def out(text: str = "") -> None:
 
 
 def emit_json(document: Any) -> None:
-    """Write one JSON document (``--json``) to stdout."""
-    out(json.dumps(jsonable(document), indent=2, ensure_ascii=False, sort_keys=False))
+    """Write one JSON document (``--json``) to stdout: UTF-8 text as it is, for a
+    console of another encoding every non-ASCII character as a ``\\u`` escape (the
+    console's ``backslashreplace`` would write ``\\U0001f600``, which is not JSON)."""
+    ascii_only = not is_utf8(sys.stdout)
+    out(json.dumps(jsonable(document), indent=2, ensure_ascii=ascii_only, sort_keys=False))
+
+
+def is_utf8(stream: TextIO) -> bool:
+    """Whether ``stream`` encodes UTF-8 (one that does not say is taken as UTF-8)."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        return codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def tolerate_unencodable_output() -> None:
+    """Let stdout and stderr write what their encoding cannot (an emoji on a cp1252
+    or ASCII console, a lone surrogate anywhere) as a backslash escape instead of
+    raising UnicodeEncodeError halfway through a table."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def jsonable(value: Any) -> Any:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agent_memory import SyncMemoryStore
+import pytest
+
+from agent_memory import Scope, SyncMemoryStore
 from agent_memory.embedders import HashingEmbedder
 from tests.cli.conftest import MEMORIES, Seeded
 
@@ -134,3 +136,42 @@ def test_a_damaged_creation_time_is_listed_as_its_number(cli: Any, seeded: Any) 
               "--namespace", seeded.namespace)  # fmt: skip
     assert "Traceback" not in run.err and run.code == 0, run.err
     assert str(10**17) in run.out
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "ascii"])
+def test_a_console_that_is_not_utf8_gets_escapes(
+    search_url: str, tmp_path: Any, encoding: str
+) -> None:
+    """On a cp1252 or ASCII console an emoji raised UnicodeEncodeError from every table
+    and --json command. Tables now escape what the console cannot show; --json stays
+    valid JSON (\\u escapes) holding the same text."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli.conftest import unique
+
+    name, namespace = unique("enc"), unique("ns")
+    content = "Ada 👩‍💻 likes crème brûlée ✓"
+    with SyncMemoryStore.from_url(search_url, name=name, embed=HashingEmbedder()) as store:
+        store.remember(content, scope=Scope(namespace))
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    opts = ["--url", search_url, "--name", name, "--embedder", "hashing"]
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "agent_memory.cli.main", *opts, *argv],
+            capture_output=True, text=True, encoding=encoding, env=env, timeout=60,
+            cwd=tmp_path, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        return done
+
+    table = run("list", "--namespace", namespace).stdout
+    assert "\\U0001f469" in table
+    listed = json.loads(run("--json", "list", "--namespace", namespace).stdout)
+    assert [item["content"] for item in listed["items"]] == [content]
+    recalled = json.loads(run("--json", "recall", "Ada", "--namespace", namespace).stdout)
+    assert content in json.dumps(recalled, ensure_ascii=False)
+    assert "\\U0001f469" in run("recall", "Ada", "--namespace", namespace).stdout
