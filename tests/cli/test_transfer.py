@@ -207,3 +207,16 @@ def test_stdin_that_is_not_utf8_is_an_input_error(
     run = cli("--url", "redis://127.0.0.1:1", "--embedder", "hashing", "import")
     assert run.code == 1 and run.out == ""
     assert run.err.startswith("error: cannot read stdin: not UTF-8 text"), run.err
+
+
+def test_export_whose_partial_file_is_a_directory_fails_cleanly(
+    cli: Any, seeded: Seeded, tmp_path: Path
+) -> None:
+    """The cleanup of ``.F.partial`` raised IsADirectoryError with a traceback when that
+    name was a directory; it is refused before anything is read, and left alone."""
+    target = tmp_path / "out.jsonl"
+    (tmp_path / ".out.jsonl.partial").mkdir()
+    run = cli(*_opts(seeded.url, seeded.name), "export", "-o", str(target))
+    assert run.code == 1 and run.out == "" and "Traceback" not in run.err
+    assert run.err.startswith(f"error: cannot write {target}: ") and "is a directory" in run.err
+    assert (tmp_path / ".out.jsonl.partial").is_dir() and not target.exists()

@@ -43,6 +43,12 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     # file beside, and os.replace onto a directory would fail only after the export.
     if to_file and (not target.name or target.is_dir()):
         raise CliError(f"cannot write {args.output!r}: it is a directory; name a file")
+    partial = target.with_name(f".{target.name}.partial") if to_file else target
+    if to_file and partial.is_dir():
+        raise CliError(
+            f"cannot write {args.output}: {str(partial)!r}, where it is written first, is "
+            "a directory; remove it"
+        )
     store = inv.store()
     progress = Progress("exporting", enabled=progress_enabled(args.progress))
     records = store.export(inv.scope(), include_vectors=args.vectors)
@@ -50,22 +56,33 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
         _write(records, sys.stdout, progress)
         progress.finish()
         return 0
-    partial = target.with_name(f".{target.name}.partial")
+    created = False  # only a partial file this run created is removed
     try:
         with open(partial, "w", encoding="utf-8") as handle:
+            created = True
             _write(records, handle, progress)
         os.replace(partial, target)
+        created = False
     except OSError as exc:
         raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
     finally:
         progress.finish()
-        if partial.exists():
-            partial.unlink()
+        if created:
+            _remove(partial)
     if args.json:
         emit_json({"exported": progress.done, "output": str(target)})
     else:
         out(f"exported {progress.done} memories of '{args.name}' to {target}")
     return 0
+
+
+def _remove(partial: Path) -> None:
+    """Remove the partial file of a failed export; one that cannot be removed is
+    reported (the export's own error follows), never a traceback."""
+    try:
+        partial.unlink(missing_ok=True)
+    except OSError as exc:
+        print(f"warning: cannot remove {partial}: {exc.strerror or exc}", file=sys.stderr)
 
 
 def _write(records: Any, stream: TextIO, progress: Progress) -> None:
