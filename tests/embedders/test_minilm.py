@@ -150,7 +150,7 @@ def test_a_part_that_fails_to_load_is_a_capability_error(
     with pytest.raises(CapabilityError, match="failed to load") as caught:
         MiniLMEmbedder().load()
     assert type(caught.value.__cause__).__name__ == "Fail"
-    chosen, label = choose_embedder("auto", 64)
-    assert isinstance(chosen, HashingEmbedder) and label.startswith("hashing (64 dimensions")
+    chosen, label = choose_embedder("auto")
+    assert isinstance(chosen, HashingEmbedder) and label.startswith("hashing (384 dimensions")
     with pytest.raises(CapabilityError):
         choose_embedder("minilm")
