@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_memory.backends.glob import glob_match
+from agent_memory.backends.numbers import INT64_MAX, INT64_MIN, server_int
 from agent_memory.errors import ServerResponseError, WrongTypeError
 
 Value = Any
@@ -137,14 +138,14 @@ def _hgetall(ks: Keyspace, a: list[Any]) -> dict[str, Any]:
     return {k: _decode(v) for k, v in (ks.get(_s(a[0]), Hash) or {}).items()}
 
 
-_INT64 = (-(2**63), 2**63 - 1)
+_INT64 = (INT64_MIN, INT64_MAX)
 
 
 def _int64(raw: Any) -> int:
-    """A stored integer as a server reads it (ValueError: not a 64-bit integer)."""
-    value = int(_s(raw))
-    if not _INT64[0] <= value <= _INT64[1]:
-        raise ValueError(f"{value} is out of the 64-bit range")
+    """An integer as the server reads it (:func:`server_int`; ValueError: not one)."""
+    value = server_int(_s(raw))
+    if value is None:
+        raise ValueError(f"{_s(raw)!r} is not a 64-bit integer as the server reads one")
     return value
 
 
@@ -199,7 +200,10 @@ def _getdel(ks: Keyspace, a: list[Any]) -> Any:
 
 def _incrby(ks: Keyspace, a: list[Any]) -> int:
     key = _s(a[0])
-    value = int(_s(ks.get(key, (str, bytes)) or "0")) + (int(_s(a[1])) if len(a) > 1 else 1)
+    stored = ks.get(key, (str, bytes))
+    value = _int64("0" if stored is None else stored) + (_int64(a[1]) if len(a) > 1 else 1)
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise ValueError("increment or decrement would overflow")
     ks.data[key] = str(value)
     return value
 
@@ -209,7 +213,11 @@ def _expire(scale: float) -> Callable[[Keyspace, list[Any]], int]:
         key = _s(a[0])
         if not ks._alive(key):
             return 0
-        ks.expires[key] = ks.clock() + float(_s(a[1])) * scale
+        ms = _int64(a[1]) * round(scale * 1000)
+        now_ms = int(ks.clock() * 1000)
+        if not _INT64[0] <= ms <= _INT64[1] or ms > _INT64[1] - now_ms:
+            raise ValueError("invalid expire time")  # as the server refuses it
+        ks.expires[key] = ks.clock() + ms / 1000
         return 1
 
     return handler
