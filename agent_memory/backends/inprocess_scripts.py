@@ -29,6 +29,13 @@ from agent_memory.backends.inprocess_keyspace import (
     _zadd,
     _zrem,
 )
+from agent_memory.backends.numbers import (
+    INT64_MAX,
+    INT64_MIN,
+    lua_number,
+    lua_text,
+    string2ld_rejects,
+)
 from agent_memory.cache import scripts as cache_scripts
 from agent_memory.core.clients import script_sha
 from agent_memory.errors import ServerResponseError
@@ -49,8 +56,16 @@ def run_script(ks: Keyspace, a: list[Any]) -> Any:
 
 def _write_with_ttl(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     _hash_set(ks, [keys[0], *argv[1:]])
-    _expire(0.001)(ks, [keys[0], argv[0]])
+    _expire(0.001)(ks, [keys[0], argv[0]])  # the server reads the TTL as an integer
     return 1
+
+
+def _number(raw: Any) -> float:
+    """``tonumber(raw)`` where the script computes with it: nil fails the script."""
+    value = lua_number(_s(raw))
+    if value is None:
+        raise ServerResponseError("ERR attempt to compute with nil (tonumber)", command="EVAL")
+    return value
 
 
 def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
@@ -105,17 +120,24 @@ def _publish(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return int(changed)
 
 
-def _stored_int(ks: Keyspace, key: str, field: str) -> int:
-    raw = _decode((ks.get(key, Hash) or {}).get(field))
-    try:
-        return int(float(raw)) if raw is not None else 0
-    except ValueError:
-        return 0
+def _stored_number(ks: Keyspace, key: str, field: str) -> float:
+    """``tonumber(redis.call('HGET', key, field)) or 0``."""
+    raw = (ks.get(key, Hash) or {}).get(field)
+    value = lua_number(_s(raw)) if raw is not None else None
+    return 0.0 if value is None else value
+
+
+def _reply_int(value: float) -> int:
+    """A Lua number returned to the server: an integer reply, truncated (C's cast: NaN
+    and values out of the 64-bit range come back as its minimum on x86-64 servers)."""
+    if math.isfinite(value) and INT64_MIN <= math.trunc(value) <= INT64_MAX:
+        return math.trunc(value)
+    return INT64_MIN
 
 
 def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]:
     stats, usage, receipts, receipt, memories = keys[0], keys[1], keys[2], keys[3], keys[4:]
-    now, reinforce = int(_s(argv[0])), _s(argv[1]) == "1"
+    now, reinforce = _number(argv[0]), _s(argv[1]) == "1"
     _hincrby(ks, [stats, "recalls", "1"])
     _hincrby(ks, [stats, _s(argv[3]), "1"])
     count = int(_s(argv[7]))
@@ -132,13 +154,16 @@ def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]
             exposures = max(_hincrby(ks, [usage, "x:" + _s(memory_id), "1"]) - 1, 0)
             if reinforce:
                 accesses = max(_hincrby(ks, [usage, "a:" + _s(memory_id), "1"]) - 1, 0)
-                _touch(ks, [key], [argv[0], argv[2]])
+                # ``t <= now - step`` (a NaN stamp is left alone, unlike TOUCH's test)
+                if _stored_number(ks, key, "last_accessed_at") <= now - _number(argv[2]):
+                    _hash_set(ks, [key, "last_accessed_at", argv[0]])
             else:
-                accesses = max(_stored_int(ks, usage, "a:" + _s(memory_id)), 0)
+                stored = _stored_number(ks, usage, "a:" + _s(memory_id))
+                accesses = _reply_int(max(stored, 0))
         out.append([exposures, accesses, values])
     if memories:
         _set(ks, [receipt, argv[4], "PX", argv[5]])
-        _zadd(ks, [receipts, str(now), argv[6]])
+        _zadd(ks, [receipts, argv[0], argv[6]])
         out.append(len(ks.get(receipts, SortedSet) or {}))
     return out
 
@@ -146,10 +171,9 @@ def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]
 def _touch(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
-    now, step = int(_s(argv[0])), int(_s(argv[1]))
-    if _stored_int(ks, keys[0], "last_accessed_at") > now - step:
+    if _stored_number(ks, keys[0], "last_accessed_at") > _number(argv[0]) - _number(argv[1]):
         return 0
-    _hash_set(ks, [keys[0], "last_accessed_at", str(now)])
+    _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
     return 1
 
 
@@ -159,11 +183,10 @@ def _hincrbyfloat(h: Hash, field: str, delta: Any) -> int:
     raw = h.get(field)
     try:
         stored = _s(raw) if raw is not None else "0"
-        if not stored or stored != stored.strip() or "_" in stored:
+        if string2ld_rejects(stored) or string2ld_rejects(_s(delta)):
             raise ValueError(stored)  # what the server's parser refuses
-        value = float(stored)
-        total = value + float(_s(delta))
-        if math.isnan(value) or not math.isfinite(total):
+        total = _number(stored) + _number(delta)
+        if not math.isfinite(total):
             raise ValueError(stored)
     except (ValueError, UnicodeDecodeError):
         h[field] = _s(delta)
@@ -197,20 +220,31 @@ def _apply_eval(ks: Keyspace, key: str, argv: list[Any]) -> int:
         return 3
     h = ks.get(key, Hash)
     repaired = _hincrbyfloat(h, "eval_sum", argv[0]) + _hincrbyfloat(h, "eval_weight", argv[1])
-    now = int(_s(argv[3]))
     if _s(argv[5]) == "1":
-        h["last_reinforced_at"] = str(now)
+        h["last_reinforced_at"] = argv[3]
     context = _s(argv[2])
     if context:
         contexts, dropped = _contexts(h.get("utility_ctx"))
         repaired += dropped
         entry = contexts.get(context, [0, 0, 0])
-        contexts[context] = [entry[0] + float(_s(argv[0])), entry[1] + float(_s(argv[1])), now]
-        if len(contexts) > int(_s(argv[4])):
+        now = _number(argv[3])
+        contexts[context] = [entry[0] + _number(argv[0]), entry[1] + _number(argv[1]), now]
+        if len(contexts) > _number(argv[4]):
             oldest = min(contexts, key=lambda k: contexts[k][2])
             del contexts[oldest]
-        h["utility_ctx"] = json.dumps(contexts, separators=(",", ":"))
+        h["utility_ctx"] = _cjson(contexts)
     return 2 if repaired else 1
+
+
+def _cjson(contexts: dict[str, list[float]]) -> str:
+    """``cjson.encode`` of the contexts: numbers as ``%.14g``; NaN or an infinity
+    fails the script, as cjson refuses to encode them."""
+    parts = []
+    for key, entry in contexts.items():
+        if not all(math.isfinite(x) for x in entry):
+            raise ServerResponseError("ERR Cannot serialise number: must not be NaN or Inf")
+        parts.append(json.dumps(key) + ":[" + ",".join(lua_text(float(x)) for x in entry) + "]")
+    return "{" + ",".join(parts) + "}"
 
 
 def _complete(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[int]:
@@ -226,13 +260,13 @@ def _feedback(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     h = ks.get(keys[0], Hash)
     expires = _decode(h.get("expires_at"))
     digits = isinstance(expires, str) and _DIGITS.fullmatch(expires) is not None
-    if digits and int(expires) <= int(_s(argv[2])):  # expired by the store's clock
+    if digits and float(expires) <= _number(argv[2]):  # expired by the store's clock
         return 0
     if _s(argv[0]) == "clear":
         h.pop("manual_utility", None)
     else:
         h["manual_utility"] = _s(argv[1])
-        if float(_s(argv[1])) > 0:
+        if _number(argv[1]) > 0:
             h["last_reinforced_at"] = _s(argv[2])
     return 1
 
@@ -242,8 +276,9 @@ def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
         return 0
     if len(argv) > 1:
         _hash_set(ks, [keys[0], *argv[1:]])
-    if int(_s(argv[0])) > 0:
-        _expire(0.001)(ks, [keys[0], argv[0]])
+    ttl = _number(argv[0])
+    if ttl > 0:
+        _expire(0.001)(ks, [keys[0], lua_text(ttl)])
     return 1
 
 
@@ -343,8 +378,8 @@ def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
     _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
-    current = float(_s((ks.get(keys[0], Hash) or {}).get("importance", "0")))
-    if float(_s(argv[1])) > current:
+    current = _number((ks.get(keys[0], Hash) or {}).get("importance", "0"))
+    if _number(argv[1]) > current:
         _hash_set(ks, [keys[0], "importance", argv[1]])
     _hincrby(ks, [keys[0], "access_count", "1"])
     return 1

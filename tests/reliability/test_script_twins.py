@@ -463,3 +463,51 @@ def test_counted_get_reads_an_entry_of_another_type_as_a_marked_miss(
     reply = _run_both(server, sc)
     failed = ["llm:misses"] if stats else []
     assert reply == [None, -1, 0, *failed]
+
+
+# Numbers other writers may leave where a script reads one: Lua's tonumber takes
+# hexadecimal, spaces around, "inf" and "1."; the server's integers take none of
+# "+5", " 5", "1_0", "-0", "007" or Unicode digits. ("1e400" in eval_sum stays out: the
+# server adds to it as a long double, which Python has not.)
+DAMAGED = ["1e-7", "999.5", "inf", "-inf", "nan", "99999999999999999999", "", " 5", "5 ",
+           "0x10", "1_0", "\u0661\u0662", "-0", "+5", "007", "1000.", ".5", "infinity", "1e3",
+           "9223372036854775808"]  # fmt: skip
+
+
+def _damaged_scenarios(v: str) -> list[Scenario]:
+    mem = {"content": "a", "importance": "0.5", "last_accessed_at": v}
+    effects = ["stats", "usage", "receipts", "receipt", "mem:m1"]
+    recall = ["1000", "1", "1", "recall_hits", "{}", "60000", "sel", "1", "content", "m1"]
+    return [
+        Scenario(scripts.TOUCH, ["mem:m1"], ["1001", "1"], {"mem:m1": mem}),
+        Scenario(scripts.RECALL_EFFECTS, effects, recall, {"mem:m1": mem}),
+        *(
+            Scenario(scripts.RECALL_EFFECTS, effects, [recall[0], r, *recall[2:]],
+                     {"mem:m1": {"content": "a"}, "usage": {"a:m1": v, "x:m1": "1"}})
+            for r in ("0", "1")
+        ),
+        Scenario(scripts.RECALL_EFFECTS, effects, recall,
+                 {"mem:m1": {"content": "a"}, "usage": {"x:m1": v}}),
+        Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", "0.5"],
+                 {"mem:m1": {"content": "a", "importance": v}}),
+        Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", v],
+                 {"mem:m1": {"content": "a", "importance": "0.5"}}),
+        Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", "0.9"],
+                 {"mem:m1": {"content": "a", "importance": "0.5", "access_count": v}}),
+        Scenario(scripts.FEEDBACK, ["mem:m1"], ["set", v, "1300"], {"mem:m1": {"content": "a"}}),
+        Scenario(scripts.APPLY_EVAL, ["mem:m1"], ["0.25", "0.5", "c", "1400", "2", "1"],
+                 {"mem:m1": {"content": "a", "eval_sum": v, "eval_weight": v}}),
+        Scenario(scripts.APPLY_EVAL, ["mem:m1"], [v, "0.5", "c", "1400", "2", "1"],
+                 {"mem:m1": {"content": "a", "eval_sum": "1"}}),
+        Scenario(scripts.UPDATE_IF_EXISTS, ["mem:m1"], [v, "importance", "1"],
+                 {"mem:m1": {"content": "a"}}),
+        Scenario(scripts.WRITE_WITH_TTL, ["mem:m1"], [v, "importance", "1"]),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", DAMAGED)
+def test_twins_read_damaged_numbers_as_the_server_does(server: ServerInfo, value: str) -> None:
+    """Each script reading a number (stored or passed) another writer damaged: the same
+    reply, state or failure as Lua on the server."""
+    for sc in _damaged_scenarios(value):
+        _run_both(server, sc)
