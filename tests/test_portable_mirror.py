@@ -197,3 +197,40 @@ def test_threads_of_a_blocking_store_refresh_a_cold_mirror_once(
         store.close()
     finally:
         client.close()
+
+
+async def test_memories_deleted_outside_the_library_do_not_crowd_out_live_ones(
+    plain_server: ServerInfo, caplog: Any
+) -> None:
+    """A plain DEL (or maxmemory eviction) moves no change token: the mirror still holds
+    the memories. A recall picks past them as the FT index would, marks them dead in the
+    mirror (the next recall does not read them again), and logs and counts them."""
+    name = f"mirror{uuid.uuid4().hex[:8]}"
+    embed = TableEmbedder()
+    base = [1.0] + [0.0] * 15
+    embed.set("query", base)
+    for i in range(60):
+        embed.set(f"m{i}", [1.0, 0.01 + 0.005 * i, *([0.0] * 14)])  # m0 nearest
+    client = valkey.asyncio.Valkey.from_url(plain_server.url)
+    store = MemoryStore(client, name, embed, default_threshold=1.0)
+    try:
+        ids = [await store.remember(f"m{i}") for i in range(60)]
+        await store.recall("query")  # the mirror holds all 60
+        await client.delete(*[f"{name}:mem:{m}" for m in ids[:55]])
+        hits = await store.recall("query", k=5, reinforce=False)
+        assert [h.item.content for h in hits] == [f"m{i}" for i in range(55, 60)]
+        assert store._ctx.counters.get("ghost_entries") == 55
+        assert "name no stored memory" in caplog.text
+        counting = _CountingExecutor(store._executor)
+        store._executor = counting  # type: ignore[assignment]
+        hits = await store.recall("query", k=5, reinforce=False)
+        assert [h.item.content for h in hits] == [f"m{i}" for i in range(55, 60)]
+        assert counting.round_trips == 2  # the search and the side effects, as usual
+        assert store._ctx.counters.get("ghost_entries") == 55
+        # membership moves: the refresh does not read the ghosts again either
+        await store.remember("m59")  # a duplicate text, another id
+        hits = await store.recall("query", k=5, reinforce=False)
+        assert [h.item.content for h in hits] == [f"m{i}" for i in range(55, 60)]
+        assert store._ctx.counters.get("ghost_entries") == 55
+    finally:
+        await client.aclose()

@@ -23,6 +23,7 @@ scoring and selection over a namespace's snapshot live in
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,12 @@ _LOAD_WAIT_SECONDS = 10.0
 _PARSE_TURN = 200  # vectors parsed per event-loop turn while a mirror loads
 _LIST_TURN = 4096  # registry members parsed per event-loop turn (~1 ms)
 _NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
+# Extra round trips a recall spends replacing candidates found gone (deleted or evicted
+# outside the library): each marks what it found dead in the mirror, so the next recall
+# picks past them from the start.
+_GHOST_ROUNDS = 3
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -79,8 +86,10 @@ class _NamespaceMirror:
     epoch: str | None = None  # change tokens (agent_memory.schema.versions)
     version: str | None = None
     snapshot: Snapshot | None = None
-    # Listed records reported unreadable under this epoch: a record changes only with
-    # the epoch (agent_memory.schema.versions), so each is read and reported once.
+    # Listed records left out under this epoch: those reported unreadable, and those a
+    # recall found gone (deleted or evicted outside the library, so no change token
+    # moved). A record changes, or comes back under its id, only with the epoch
+    # (agent_memory.schema.versions), so each is read and reported once.
     skipped: set[str] = field(default_factory=set)
     loading: InFlight = field(default_factory=InFlight)  # a refresh under way
 
@@ -284,15 +293,18 @@ class PortableBackend:
             replies = yield from execute_batch([*tokens, *reads, *extra])
             counters = replies[: len(tokens)]
             if self._still_current(namespaces, held, counters):
+                fetched = replies[len(tokens) :]
                 outcome = yield from self._outcome(
-                    ctx, picked, wanted, names, replies[len(tokens) :], len(reads)
+                    ctx, held, queries, picked, wanted, names, fetched, len(reads)
                 )
                 return outcome
         snapshots = yield from self._sync(ctx, namespaces, counters)
         picked = yield from self._pick(ctx, snapshots, queries)
         reads, wanted, names = self._reads(ctx, queries, picked)
         fetched = yield from execute_batch([*reads, *extra])
-        outcome = yield from self._outcome(ctx, picked, wanted, names, fetched, len(reads))
+        outcome = yield from self._outcome(
+            ctx, snapshots, queries, picked, wanted, names, fetched, len(reads)
+        )
         return outcome
 
     def _pick(
@@ -329,33 +341,97 @@ class PortableBackend:
         names = tuple(dict.fromkeys(name for q in queries for name in q.fields))
         return read_many(ctx, [ctx.keys.memory(m) for m in wanted], names), wanted, names
 
-    @staticmethod
     def _outcome(
+        self,
         ctx: StoreContext,
+        snapshots: dict[str, Snapshot],
+        queries: Sequence[KnnQuery],
         picked: list[list[tuple[str, float]]],
         wanted: list[str],
         names: tuple[str, ...],
         fetched: Sequence[Any],
         reads: int,
     ) -> Operation[SearchOutcome]:
-        """The matches with their fields, parsed in short event-loop turns."""
+        """The matches with their fields. Candidates found gone (deleted or evicted
+        outside the library, which moves no change token) are marked dead in the mirror,
+        reported, and a query they cost a hit picks again, on at most ``_GHOST_ROUNDS``
+        more round trips: it returns what the FT backend's index would."""
         fields_by_id: dict[str, dict[str, Any]] = {}
-        values_of = read_many_replies(ctx, fetched[:reads], len(wanted))
-        for n, part in enumerate(in_turns(list(zip(wanted, values_of, strict=True)))):
-            if n:
-                yield from pause()
-            for memory_id, values in part:
-                if isinstance(values, Unreadable):
-                    unreadable(ctx, memory_id, "its key holds no hash")
-                    continue
-                fields = fields_of(values, names)
-                if fields:  # empty: deleted or expired since the mirror was read
-                    fields_by_id[memory_id] = fields
+        gone = yield from _parsed_fields(ctx, wanted, names, fetched[:reads], fields_by_id)
+        for round_ in range(_GHOST_ROUNDS + 1):
+            if not gone:
+                break
+            snapshots = self._mark_gone(ctx, snapshots, gone)
+            short = [
+                i for i, q in enumerate(queries)
+                if len(picked[i]) == q.k and any(m in gone for m, _ in picked[i])
+            ]  # fmt: skip
+            if not short or round_ == _GHOST_ROUNDS:
+                break
+            again = yield from self._pick(ctx, snapshots, [queries[i] for i in short])
+            for i, chosen in zip(short, again, strict=True):
+                picked[i] = chosen
+            more = sorted({m for c in again for m, _ in c if m not in fields_by_id} - gone)
+            if not more:
+                break
+            replies = yield from execute_batch(
+                read_many(ctx, [ctx.keys.memory(m) for m in more], names)
+            )
+            gone = yield from _parsed_fields(ctx, more, names, replies, fields_by_id)
         matches = [
             [KnnMatch(m, d, fields_by_id[m]) for m, d in chosen if m in fields_by_id]
             for chosen in picked
         ]
         return SearchOutcome(matches, list(fetched[reads:]))
+
+    def _mark_gone(
+        self, ctx: StoreContext, snapshots: dict[str, Snapshot], gone: set[str]
+    ) -> dict[str, Snapshot]:
+        """The snapshots with the rows of the ``gone`` memories dead, made the mirrors'
+        (unless a refresh replaced them since) and the ids left out of the mirrors'
+        refreshes; each is logged and counted (``ghost_entries``)."""
+        logger.warning(
+            "store %s: %d recall candidates name no stored memory (deleted or evicted "
+            "outside the library; prune() unregisters them): skipped, e.g. %s",
+            ctx.keys.name, len(gone), sorted(gone)[:5],
+        )  # fmt: skip
+        ctx.count("ghost_entries", len(gone))
+        marked: dict[str, Snapshot] = {}
+        for ns, snap in snapshots.items():
+            rows = [row for m in gone if (row := snap.row_of.get(m)) is not None]
+            marked[ns] = snap.without(rows) if rows else snap
+            mirror = self._mirrors.get(ns)
+            if rows and mirror is not None and mirror.snapshot is snap:
+                mirror.snapshot = marked[ns]
+                mirror.skipped = mirror.skipped | {snap.ids[row] for row in rows}
+        return marked
+
+
+def _parsed_fields(
+    ctx: StoreContext,
+    wanted: list[str],
+    names: tuple[str, ...],
+    replies: Sequence[Any],
+    into: dict[str, dict[str, Any]],
+) -> Operation[set[str]]:
+    """Sub-operation: the fields of ``wanted`` from the replies of :func:`read_many`,
+    added to ``into``, parsed in short event-loop turns; returns the ids found gone
+    (records that are not hashes are reported, and neither kept nor gone)."""
+    gone: set[str] = set()
+    values_of = read_many_replies(ctx, replies, len(wanted))
+    for n, part in enumerate(in_turns(list(zip(wanted, values_of, strict=True)))):
+        if n:
+            yield from pause()
+        for memory_id, values in part:
+            if isinstance(values, Unreadable):
+                unreadable(ctx, memory_id, "its key holds no hash")
+                continue
+            fields = fields_of(values, names)
+            if fields:
+                into[memory_id] = fields
+            else:  # deleted or expired since the mirror was read
+                gone.add(memory_id)
+    return gone
 
 
 def _read_listing(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 
 import numpy as np
@@ -340,6 +340,19 @@ class Snapshot:
         row_of = dict(zip(ids, range(live), strict=True))
         # No other refresh sees ``target`` before this snapshot is published.
         return Snapshot._over(target, ids, expires[positions], order, row_of, target.postings_now())
+
+    def without(self, rows: Sequence[int]) -> Snapshot:
+        """This snapshot with ``rows`` dead (their memories were found gone): they match
+        no filter and leave ``order`` and ``row_of``; the storage stays shared."""
+        expires = self.expires.copy()
+        expires[list(rows)] = _DEAD
+        gone = {self.ids[row] for row in rows}
+        return replace(
+            self,
+            expires=expires,
+            order=self.order[~np.isin(self.order, list(rows))],
+            row_of={m: row for m, row in self.row_of.items() if m not in gone},
+        )
 
     def selected(self, mask: NDArray[np.bool_]) -> NDArray[np.intp]:
         """The rows ``mask`` holds, in registry order."""
