@@ -336,3 +336,30 @@ def test_a_refresh_racing_another_keeps_postings_of_its_own_rows_only() -> None:
     assert _in_order(first, MemoryFilter(namespace="_d", tags=("t9",)), 0) == []
     assert _in_order(first, MemoryFilter(namespace="_d", tags=("t1",)), 0) == ["m1", "m4", "m7"]
     assert _in_order(second, MemoryFilter(namespace="_d", tags=("t9",)), 0) == ["late"]
+
+
+def test_code_tables_hold_only_the_tokens_of_rows_in_storage() -> None:
+    """600 memories, each with its own thread, agent, tag and label, written and
+    forgotten one after another beside one that stays: the repacks recode the live rows,
+    so the code tables stay bounded, and filters still find what they held."""
+    keep = Entry(
+        np.ones(DIM, np.float32),
+        {L.F_AGENT: "kept", L.F_TAGS: "keep"},
+        np.zeros(LEX_DIM, np.float32),
+    )
+    snap = _refreshed(Snapshot.empty(DIM), ["anchor"], {"anchor": keep})
+    for i in range(600):
+        entry = Entry(
+            np.ones(DIM, np.float32),
+            {L.F_THREAD: f"t{i}", L.F_AGENT: f"a{i}", L.F_TAGS: f"tag{i}", L.F_LABELS: f"k:v{i}"},
+            np.zeros(LEX_DIM, np.float32),
+        )
+        snap = _refreshed(snap, ["anchor", f"m{i}"], {f"m{i}": entry})
+        assert _in_order(
+            snap, MemoryFilter("", thread=f"t{i}", label_groups=((f"k:v{i}",),)), 0
+        ) == [f"m{i}"]
+        snap = _refreshed(snap, ["anchor"], {})
+    assert max(len(table) for table in snap.codes.values()) < 20
+    assert _in_order(snap, MemoryFilter(namespace="", agent="kept", tags=("keep",)), 0) == [
+        "anchor"
+    ]

@@ -93,9 +93,11 @@ class Rows:
     """The rows of one mirror, shared by its successive snapshots: a row is written
     once, before any snapshot sees it, and never changed.
 
-    The token code tables and the lock pass on to the storage a repack makes, so codes
-    stay valid across it; the lock serialises appends and code assignment between
-    threads (it is never held across a pause).
+    The lock passes on to the storage a repack makes; the token code tables do not: the
+    repack recodes the live rows' tokens into fresh tables, so the tables hold the
+    tokens of the rows in storage only (not every token the mirror ever saw). The lock
+    serialises appends and code assignment between threads (it is never held across a
+    pause).
     """
 
     def __init__(
@@ -168,21 +170,50 @@ class Rows:
                     rows.append(row)
             self.postings[name].add(codes, rows)
 
-    def copy(self, dst: NDArray[np.intp], source: Snapshot, src: NDArray[np.intp]) -> None:
-        """Copy rows ``src`` of ``source`` to rows ``dst`` (their codes are shared)."""
+    def copy(
+        self,
+        dst: NDArray[np.intp],
+        source: Snapshot,
+        src: NDArray[np.intp],
+        tokens: Mapping[str, Sequence[str]],
+    ) -> None:
+        """Copy rows ``src`` of ``source`` to rows ``dst``, recoding their tokens
+        (``tokens``: each of ``source``'s tokens by code, :func:`tokens_by_code`)."""
         self.matrix[dst] = source.matrix[src]
         self.lex[:, dst] = source.lex_by_dim[:, src]
-        for name in CODED:
-            self.columns[name][dst] = source.columns[name][src]
+        with self.lock:
+            for name in CODED:
+                self.columns[name][dst] = self._recoded(
+                    name, tokens[name], source.columns[name][src]
+                )
 
-    def copy_postings(self, source: Snapshot, moved: NDArray[np.intp]) -> None:
+    def copy_postings(
+        self, source: Snapshot, moved: NDArray[np.intp], tokens: Mapping[str, Sequence[str]]
+    ) -> None:
         """The postings of ``source``'s rows, ``moved`` mapping each row to its new one
-        (-1: not kept)."""
-        for name in BAGGED:
-            codes, rows = source.postings[name]
-            target = moved[rows]
-            kept = target >= 0
-            self.postings[name].add(codes[kept], target[kept].astype(np.int32))
+        (-1: not kept), recoded as :meth:`copy` does."""
+        with self.lock:
+            for name in BAGGED:
+                codes, rows = source.postings[name]
+                target = moved[rows]
+                kept = target >= 0
+                recoded = self._recoded(name, tokens[name], codes[kept])
+                self.postings[name].add(recoded, target[kept].astype(np.int32))
+
+    def _recoded(
+        self, name: str, tokens: Sequence[str], codes: NDArray[np.int32]
+    ) -> NDArray[np.int32]:
+        """``codes`` of another table (``tokens`` by code; -1: no value) in this one's."""
+        table = self.codes[name]
+        unique, at = np.unique(codes, return_inverse=True)
+        new = [-1 if c < 0 else table.setdefault(tokens[c], len(table)) for c in unique.tolist()]
+        return np.asarray(new, np.int32)[at].astype(np.int32).reshape(codes.shape)
+
+
+def tokens_by_code(rows: Rows) -> dict[str, list[str]]:
+    """Each token of ``rows``' code tables by its code (codes are assigned in order)."""
+    with rows.lock:
+        return {name: list(table) for name, table in rows.codes.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,18 +353,19 @@ class Snapshot:
         is_fresh[fresh] = True
         positions = np.flatnonzero((rows >= 0) | is_fresh)
         live = len(positions)
-        target = Rows(self.matrix.shape[1], live + live // 4 + 32, self.codes, self.rows.lock)
+        target = Rows(self.matrix.shape[1], live + live // 4 + 32, None, self.rows.lock)
+        tokens = tokens_by_code(self.rows)
         for start in range(0, live, COPY_ROWS):
             if start:
                 yield from pause()
             part = positions[start : start + COPY_ROWS]
             dst = np.arange(start, start + len(part))
             old = rows[part] >= 0
-            target.copy(dst[old], self, rows[part][old])
+            target.copy(dst[old], self, rows[part][old], tokens)
             target.fill(dst[~old], [added[listed[i]] for i in part[~old].tolist()])
         moved = np.full(len(self.ids), -1, np.intp)
         moved[rows[positions][rows[positions] >= 0]] = np.flatnonzero(rows[positions] >= 0)
-        target.copy_postings(self, moved)
+        target.copy_postings(self, moved, tokens)
         ids = tuple(listed[i] for i in positions.tolist())
         target.ids.extend(ids)
         order = np.arange(live, dtype=np.intp)
