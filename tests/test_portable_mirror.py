@@ -234,3 +234,32 @@ async def test_memories_deleted_outside_the_library_do_not_crowd_out_live_ones(
         assert store._ctx.counters.get("ghost_entries") == 55
     finally:
         await client.aclose()
+
+
+async def test_the_mirrors_of_many_namespaces_are_bounded(plain_server: ServerInfo) -> None:
+    """A store recalling in many namespaces keeps the mirrors of the most recently
+    recalled ``MAX_MIRRORS`` only, none of a namespace with nothing listed, and each
+    sized near what it holds."""
+    from agent_memory.backends.portable import MAX_MIRRORS
+
+    name = f"mirror{uuid.uuid4().hex[:8]}"
+    client = valkey.asyncio.Valkey.from_url(plain_server.url)
+    store = MemoryStore(client, name, _embedder(), default_threshold=1.5)
+    try:
+        for i in range(MAX_MIRRORS + 20):
+            scope = Scope(namespace=f"user{i}")
+            await store.remember("the cat sleeps on the sofa", scope=scope)
+            assert len(await store.recall("where is the cat", scope=scope)) == 1
+        mirrors = store._ctx.backend._mirrors  # type: ignore[union-attr]
+        assert len(mirrors) == MAX_MIRRORS
+        assert all(m.snapshot.rows.matrix.shape[0] <= 8 for m in mirrors.values())
+        for i in range(MAX_MIRRORS + 20):
+            scope = Scope(namespace=f"user{i}")
+            await store.forget_by_scope(scope)
+            assert len(await store.recall("where is the cat", scope=scope)) == 0
+        assert len(mirrors) == 0
+        # a dropped mirror loads again when its namespace is recalled
+        await store.remember("the cat sleeps on the sofa", scope=Scope(namespace="user0"))
+        assert len(await store.recall("where is the cat", scope=Scope(namespace="user0"))) == 1
+    finally:
+        await client.aclose()

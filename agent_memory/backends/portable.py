@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +78,9 @@ _NO_LEX = np.zeros(LEX_DIM, dtype=np.float32)
 # outside the library): each marks what it found dead in the mirror, so the next recall
 # picks past them from the start.
 _GHOST_ROUNDS = 3
+# Namespaces whose mirrors a store keeps (least recently recalled dropped first): a
+# store recalling in many namespaces (one per user, say) keeps the busiest only.
+MAX_MIRRORS = 64
 
 logger = logging.getLogger(__name__)
 
@@ -106,9 +110,26 @@ class PortableBackend:
     snapshot, and a mirror refresh only ever replaces whole objects.
     """
 
-    def __init__(self, name: str = "portable") -> None:
+    def __init__(self, name: str = "portable", max_mirrors: int = MAX_MIRRORS) -> None:
         self.name = name
-        self._mirrors: dict[str, _NamespaceMirror] = {}
+        self.max_mirrors = max_mirrors
+        self._mirrors: dict[str, _NamespaceMirror] = {}  # least recently used first
+        self._lock = threading.Lock()  # the order of ``_mirrors``
+
+    def _mirror(self, ns: str) -> _NamespaceMirror:
+        """The mirror of ``ns``, now the most recently used; past ``max_mirrors`` the
+        least recently used is dropped (its next recall loads it again)."""
+        with self._lock:
+            mirror = self._mirrors.pop(ns, None) or _NamespaceMirror()
+            self._mirrors[ns] = mirror
+            while len(self._mirrors) > max(1, self.max_mirrors):
+                del self._mirrors[next(iter(self._mirrors))]
+            return mirror
+
+    def _forget_mirror(self, ns: str, mirror: _NamespaceMirror) -> None:
+        with self._lock:
+            if self._mirrors.get(ns) is mirror:
+                del self._mirrors[ns]
 
     def prepare(self, ctx: StoreContext) -> Operation[bool]:
         """No index to create; records the analyzer (backfilling ``lex`` and the term
@@ -118,7 +139,8 @@ class PortableBackend:
         return False
 
     def drop(self, ctx: StoreContext) -> Operation[None]:
-        self._mirrors.clear()
+        with self._lock:
+            self._mirrors.clear()
         return None
         yield
 
@@ -176,7 +198,7 @@ class PortableBackend:
         for i, ns in enumerate(namespaces):
             epoch = optional_text(counters[2 * i]) or ""
             version = optional_text(counters[2 * i + 1]) or ""
-            mirror = self._mirrors.setdefault(ns, _NamespaceMirror())
+            mirror = self._mirror(ns)
             if mirror.epoch != epoch:
                 mirror.snapshot = None
                 mirror.skipped = set()
@@ -206,6 +228,8 @@ class PortableBackend:
                     if claimed
                     else mirror.loading.run(refresh, deadline=_LOAD_WAIT_SECONDS)
                 )
+                if not snapshots[ns].row_of and not mirror.skipped:
+                    self._forget_mirror(ns, mirror)  # nothing to keep: no memory listed
                 break
         return snapshots
 

@@ -7,7 +7,8 @@ mirror share: a row is written once and never changed, and a snapshot sees only 
 written before it, so a refresh appends the memories it has not seen and marks the ones
 that left the namespace dead instead of copying the namespace. Once dead rows pass a
 quarter of the live ones, or the storage is full, a refresh repacks the live rows into
-new storage in registry order, one slice per event-loop turn (what a first load does).
+new storage in registry order (room for a quarter more, and 4), one slice per event-loop
+turn (what a first load does).
 Scoring is a sub-operation: while other operations share the event loop it runs in
 slices, one per loop turn.
 """
@@ -353,7 +354,7 @@ class Snapshot:
         is_fresh[fresh] = True
         positions = np.flatnonzero((rows >= 0) | is_fresh)
         live = len(positions)
-        target = Rows(self.matrix.shape[1], live + live // 4 + 32, None, self.rows.lock)
+        target = Rows(self.matrix.shape[1], live + live // 4 + 4, None, self.rows.lock)
         tokens = tokens_by_code(self.rows)
         for start in range(0, live, COPY_ROWS):
             if start:
