@@ -107,7 +107,9 @@ class MemoryMethods:
 
         Each item is a :class:`MemoryInput` or a mapping of ``remember`` arguments.
         Every item is validated before anything is written. With ``dedupe``, duplicates
-        within the batch collapse too (later ones return the first one's id).
+        within the batch collapse too (later ones return the first one's id). Items that
+        give the same ``id`` store only the last of them (each returns that id), as if
+        each had been written in turn.
 
         Raises:
             InvalidInputError: any item is invalid; nothing was written.

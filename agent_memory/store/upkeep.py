@@ -197,7 +197,9 @@ class UpkeepMethods:
 
         Vectors in the records are used as they are unless ``reembed=True`` (moving to
         another embedding model) or a record has none. Expired records are skipped.
-        Every record is validated before anything is written.
+        Every record is validated before anything is written. Returns one id per record
+        written; records that share an id store only the last of them (each returns
+        that id).
 
         Raises:
             InvalidInputError: a malformed record or a vector of the wrong dimension;

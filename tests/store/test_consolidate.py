@@ -550,6 +550,53 @@ async def test_import_over_an_existing_id_replaces_that_memory_entirely(env: Sto
     assert all(int(v) == 0 for v in counts)  # the old text counts nowhere
 
 
+async def _term_counts(store: Any, namespace: str | None) -> dict[str, int]:
+    raw = getattr(store, "wrapped", store)
+    key = raw._ctx.keys.term_stats(namespace_token(namespace))
+    reply = await raw_command(store, "HGETALL", key)
+    pairs = reply.items() if isinstance(reply, dict) else zip(reply[0::2], reply[1::2])
+    out = {}
+    for name, value in pairs:
+        name = name.decode() if isinstance(name, bytes) else name
+        if int(value):
+            out[name] = int(value)
+    return out
+
+
+@pytest.mark.parametrize("how", ["import_records", "remember_many"])
+async def test_records_sharing_an_id_in_one_batch_store_only_the_last(
+    env: StoreEnv, how: str
+) -> None:
+    """Two records under one id in one batch: the last replaces the earlier entirely, as
+    a later batch would (never a mix of their fields, both texts counted, the earlier
+    one's listings left behind forget, or two writes counted)."""
+    store = env.make()
+    await store.remember("unrelated words")
+    single = await _term_counts(store, None)
+    a, b = Scope(agent_id="A"), Scope(agent_id="B")
+    first = {"id": "dup1", "content": "alpha beta", "scope": a, "source": "s1",
+             "tags": ["t1"], "metadata": {"m": 1}}  # fmt: skip
+    second = {"id": "dup1", "content": "gamma delta", "scope": b}
+    if how == "import_records":
+        ids = await store.import_records(
+            [{**first, "scope": {"agent_id": "A"}}, {**second, "scope": {"agent_id": "B"}}]
+        )
+    else:
+        ids = await store.remember_many([first, second])
+    assert ids == ["dup1", "dup1"]  # one id per record, as documented
+    item = await store.get("dup1")
+    assert item is not None and item.content == "gamma delta" and item.scope == b
+    assert item.source is None and item.tags == () and dict(item.metadata) == {}
+    assert (await store.list(scope=a)).total == 0
+    assert [i.id for i in (await store.list(scope=b)).items] == ["dup1"]
+    assert (await store.stats()).counters.get("remembers") == 2  # "unrelated words" + dup1
+    terms = await _term_counts(store, None)
+    assert terms["n"] == 2 and "t:alpha" not in terms and terms["t:gamma"] == 1
+    assert await store.forget("dup1")
+    assert (await store.list(scope=a)).total == 0 and (await store.list(scope=b)).total == 0
+    assert await _term_counts(store, None) == single
+
+
 @pytest.mark.parametrize(
     ("learning", "problem"),
     [

@@ -286,15 +286,18 @@ def remember_many(
         )  # fmt: skip
         memories.append((memory, v.ttl))
     if not dedupe:
-        yield from write_memories(ctx, memories, evict=evict)
-        yield from label_after_commit(ctx, [m for m, _ in memories])
+        # An id given twice: the last memory under it is the one written (and labelled);
+        # each input still answers with its id.
+        written = last_per_id(memories)
+        yield from write_memories(ctx, written, evict=evict)
+        yield from label_after_commit(ctx, [m for m, _ in written])
         return [m.id for m, _ in memories]
     # The search and the write happen under claims on the scopes written, so two
     # writers of one text cannot both find nothing and both store it.
     ids, fresh = yield from under_claims(
         ctx, [m.bucket for m, _ in memories], _deduplicated_write(ctx, memories)
     )
-    yield from label_after_commit(ctx, [m for m, _ in fresh])
+    yield from label_after_commit(ctx, [m for m, _ in last_per_id(fresh)])
     ctx.count("deduplicated", len(memories) - len(fresh))
     return ids
 
@@ -365,13 +368,28 @@ def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Oper
             ctx.count("labeler_failures")
 
 
+def last_per_id(
+    memories: Sequence[tuple[NewMemory, float | None]],
+) -> list[tuple[NewMemory, float | None]]:
+    """``memories`` with only the last of those that share an id, at its place (pure):
+    within one batch a later record under an id replaces an earlier one entirely, as it
+    would have in a later batch (never a mix of the two, nor both counted)."""
+    last = {memory.id: index for index, (memory, _) in enumerate(memories)}
+    if len(last) == len(memories):
+        return list(memories)
+    return [pair for index, pair in enumerate(memories) if last[pair[0].id] == index]
+
+
 def write_memories(
     ctx: StoreContext, memories: Sequence[tuple[NewMemory, float | None]], *, evict: bool = True
 ) -> Operation[None]:
+    """Write ``memories`` in pipelined chunks (several under one caller-chosen id: only
+    the last is written, :func:`last_per_id`), then enforce the scope caps."""
+    written = last_per_id(memories)
     cap = ctx.config.max_items_per_scope if evict else None
     buckets: dict[str, tuple[str, list[str]]] = {}
-    for start in range(0, len(memories), _WRITE_CHUNK):
-        chunk = memories[start : start + _WRITE_CHUNK]
+    for start in range(0, len(written), _WRITE_CHUNK):
+        chunk: Sequence[tuple[NewMemory, float | None]] = written[start : start + _WRITE_CHUNK]
         chosen = [memory.id for memory, _ in chunk if memory.explicit_id]
         if chosen:
             # A caller-chosen id replaces whatever memory holds it, entirely: written
