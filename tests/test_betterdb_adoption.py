@@ -256,3 +256,40 @@ def test_the_periodic_adoption_never_fails_the_operation(
             assert _recall(store, "ours")[0] == "ours"
         assert store._ctx.counters.get("adoption_failures") == 1
         assert "a bug in the check" in caplog.text
+
+
+def _term_counts(store: SyncMemoryStore, namespace: str | None) -> dict[str, int]:
+    from agent_memory.schema.encoding import namespace_token
+
+    key = store._ctx.keys.term_stats(namespace_token(namespace))
+    return {
+        (k.decode() if isinstance(k, bytes) else k): int(v)
+        for k, v in store.client.hgetall(key).items()
+        if int(v)
+    }
+
+
+@pytest.mark.parametrize("kind", ["valkey-search-1.2", "valkey-redisearch"])
+def test_adopting_a_record_keeps_the_term_statistics_exact(servers: _Servers, kind: str) -> None:
+    """The foreign record deleted before its rewrite was never counted in the term
+    statistics (it names a namespace but no session): the deletion takes nothing out of
+    them, the rewrite adds its text once."""
+    url = servers.get(kind).url
+    name = f"terms{uuid.uuid4().hex[:8]}"
+    tenant = Scope(namespace="tenant1")
+    with _store(url, name) as store:
+        store.remember("alpha beta", scope=tenant)
+        store.remember("alpha gamma", scope=tenant)
+        before = _term_counts(store, "tenant1")
+        _write_foreign(store, "foreign1", content="alpha beta", namespace="tenant1")
+        assert store.adopt_foreign().adopted == 1
+        after = _term_counts(store, "tenant1")
+        assert after["n"] == before["n"] + 1 == 3
+        assert after["t:alpha"] == 3 and after["t:beta"] == 2 and after["t:gamma"] == 1
+        assert store.get("foreign1").scope == tenant
+        for memory_id in [m.id for m in store.list(scope=tenant).items]:
+            store.forget(memory_id)
+        assert _term_counts(store, "tenant1") == {}
+        _write_foreign(store, "foreign2", content="alpha beta", namespace="tenant1")
+        assert store.forget("foreign2")  # never adopted: nothing to take out
+        assert _term_counts(store, "tenant1") == {}

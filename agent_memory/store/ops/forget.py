@@ -71,7 +71,9 @@ def bookkeeping(
 ) -> list[Command]:
     """Unregister deleted memories everywhere, count them (``counter``: the store
     counter to add them to, ``None`` for none) and remove their texts from the term
-    statistics (one batch).
+    statistics (one batch). A deleted record this library did not write (no
+    ``session`` field: a foreign one, see :mod:`~agent_memory.store.ops.adopt`) was
+    never registered nor counted in the statistics: only its usage counters go.
 
     On a standalone server the memories listed in the same sets are unregistered by
     one script that first checks each was not stored again since its deletion (an
@@ -86,7 +88,10 @@ def bookkeeping(
     by_sets: dict[tuple[str, ...], list[str]] = {}
     unlisted: list[str] = []  # not written by this library: in none of its sets
     for d in deleted:
-        if d.namespace is None:
+        if d.namespace is None or d.session is None:
+            # Every write of ours stores a session token; a record without one another
+            # library wrote (or one not adopted yet): never registered, its text never
+            # added to the term statistics, so nothing of it is taken out of them.
             unlisted.append(d.id)
             continue
         keys = ctx.keys.expiry_sets(d.namespace, d.agent, d.thread)
