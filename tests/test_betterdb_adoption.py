@@ -293,3 +293,42 @@ def test_adopting_a_record_keeps_the_term_statistics_exact(servers: _Servers, ki
         _write_foreign(store, "foreign2", content="alpha beta", namespace="tenant1")
         assert store.forget("foreign2")  # never adopted: nothing to take out
         assert _term_counts(store, "tenant1") == {}
+
+
+@pytest.mark.parametrize("kind", ["valkey-search-1.2", "valkey-redisearch"])
+def test_a_record_that_cannot_be_adopted_is_scanned_for_once(
+    servers: _Servers, kind: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The periodic check counts the records the last scan left as they were as known:
+    one it cannot adopt is logged and counted once, and the keyspace is not scanned for
+    it at every interval; a record written later is still adopted."""
+    from agent_memory.store.ops import adopt
+
+    scans: list[int] = []
+    real = adopt.foreign_ids
+
+    def counted(ctx: Any) -> Any:
+        scans.append(1)
+        return real(ctx)
+
+    monkeypatch.setattr(adopt, "foreign_ids", counted)
+    url = servers.get(kind).url
+    name = f"unadoptable{uuid.uuid4().hex[:8]}"
+    with _store(url, name, adopt_interval=0.05) as store, caplog.at_level("WARNING"):
+        store.remember("ours")
+        store.ensure_index()
+        _write_foreign(store, "bad1", namespace="acme-corp")  # not plain: left as it is
+        time.sleep(0.1)
+        assert _recall(store, "ours")[0] == "ours"
+        assert (store._ctx.counters.get("foreign_skipped"), len(scans)) == (1, 1)
+        for _ in range(5):
+            time.sleep(0.06)
+            assert _recall(store, "ours")[0] == "ours"
+        assert (store._ctx.counters.get("foreign_skipped"), len(scans)) == (1, 1)
+        assert caplog.text.count("foreign record bad1") == 1
+        _write_foreign(store, "sound")
+        time.sleep(0.1)
+        _recall(store, "ours")
+        assert store.get("sound").content == "sound"
+        assert (store._ctx.counters.get("foreign_skipped"), len(scans)) == (1, 2)
+        assert not store.client.hexists(f"{name}:mem:bad1", "session")

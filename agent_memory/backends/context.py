@@ -87,6 +87,9 @@ class StoreContext:
     ensuring: InFlight = field(default_factory=InFlight)  # a lazy ensure_index under way
     counters: dict[str, int] = field(default_factory=dict)
     telemetry: Telemetry | None = None
+    # foreign records the last adoption scan left as they were (it could not adopt
+    # them): logged and counted once, and no reason for the periodic check to scan again
+    foreign_skipped: set[str] = field(default_factory=set)
     # claims (keys, token) of operations abandoned while holding them: an operation
     # closed mid-way cannot send commands, so the store releases them for it
     abandoned_claims: list[tuple[tuple[str, ...], str]] = field(default_factory=list)

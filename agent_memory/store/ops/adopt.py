@@ -22,7 +22,8 @@ unscoped record joins the default namespace (their library then shows ``namespac
 ``_d``).
 
 A record that cannot be adopted is left untouched, logged and counted as
-``foreign_skipped``: a vector of another size, of zero length or with NaN, a timestamp,
+``foreign_skipped`` (once per process; the periodic check then counts it as known and
+does not scan for it again): a vector of another size, of zero length or with NaN, a timestamp,
 count or importance that is not a finite number, text over the store's limit, a bad id,
 or a namespace, agent, thread or tag that is not plain ASCII letters and digits. We index
 such values as tokens (the valkey-search 1.0 dialect cannot escape them); rewriting them
@@ -164,7 +165,9 @@ def _number(fields: Mapping[str, str | None], name: str, default: Any = None) ->
 
 
 def adopt_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[AdoptionReport]:
-    """Adopt the foreign records ``ids``, a chunk per round of reads and writes."""
+    """Adopt the foreign records ``ids`` (every foreign record of the store), a chunk
+    per round of reads and writes; those left as they were become the store's known
+    skipped records (``ctx.foreign_skipped``)."""
     assert ctx.dim is not None
     adopted: list[str] = []
     skipped: list[str] = []
@@ -192,34 +195,49 @@ def adopt_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[AdoptionReport
                 record = foreign_record(memory_id, values, blob, integer(pttl), ctx.dim)
                 parse_record(record, now, ctx.settings.max_content_bytes)
             except InvalidInputError as exc:
-                logger.warning(
-                    "foreign record %s of %s left as it is: %s", memory_id, ctx.keys.name, exc
-                )
-                ctx.count("foreign_skipped")
+                _left(ctx, memory_id, exc)
                 skipped.append(memory_id)
                 continue
             records.append(record)
         adopted += yield from import_records(ctx, records, reembed=False)
     ctx.count("foreign_adopted", len(adopted))
+    # What this pass left is what the next checks expect the index to hold beyond the
+    # registries (one skipped before and deleted since is forgotten).
+    ctx.foreign_skipped = set(skipped)
     return AdoptionReport(len(adopted), len(skipped))
+
+
+def _left(ctx: StoreContext, memory_id: str, why: InvalidInputError) -> None:
+    """Log and count (``foreign_skipped``) a foreign record left as it is, once per
+    process: every later scan finds it again (a debug line then)."""
+    if memory_id in ctx.foreign_skipped:
+        logger.debug(
+            "foreign record %s of %s still left as it is: %s", memory_id, ctx.keys.name, why
+        )
+        return
+    logger.warning("foreign record %s of %s left as it is: %s", memory_id, ctx.keys.name, why)
+    ctx.count("foreign_skipped")
 
 
 def adopt_foreign(ctx: StoreContext) -> Operation[AdoptionReport]:
     """Find every foreign record of the store and adopt it."""
     ids = yield from foreign_ids(ctx)
     if not ids:
+        ctx.foreign_skipped = set()
         return AdoptionReport()
     report = yield from adopt_ids(ctx, ids)
     return report
 
 
 def _index_holds_more(ctx: StoreContext, registries: list[str]) -> Operation[bool]:
-    """Whether the index holds more documents than ``registries`` list memories (one
-    round trip)."""
+    """Whether the index holds more documents than ``registries`` list memories and
+    the last scan left as they were (foreign records it could not adopt: counted as
+    known, or every check would scan the keyspace for them again); one round trip."""
     items, replies = yield from count_in(ctx, registries, command("FT.INFO", ctx.keys.index))
     if isinstance(replies[0], AgentMemoryError):
         raise replies[0]
-    return foreign_estimate(parse_index_info(replies[0]).num_docs, items) > 0
+    known = items + len(ctx.foreign_skipped)
+    return foreign_estimate(parse_index_info(replies[0]).num_docs, known) > 0
 
 
 def adopt_if_present(ctx: StoreContext, registries: list[str] | None = None) -> Operation[int]:
