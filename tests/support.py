@@ -82,3 +82,32 @@ async def raw_command(store: Any, *args: Any) -> Any:
     client = getattr(store, "wrapped", store).client
     result = client.execute_command(*args)
     return await result if hasattr(result, "__await__") else result
+
+
+class CountingExecutor:
+    """Wraps a store's executor (async or blocking) and counts its round trips: each
+    command or batch sent is one (what it returns, a value or an awaitable, passes
+    through)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.round_trips = 0
+
+    def command(self, cmd: Any) -> Any:
+        self.round_trips += 1
+        return self.inner.command(cmd)
+
+    def batch(self, batch: Any) -> Any:
+        self.round_trips += 1
+        return self.inner.batch(batch)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def count_round_trips(store: Any) -> CountingExecutor:
+    """Make a test store (or the store behind an ``AsyncView``) count its round trips."""
+    raw = getattr(store, "wrapped", store)
+    counting = CountingExecutor(raw._executor)
+    raw._executor = counting
+    return counting

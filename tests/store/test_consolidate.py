@@ -554,13 +554,12 @@ async def _term_counts(store: Any, namespace: str | None) -> dict[str, int]:
     raw = getattr(store, "wrapped", store)
     key = raw._ctx.keys.term_stats(namespace_token(namespace))
     reply = await raw_command(store, "HGETALL", key)
-    pairs = reply.items() if isinstance(reply, dict) else zip(reply[0::2], reply[1::2])
-    out = {}
-    for name, value in pairs:
-        name = name.decode() if isinstance(name, bytes) else name
-        if int(value):
-            out[name] = int(value)
-    return out
+    pairs = reply.items() if isinstance(reply, dict) else zip(reply[0::2], reply[1::2], strict=True)
+    return {
+        (name.decode() if isinstance(name, bytes) else name): int(value)
+        for name, value in pairs
+        if int(value)
+    }
 
 
 @pytest.mark.parametrize("how", ["import_records", "remember_many"])

@@ -20,7 +20,7 @@ from agent_memory.core.effects import command, execute_batch
 from agent_memory.store.ops import learn
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
-from tests.support import TableEmbedder, near, random_unit, raw_command
+from tests.support import TableEmbedder, count_round_trips, near, random_unit, raw_command
 
 DAY = 86400.0
 
@@ -113,6 +113,22 @@ async def test_complete_is_one_observation_applied_once(env: StoreEnv) -> None:
     with pytest.raises(InvalidInputError):
         await store.complete("not-a-selection", 0.5)
     assert await store.complete("0" * 32, 0.5) is False
+
+
+async def test_complete_is_two_round_trips_and_unlists_its_receipt(env: StoreEnv) -> None:
+    """The receipt read, then the evaluation with the receipt's removal from the
+    receipt index in one round trip."""
+    embed, _ = _world()
+    store = env.make(embed, adopt_interval=None)
+    await store.remember("m0")
+    result = await store.recall("query", k=3)
+    raw = getattr(store, "wrapped", store)
+    assert await raw_command(store, "ZSCORE", raw._ctx.keys.receipts, result.selection_id)
+    counting = count_round_trips(store)
+    assert await store.complete(result.selection_id, 0.9)
+    assert counting.round_trips == 2
+    assert await raw_command(store, "ZSCORE", raw._ctx.keys.receipts, result.selection_id) is None
+    assert raw._ctx.counters.get("completions") == 1
 
 
 async def test_complete_with_a_scope_applies_only_that_scopes_selections(env: StoreEnv) -> None:

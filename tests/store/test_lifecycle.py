@@ -7,13 +7,15 @@ from typing import Any
 
 import pytest
 
-from agent_memory import IndexMismatchError, NotFoundError, Scope, StoreClosedError
+from agent_memory import Forgetting, IndexMismatchError, NotFoundError, Scope, StoreClosedError
 from agent_memory.core.effects import command, execute_batch
 from agent_memory.store.ops import capacity
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
-from tests.support import TableEmbedder, near, random_unit
+from tests.support import TableEmbedder, count_round_trips, near, random_unit
 from tests.support import raw_command as _raw
+
+DAY = 86400.0
 
 
 def _key(store: Any, memory_id: str) -> str:
@@ -242,6 +244,30 @@ async def test_update_changes_fields_and_reembeds(env: StoreEnv) -> None:
     assert len(await store.recall("query", tags=["a"])) == 0
     with pytest.raises(NotFoundError):
         await store.update("0" * 32, importance=0.1)
+
+
+async def test_update_returns_the_item_as_get_reads_it_in_two_round_trips(
+    env: StoreEnv,
+) -> None:
+    """The item update returns carries the memory's usage counters and retention, as
+    get() reads it; the read-back travels with the write (the read, then the write)."""
+    clock = Clock()
+    store = env.make(TableEmbedder(), clock=clock, forgetting=Forgetting(), adopt_interval=None)
+    mid = await store.remember("user likes dark mode")
+    for _ in range(3):
+        assert await store.recall("user likes dark mode", k=1)
+    clock.now += 5 * 86400  # retention below 1
+    counting = count_round_trips(store)
+    item = await store.update(mid, importance=0.9)
+    assert counting.round_trips == 2
+    counting.round_trips = 0
+    changed = await store.update(mid, content="user likes light mode", tags=["ui"], ttl=DAY)
+    assert counting.round_trips == 2
+    got = await store.get(mid)
+    assert (item.access_count, item.exposures) == (3, 3)
+    assert 0 < item.retention < 1 and item.importance == 0.9
+    assert changed == got and changed.content == "user likes light mode"
+    assert (changed.access_count, changed.exposures, changed.tags) == (3, 3, ("ui",))
 
 
 async def test_many_ids_are_read_deleted_and_expired_in_one_batch(env: StoreEnv) -> None:

@@ -104,23 +104,34 @@ def complete(
         str(ctx.settings.max_contexts), "1" if centred > 0 else "0",
     )  # fmt: skip
     keys = [ctx.keys.memory(i) for i in ids]
+    # The receipt's entry in the receipt index goes in the same round trip: consumed
+    # here or by a racing completion, the receipt is gone either way.
+    unlisted = command("ZREM", ctx.keys.receipts, selection_id)
     if ctx.settings.cluster:
         replies = yield from execute_batch(
-            [Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv)) for key in keys]
+            [*(Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv)) for key in keys), unlisted]
         )
-        raise_first_error(replies)
-        applied, statuses = True, replies
+        raise_first_error(replies[:-1])
+        applied, statuses, removed = True, replies[:-1], replies[-1]
     else:
-        (reply,) = yield from execute_writes(
+        reply, removed = yield from execute_writes(
             ctx,
-            [Command(("EVAL", scripts.COMPLETE, str(1 + len(keys)), receipt_key, *keys, *argv))],
+            [
+                Command(("EVAL", scripts.COMPLETE, str(1 + len(keys)), receipt_key, *keys, *argv)),
+                unlisted,
+            ],
         )
         raise_first_error([reply])
         consumed, *statuses = reply
         applied = bool(integer(consumed))
+    if isinstance(removed, AgentMemoryError):  # the evaluation was applied all the same
+        logger.warning(
+            "store %s: removing selection %s from %s failed (%s); its receipt is consumed",
+            ctx.keys.name, selection_id, ctx.keys.receipts, removed,
+        )  # fmt: skip
+        ctx.count("bookkeeping_failures")
     _report_damage(ctx, ids, [integer(s) for s in statuses])
     if applied:
-        yield from execute("ZREM", ctx.keys.receipts, selection_id)
         ctx.count("completions")
     return applied
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from agent_memory.schema.types import MemoryItem
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.read import is_expired
+from agent_memory.store.ops.read import is_expired, item_commands, parse_items
 from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import (
     check_id,
@@ -154,7 +154,8 @@ def update(
     if another writer changed the text in between, the update reads again. On a cluster
     the statistics live in another slot and are traded once the write succeeded, so
     racing updates or a racing forget may leave them slightly off there (a count below
-    zero is dropped).
+    zero is dropped). Two round trips: the read, then the write with the read-back of
+    the item returned (as ``get`` reads it); a third on a cluster when the text changes.
 
     Raises:
         NotFoundError: no memory with that id (or it expired / was forgotten meanwhile).
@@ -192,23 +193,27 @@ def update(
             memory_id=memory_id, fields=fields, current_content=current, changes=changes,
             vector=vector, now_ms=ctx.now_ms(),
         )  # fmt: skip
-        replies = yield from execute_writes(ctx, plan.commands)
-        raise_first_error(replies)
-        outcome = integer(replies[0])
+        # The memory as written is read back in the same round trip, as get() reads
+        # it (usage counters and retention included), after the write even when its
+        # script is sent again (unknown to the server).
+        reads = [replace(c, after_scripts=True) for c in item_commands(ctx, [memory_id])]
+        replies = yield from execute_writes(ctx, [*plan.commands, *reads])
+        written, read_back = replies[: len(plan.commands)], replies[len(plan.commands) :]
+        raise_first_error(written)
+        outcome = integer(written[0])
         if outcome == 0:
             raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")
         if outcome < 0:
             continue  # its text changed since it was read
-        reads = [Command(("HMGET", key, *L.ITEM_FIELDS))]
         adjust = adjust_args(ctx.keys.term_stats(text(fields[L.F_NAMESPACE])), plan.cluster_terms)
         if adjust is not None:  # not atomic with the write (see above)
-            reads.insert(0, Command(adjust))
-        done = yield from execute_batch(reads)
-        raise_first_error(done)
-        fields = fields_of(done[-1])
-        if L.F_CONTENT not in fields:
-            raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")
-        return parse_item(memory_id, fields)
+            raise_first_error((yield from execute_batch([Command(adjust)])))
+        ((_, _, item),) = parse_items(ctx, [memory_id], read_back)
+        if item is None:
+            raise NotFoundError(
+                f"memory {memory_id!r} was forgotten (or expired) while being updated"
+            )
+        return item
     raise AgentMemoryError(
         f"memory {memory_id!r}: its text changed under {_ATTEMPTS} attempts to update it"
     )
