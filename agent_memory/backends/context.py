@@ -79,6 +79,7 @@ class StoreContext:
     settings: StoreSettings
     config: LiveConfig
     dim: int | None = None
+    embedder_id: str | None = None  # the store's embedder (``{name}:__mem_meta``), if known
     dialect: Dialect | None = None
     backend: Backend | None = None
     lexical_form: str = VECTOR_FORM  # how memories carry their terms (chosen by the backend)

@@ -171,7 +171,8 @@ class UpkeepMethods:
         """Yield a JSON-serialisable record per memory of a scope (default namespace when
         ``None``; every session unless ``scope.session_id`` is set), oldest first:
         content, scope, tags, importance, timestamps, TTL remaining,
-        source/subject/date, metadata and (by default) the vector. Write each with
+        source/subject/date, metadata, the store's embedder id (when it records one)
+        and (by default) the vector. Write each with
         ``json.dumps`` for JSON lines; :meth:`import_records` restores them losslessly.
 
         Raises:
@@ -202,8 +203,9 @@ class UpkeepMethods:
         that id).
 
         Raises:
-            InvalidInputError: a malformed record or a vector of the wrong dimension;
-                nothing was written.
+            InvalidInputError: a malformed record, a vector of the wrong dimension, or
+                (without ``reembed``) a record naming another ``embedder`` than the
+                store's; nothing was written.
         """
         if isinstance(records, (str, bytes, Mapping)) or not isinstance(records, Iterable):
             raise InvalidInputError("records must be an iterable of objects", field="records")

@@ -15,6 +15,7 @@ from agent_memory import Fact, InvalidInputError, MemoryItem, Scope
 from agent_memory.schema.encoding import namespace_token
 from agent_memory.store.ops import consolidate as consolidate_module
 from tests.store.conftest import StoreEnv
+from tests.store.test_lifecycle import _NamedEmbedder
 from tests.store.test_ranking import Clock
 from tests.support import TableEmbedder, near, random_unit, raw_command
 
@@ -548,6 +549,33 @@ async def test_import_over_an_existing_id_replaces_that_memory_entirely(env: Sto
     )
     counts = list(reply.values()) if isinstance(reply, dict) else list(reply)[1::2]
     assert all(int(v) == 0 for v in counts)  # the old text counts nowhere
+
+
+async def test_import_refuses_vectors_of_another_embedder_of_the_same_width(
+    env: StoreEnv,
+) -> None:
+    """An export names the store's embedder; without reembed a store recording another
+    one refuses the records (same width, another vector space), as the store itself
+    refuses to mix them. Records naming none (older exports) are taken as they are."""
+    source = env.make(_NamedEmbedder("model-a"))
+    await source.remember("first note")
+    await source.remember("second note")
+    records = await _export(source)
+    assert [r["embedder"] for r in records] == ["model-a", "model-a"]
+    other = env.make(_NamedEmbedder("model-b"))
+    with pytest.raises(InvalidInputError, match=r"record 1 of 2 .*'model-a'.*'model-b'") as err:
+        await other.import_records(records)
+    assert err.value.field == "embedder"
+    assert (await other.list()).total == 0  # nothing written
+    with pytest.raises(InvalidInputError, match="embedder must be a non-empty string"):
+        await other.import_records([{**records[0], "embedder": 7}])
+    assert len(await other.import_records(records, reembed=True)) == 2
+    older = [{k: v for k, v in r.items() if k != "embedder"} for r in records]
+    assert len(await env.make(_NamedEmbedder("model-b")).import_records(older)) == 2
+    assert len(await env.make(_NamedEmbedder("model-a")).import_records(records)) == 2
+    unnamed = env.make()  # an embedder without an id: nothing to compare
+    assert len(await unnamed.import_records(records)) == 2
+    assert all("embedder" not in r for r in await _export(unnamed))
 
 
 async def _term_counts(store: Any, namespace: str | None) -> dict[str, int]:

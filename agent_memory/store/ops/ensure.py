@@ -110,6 +110,7 @@ def _check_identity(ctx: StoreContext, dim: int) -> Operation[tuple[bool, int]]:
             f"{embedder_id!r}; its vectors live in another space (use the same embedder, or "
             "export and import_records(..., reembed=True) into a new store)"
         )
+    ctx.embedder_id = stored_embedder or None  # what exports name and imports check
     stored_version = integer(meta.get("schema_version", SCHEMA_VERSION))
     if stored_version > SCHEMA_VERSION:
         raise IndexMismatchError(

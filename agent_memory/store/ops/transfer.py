@@ -5,10 +5,13 @@ A record is a JSON object::
     {"format": "agent-memory/1", "id", "content", "importance", "tags", "scope",
      "durability", "created_at", "last_accessed_at", "access_count",
      "ttl_remaining_ms" (null: no expiry), "source", "subject", "date", "metadata",
-     "dim", "vector" (list of float32 values; absent when exported without vectors)}
+     "dim", "embedder" (the store's embedder id; absent when the store records none),
+     "vector" (list of float32 values; absent when exported without vectors)}
 
 Floats of a float32 vector survive a JSON round trip exactly, so exporting with vectors
-and importing without ``reembed`` restores identical recall results.
+and importing without ``reembed`` restores identical recall results. Vectors are taken
+as they are only from the same embedder: a record naming another embedder than the one
+the store records is refused (a record naming none, from an older export, is taken).
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ def export_records(
             "exposures": item.exposures,
             "learning": _learning(ctx, item.id, fields),
         }  # fmt: skip
+        if ctx.embedder_id is not None:
+            record["embedder"] = ctx.embedder_id
         if include_vectors:
             blob = vectors[index]
             if isinstance(blob, AgentMemoryError):
@@ -302,10 +307,34 @@ def parse_record(
         "last_accessed_at": _whole(record, "last_accessed_at", created, high=MAX_TIMESTAMP_MS),
         "access_count": _whole(record, "access_count", 0, high=MAX_COUNT),
         "vector": record.get("vector"),
+        "embedder": _embedder(record),
         "restored": _restored_fields(record),
         "validated": validated,
     }
     return memory_input, extra
+
+
+def _embedder(record: Mapping[str, Any]) -> str | None:
+    """The id of the embedder that made the record's vector (``None``: not recorded)."""
+    value = record.get("embedder")
+    if value is not None and not (isinstance(value, str) and value):
+        raise InvalidInputError(
+            f"embedder must be a non-empty string (an embedder id), got {shown(value)}",
+            field="embedder",
+        )
+    return value
+
+
+def check_embedder(store_embedder: str | None, record_embedder: str | None) -> None:
+    """Refuse a vector another embedder made than the store's (both known; pure): two
+    models of the same width live in different vector spaces."""
+    if store_embedder is None or record_embedder is None or store_embedder == record_embedder:
+        return
+    raise InvalidInputError(
+        f"its vector was made by embedder {record_embedder!r}, this store's is "
+        f"{store_embedder!r}: import with reembed=True to compute new vectors",
+        field="embedder",
+    )
 
 
 def _named(records: Sequence[object], index: int, exc: InvalidInputError) -> InvalidInputError:
@@ -325,7 +354,8 @@ def import_records(
     validated before anything is written.
 
     Raises:
-        InvalidInputError: a malformed record, or a vector of the wrong dimension (the
+        InvalidInputError: a malformed record, a vector of the wrong dimension, or
+            (without ``reembed``) a vector of another embedder than the store's (the
             message names the record, ``field`` its key).
     """
     now = ctx.now_ms()
@@ -349,6 +379,7 @@ def import_records(
     for index, _, extra in parsed:
         if not reembed and extra["vector"] is not None:
             try:
+                check_embedder(ctx.embedder_id, extra["embedder"])
                 vectors.append(unit_vector(extra["vector"], ctx.dim, field="vector"))
             except InvalidInputError as exc:
                 raise _named(records, index, exc) from exc
