@@ -58,22 +58,62 @@ class LabelPolicy:
     max_values_per_key: int = 8
 
     def __post_init__(self) -> None:
+        """Normalise the keys and values.
+
+        Raises:
+            InvalidInputError: ``allowed_keys`` not a collection of strings (a string
+                alone would read as its letters), ``allowed_values`` not a mapping of key
+                to a collection of strings, or ``max_values_per_key`` not an int in
+                [1, 16].
+        """
         if self.allowed_keys is not None:
-            object.__setattr__(
-                self, "allowed_keys", frozenset(normalise(k, what="key") for k in self.allowed_keys)
+            keys = _names(self.allowed_keys, of="allowed_keys", what="key")
+            object.__setattr__(self, "allowed_keys", keys)
+        if not isinstance(self.allowed_values, Mapping):
+            raise InvalidInputError(
+                "allowed_values must be a mapping of label key -> collection of values, "
+                f"got {type(self.allowed_values).__name__}",
+                field="label_policy",
             )
         object.__setattr__(
             self,
             "allowed_values",
             {
-                normalise(k, what="key"): frozenset(normalise(v, what="value") for v in values)
+                _policy_name(k, of="allowed_values", what="key"): _names(
+                    values, of=f"allowed_values[{k!r}]", what="value"
+                )
                 for k, values in self.allowed_values.items()
             },
         )
-        if not 1 <= self.max_values_per_key <= MAX_VALUES_PER_KEY:
+        limit = self.max_values_per_key
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidInputError(
+                f"max_values_per_key must be an int, got {type(limit).__name__}",
+                field="label_policy",
+            )
+        if not 1 <= limit <= MAX_VALUES_PER_KEY:
             raise InvalidInputError(
                 f"max_values_per_key must be in [1, {MAX_VALUES_PER_KEY}]", field="label_policy"
             )
+
+
+def _names(values: object, *, of: str, what: str) -> frozenset[str]:
+    """A policy's collection of label keys or values, normalised; a string (whose
+    letters it would iterate), bytes or a mapping is refused."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise InvalidInputError(
+            f"{of} must be a collection of strings (a list or set), got {type(values).__name__}",
+            field="label_policy",
+        )
+    return frozenset(_policy_name(v, of=of, what=what) for v in values)
+
+
+def _policy_name(value: object, *, of: str, what: str) -> str:
+    """One label key or value of a policy, normalised (``field="label_policy"``)."""
+    try:
+        return normalise(value, what=what)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{of}: {exc}", field="label_policy") from exc
 
 
 def check_labels(labels: object, policy: LabelPolicy | None, *, enforce: bool = True) -> Labels:

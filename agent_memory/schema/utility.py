@@ -49,8 +49,10 @@ class Forgetting:
     policy; bounds given explicitly must enclose it.
 
     Raises:
-        InvalidInputError: a non-finite or non-positive time, bounds that do not enclose
-            the half-life, or a threshold outside [0, 1).
+        InvalidInputError: a time or threshold that is not a number (text, a bool,
+            ``None`` where a number is required) or not finite (an int beyond any
+            float included), a non-positive time, bounds that do not enclose the
+            half-life, or a threshold outside [0, 1).
     """
 
     half_life_seconds: float = 30 * 86400.0
@@ -59,8 +61,12 @@ class Forgetting:
     retention_threshold: float = 0.05
 
     def __post_init__(self) -> None:
+        for name in ("half_life_seconds", "min_half_life", "max_half_life", "retention_threshold"):
+            value = getattr(self, name)
+            if value is not None or name in ("half_life_seconds", "retention_threshold"):
+                object.__setattr__(self, name, _policy_number(value, name))
         half = self.half_life_seconds
-        if not (isinstance(half, (int, float)) and math.isfinite(half) and half > 0):
+        if not half > 0:
             raise InvalidInputError(
                 "forgetting half-lives must be finite and > 0", field="forgetting"
             )
@@ -89,6 +95,22 @@ class Forgetting:
     def longest(self) -> float:
         """The effective ``max_half_life`` (seconds)."""
         return float(self.max_half_life or self.half_life_seconds * MAX_HALF_LIFE_SHARE)
+
+
+def _policy_number(value: object, name: str) -> float:
+    """A :class:`Forgetting` number as a float: an int or a float (not a bool, not text)
+    that is finite as a float (an int beyond any float is refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(
+            f"forgetting {name} must be a number, got {type(value).__name__}", field="forgetting"
+        )
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise InvalidInputError(f"forgetting {name} must be finite", field="forgetting")
+    return number
 
 
 Contexts = Mapping[str, tuple[float, float, int]]

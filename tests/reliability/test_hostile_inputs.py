@@ -20,6 +20,7 @@ import pytest
 
 from agent_memory import (
     AgentMemoryError,
+    Forgetting,
     InvalidInputError,
     MemoryStore,
     NotFoundError,
@@ -695,6 +696,25 @@ def test_weights_validate_themselves() -> None:
                 {"similarity": 0, "recency": 0, "importance": 0}):  # fmt: skip
         with pytest.raises(InvalidInputError):
             RecallWeights(**bad)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"retention_threshold": "0.1"}, {"retention_threshold": None},
+        {"retention_threshold": math.nan}, {"retention_threshold": True},
+        {"half_life_seconds": "3600"}, {"half_life_seconds": None},
+        {"half_life_seconds": True}, {"half_life_seconds": 10**400},
+        {"half_life_seconds": 1e308},  # its default upper bound overflows
+        {"min_half_life": "1"}, {"max_half_life": 10**400}, {"max_half_life": math.inf},
+    ],
+)  # fmt: skip
+def test_forgetting_validates_itself(bad: dict[str, Any]) -> None:
+    """Text, bools, None and numbers beyond a float raise InvalidInputError naming the
+    policy, not a TypeError or an OverflowError from inside it."""
+    with pytest.raises(InvalidInputError) as err:
+        Forgetting(**bad)
+    assert err.value.field == "forgetting"
 
 
 @pytest.mark.parametrize(("memory_id", "problem"), [(None, "x"), (b"id", "x"), ("id", None)])
