@@ -223,6 +223,13 @@ BAD_IMPORTS: list[tuple[str, dict[str, Any], str]] = [
     ("label key lone surrogate", {"labels": {"k\ud800": ["v"]}}, "labels"),
     ("label value lone surrogate", {"labels": {"k": ["v\ud800"]}}, "labels"),
     ("label outside the policy", {"labels": {"secret": ["v"]}}, "labels"),
+    # falsy values of the wrong type are not the default (absent or null is)
+    *((f"scope {v!r}", {"scope": v}, "scope") for v in ("", [], 0, False)),
+    *((f"metadata {v!r}", {"metadata": v}, "metadata") for v in ("", [], 0, False)),
+    *((f"labels {v!r}", {"labels": v}, "labels") for v in ("", [], 0, False)),
+    *((f"tags {v!r}", {"tags": v}, "tags") for v in ("", 0, False)),
+    *((f"learning {v!r}", {"learning": v}, "learning") for v in ("", [], 0, False)),
+    ("embedder 7", {"embedder": 7}, "embedder"),
 ]  # fmt: skip
 
 

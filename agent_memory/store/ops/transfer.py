@@ -150,8 +150,15 @@ def _damaged_learning(ctx: StoreContext, memory_id: str, name: str, why: str) ->
     damaged(ctx, memory_id, f"its {name}", why, outcome="exported without it")
 
 
+def _present(record: Mapping[str, Any], key: str, default: Any) -> Any:
+    """``record[key]``, or ``default`` when it is absent or null (only then: a falsy
+    value of another type is left for the caller's type check)."""
+    value = record.get(key)
+    return default if value is None else value
+
+
 def _restored_fields(record: Mapping[str, Any]) -> tuple[str, ...]:
-    learning = record.get("learning") or {}
+    learning = _present(record, "learning", {})
     if not isinstance(learning, Mapping):
         raise InvalidInputError("record learning state must be an object", field="learning")
     restored = {
@@ -271,7 +278,8 @@ def parse_record(
     """A record's memory input and restored state (``None``: it expired in transit),
     held to what the store's own writes accept: ``remember``'s checks (with the label
     ``policy``), ``feedback``'s range, times a ``datetime`` holds and counts the scripts
-    add to exactly.
+    add to exactly. Only an absent or null field takes its default: a falsy value of
+    another type (``""``, ``[]``, ``0``, ``false``) is refused like any wrong type.
 
     Raises:
         InvalidInputError: a malformed record (``field`` names the record's key).
@@ -287,18 +295,23 @@ def parse_record(
         )
         if remaining <= 0:
             return None  # expired while in transit
-    scope_raw = record.get("scope") or {}
+    # Absent or null is the default; any other value, falsy ones ("", [], 0, false)
+    # included, is checked for its type (never read as the default).
+    scope_raw = _present(record, "scope", {})
     if not isinstance(scope_raw, Mapping):
         raise InvalidInputError("record scope must be an object", field="scope")
+    metadata = record.get("metadata")
+    if isinstance(metadata, Mapping) and not metadata:
+        metadata = None  # an empty object is no metadata, as export writes it
     memory_input = MemoryInput(
         content=record.get("content"),  # type: ignore[arg-type]
         importance=record.get("importance", 0.5),
-        tags=record.get("tags") or (),
+        tags=_present(record, "tags", ()),
         ttl=remaining / 1000 if remaining is not None else None,
         scope=Scope(**{k: scope_raw.get(k) for k in ("namespace", "agent_id", "thread_id", "session_id")}),
         source=record.get("source"), subject=record.get("subject"), date=record.get("date"),
-        metadata=record.get("metadata") or None, durability=record.get("durability", "shared"),
-        id=record.get("id"), labels=record.get("labels") or None,
+        metadata=metadata, durability=record.get("durability", "shared"),
+        id=record.get("id"), labels=record.get("labels"),
     )  # fmt: skip
     validated = validate_input(memory_input, max_bytes, policy)
     created = _whole(record, "created_at", now, high=MAX_TIMESTAMP_MS)
