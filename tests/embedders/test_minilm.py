@@ -132,7 +132,7 @@ def _fail(*args: object, **kwargs: object) -> None:
 
 @pytest.mark.parametrize("part", ["tokenizer", "session"])
 def test_a_part_that_fails_to_load_is_a_capability_error(
-    monkeypatch: pytest.MonkeyPatch, part: str
+    monkeypatch: pytest.MonkeyPatch, part: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The tokenizer's and onnxruntime's own errors (onnxruntime's Fail) escaped load()
     raw, so choose_embedder('auto') did not fall back to hashing. Now they are a
@@ -152,5 +152,11 @@ def test_a_part_that_fails_to_load_is_a_capability_error(
     assert type(caught.value.__cause__).__name__ == "Fail"
     chosen, label = choose_embedder("auto")
     assert isinstance(chosen, HashingEmbedder) and label.startswith("hashing (384 dimensions")
+    # installed but broken: the fallback says why, in the label and as a warning
+    assert "MiniLM failed to load" in label and "install agent-memory[local]" not in label
+    assert any(
+        r.levelname == "WARNING" and "MiniLM failed to load" in r.getMessage()
+        for r in caplog.records
+    )
     with pytest.raises(CapabilityError):
         choose_embedder("minilm")
