@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -13,7 +14,14 @@ from numpy.typing import NDArray
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.reads import fields_of
-from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
+from agent_memory.core.effects import (
+    Command,
+    Operation,
+    command,
+    execute,
+    execute_batch,
+    sleep,
+)
 from agent_memory.core.replies import integer, optional_text, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, NotFoundError
 from agent_memory.schema import layout as L
@@ -43,6 +51,8 @@ from agent_memory.store.validation import (
 
 # How many times an update reads again after another writer changed the text.
 _ATTEMPTS = 8
+_FIRST_BACKOFF = 0.001  # seconds, doubled at each attempt
+_MAX_BACKOFF = 0.05
 
 
 @dataclass(frozen=True)
@@ -176,7 +186,11 @@ def update(
     yield from ensure_ready(ctx)
     key = ctx.keys.memory(memory_id)
     vector: NDArray[np.float32] | None = None  # the text to write is the same at every attempt
-    for _ in range(_ATTEMPTS):
+    for attempt in range(_ATTEMPTS):
+        if attempt:
+            # Another writer's text won the last round: step aside for a random while
+            # (doubling, capped), or writers that retry in step keep beating each other.
+            yield from sleep(random.uniform(0, min(_MAX_BACKOFF, _FIRST_BACKOFF * 2**attempt)))
         fields = fields_of((yield from execute("HMGET", key, *L.ITEM_FIELDS)))
         if L.F_CONTENT not in fields or is_expired(fields, ctx.now_ms()):
             raise NotFoundError(f"no memory with id {memory_id!r}")
