@@ -172,6 +172,11 @@ class FtBackend:
         self, ctx: StoreContext, queries: Sequence[KnnQuery]
     ) -> Operation[list[list[KnnMatch]]]:
         outcome = yield from self.search(ctx, queries, ())
+        if ctx.settings.cluster:
+            # valkey-search 1.0's coordinator merges the shards' replies unsorted; the
+            # callers of knn (deduplication) scan nearest first and stop at the first
+            # match past their distance.
+            return [sorted(matches, key=_distance) for matches in outcome.matches]
         return outcome.matches
 
     def _command(self, ctx: StoreContext, q: KnnQuery) -> Command:
@@ -293,6 +298,10 @@ class FtBackend:
 
     def drop(self, ctx: StoreContext) -> Operation[None]:
         yield from drop_index(ctx)
+
+
+def _distance(match: KnnMatch) -> float:
+    return match.distance
 
 
 def _matches(ctx: StoreContext, q: KnnQuery, entries: Sequence[SearchEntry]) -> list[KnnMatch]:

@@ -301,3 +301,28 @@ async def test_concurrent_deduplicating_writers_store_one_copy_on_a_cluster(
         )
         assert len(set(ids)) == 1, f"round {round_}: {len(set(ids))} copies stored"
         assert (await store.list(scope=scope)).total == 1
+
+
+async def test_dedupe_finds_a_duplicate_behind_a_farther_match_on_a_cluster(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """valkey-search 1.0's coordinator merges the shards' KNN replies unsorted, so a
+    farther memory of the scope could come before the duplicate, and the dedupe scan
+    (nearest first) stopped at it and stored a second copy."""
+    store, _, embed = cluster_store
+    await store.ensure_index()
+    q = random_unit("fact")
+    embed.set("fact 0", near(q, 0.05, "0"))
+    embed.set("fact 0 again", near(q, 0.0501, "0"))
+    scope = Scope(namespace="ns", agent_id="ag0", thread_id="t0")
+    first = await store.remember("fact 0", scope=scope)
+    for i in range(1, 8):  # some share the scope, on other shards
+        await store.remember(
+            f"other {i}", scope=Scope(namespace="ns", agent_id=f"ag{i % 3}", thread_id=f"t{i % 2}")
+        )
+    assert await store.remember("fact 0 again", scope=scope, dedupe=True) == first
+    again = await store.remember_many(
+        [MemoryInput(content="fact 0 again", scope=scope)], dedupe=True
+    )
+    assert again == [first]
+    assert (await store.list(scope=scope)).total == 2  # "fact 0" and "other 6"
