@@ -478,6 +478,23 @@ async def test_dedupe_refreshes_instead_of_copying(env: StoreEnv) -> None:
     assert batch[0] == batch[1]
 
 
+async def test_dedupe_finds_the_copy_of_its_own_scope_behind_other_agents_copies(
+    env: StoreEnv,
+) -> None:
+    """The search cannot filter on "no agent": the 20 agents' copies of the text come
+    first, and the unscoped copy behind them is still found (a wider search)."""
+    store = env.make()
+    await store.remember_many(
+        [{"content": "same text", "scope": Scope(agent_id=f"a{i}")} for i in range(20)]
+    )
+    first = await store.remember("same text", dedupe=True)
+    assert await store.remember("same text", dedupe=True) == first
+    again = await store.remember("same text", dedupe=True, scope=Scope(thread_id="t"))
+    assert again != first
+    assert await store.remember("same text", dedupe=True, scope=Scope(thread_id="t")) == again
+    assert (await store.list(scope=Scope())).total == 22
+
+
 async def test_concurrent_deduplicating_writers_of_one_text_store_one_copy(
     env: StoreEnv,
 ) -> None:

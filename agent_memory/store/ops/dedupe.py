@@ -3,11 +3,12 @@ the same exact scope refreshes that one instead of being stored twice."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
 
-from agent_memory.backends.base import KnnQuery
+from agent_memory.backends.base import KnnMatch, KnnQuery
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import integer, optional_text
@@ -25,6 +26,14 @@ all-MiniLM-L6-v2: re-wordings that add or drop a word or fix a typo sit at 0.01-
 while different facts about the same subject start around 0.15."""
 
 _NEIGHBOURS = 8
+"""Matches the first duplicate search asks for."""
+_WIDEN = 8
+"""Each further search of an undecided memory asks for this many times more matches."""
+_MAX_NEIGHBOURS = 4096
+"""The widest search: past it a memory whose near matches all sit in other scopes is
+written as new (logged and counted as ``dedupe_search_exhausted``)."""
+
+_logger = logging.getLogger(__name__)
 
 
 def _tokens(memory: NewMemory) -> tuple[str, str | None, str | None, str]:
@@ -37,38 +46,77 @@ def _tokens(memory: NewMemory) -> tuple[str, str | None, str | None, str]:
     )
 
 
+def stored_duplicate(
+    wanted: tuple[str, str | None, str | None, str],
+    matches: Sequence[KnnMatch],
+    k: int,
+    distance: float,
+) -> tuple[bool, str | None]:
+    """``(True, id)``: the nearest match of ``matches`` (nearest first, at most ``k``
+    asked) within ``distance`` in the exact scope ``wanted``, or ``(True, None)`` when
+    there is none; ``(False, None)`` when all ``k`` matches are near but in other scopes,
+    so a wider search may still find one.
+
+    The filter of the search cannot say "no agent" or "no thread" (valkey-search has no
+    test for a missing field), so a memory without them is searched among its
+    namespace's memories of every agent and thread, and the exact scope is checked here.
+    """
+    for match in matches:  # nearest first
+        if match.distance > distance:
+            return True, None
+        found = (
+            optional_text(match.fields.get(L.F_NAMESPACE)),
+            optional_text(match.fields.get(L.F_AGENT)),
+            optional_text(match.fields.get(L.F_THREAD)),
+            optional_text(match.fields.get(L.F_SESSION)),
+        )
+        if found == wanted:
+            return True, match.id
+    return len(matches) < k, None
+
+
 def find_duplicates(
     ctx: StoreContext, memories: Sequence[NewMemory], distance: float
 ) -> Operation[list[str | None]]:
-    """For each memory: the id it collapses into (stored or earlier in the batch), or None."""
+    """For each memory: the id it collapses into (stored or earlier in the batch), or None.
+
+    One search in the common case; a memory whose nearest matches are all within
+    ``distance`` but in other scopes (the same text under other agents or threads) is
+    searched again, :data:`_WIDEN` times wider, up to :data:`_MAX_NEIGHBOURS`.
+    """
     assert ctx.backend is not None
-    queries = [
-        KnnQuery(
-            scope_filter(
-                m.scope, (), session=m.scope.session_id if m.durability == "session" else None
-            ),
-            _NEIGHBOURS,
-            m.vector,
-        )
+    filters = [
+        scope_filter(m.scope, (), session=m.scope.session_id if m.durability == "session" else None)
         for m in memories
     ]
-    results = yield from ctx.backend.knn(ctx, queries)
-    out: list[str | None] = []
-    for index, (memory, matches) in enumerate(zip(memories, results, strict=True)):
-        wanted = _tokens(memory)
-        match_id = None
-        for match in matches:  # nearest first
-            if match.distance > distance:
-                break
-            found = (
-                optional_text(match.fields.get(L.F_NAMESPACE)),
-                optional_text(match.fields.get(L.F_AGENT)),
-                optional_text(match.fields.get(L.F_THREAD)),
-                optional_text(match.fields.get(L.F_SESSION)),
+    stored: list[str | None] = [None] * len(memories)
+    pending = list(range(len(memories)))
+    k = _NEIGHBOURS
+    while pending:
+        queries = [KnnQuery(filters[i], k, memories[i].vector) for i in pending]
+        results = yield from ctx.backend.knn(ctx, queries)
+        undecided = []
+        for index, matches in zip(pending, results, strict=True):
+            decided, stored[index] = stored_duplicate(
+                _tokens(memories[index]), matches, k, distance
             )
-            if found == wanted:
-                match_id = match.id
-                break
+            if not decided:
+                undecided.append(index)
+        if undecided and k >= _MAX_NEIGHBOURS:
+            _logger.warning(
+                "dedupe: %d memories have %d near matches in other scopes and none in "
+                "their own within the search; written as new",
+                len(undecided),
+                k,
+            )
+            ctx.count("dedupe_search_exhausted", len(undecided))
+            undecided = []
+        pending = undecided
+        k = min(k * _WIDEN, _MAX_NEIGHBOURS)
+    out: list[str | None] = []
+    for index, memory in enumerate(memories):
+        wanted = _tokens(memory)
+        match_id = stored[index]
         if match_id is None:
             for earlier in range(index):
                 other = memories[earlier]
