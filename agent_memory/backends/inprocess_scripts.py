@@ -375,13 +375,28 @@ def _counted_cost(value: Any) -> int:
 
 
 def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
-    if not ks._alive(keys[0]):
+    key = keys[0]
+    if not ks._alive(key):
         return 0
-    _hash_set(ks, [keys[0], "last_accessed_at", argv[0]])
-    current = _number((ks.get(keys[0], Hash) or {}).get("importance", "0"))
+    raw = (ks.get(key, Hash) or {}).get("expires_at")
+    expires = lua_number(_s(raw)) if raw is not None else None
+    if expires is not None and expires <= _number(argv[0]):
+        return 0
+    _hash_set(ks, [key, "last_accessed_at", argv[0]])
+    current = _number((ks.get(key, Hash) or {}).get("importance", "0"))
     if _number(argv[1]) > current:
-        _hash_set(ks, [keys[0], "importance", argv[1]])
-    _hincrby(ks, [keys[0], "access_count", "1"])
+        _hash_set(ks, [key, "importance", argv[1]])
+    _hincrby(ks, [key, "access_count", "1"])
+    if raw is None:
+        return 1
+    if _s(argv[2]) == "":
+        _hdel(ks, [key, "expires_at"])
+        ks.expires.pop(key, None)
+        return 2
+    if expires is None or _number(argv[2]) > expires:
+        _hash_set(ks, [key, "expires_at", argv[2]])
+        _expire(0.001)(ks, [key, argv[3]])
+        return 2
     return 1
 
 

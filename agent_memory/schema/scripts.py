@@ -218,14 +218,31 @@ way, never half of them."""
 
 REFRESH_DUPLICATE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local expires = redis.call('HGET', KEYS[1], 'expires_at')
+if expires and tonumber(expires) and tonumber(expires) <= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])
 local current = tonumber(redis.call('HGET', KEYS[1], 'importance') or '0')
 if tonumber(ARGV[2]) > current then redis.call('HSET', KEYS[1], 'importance', ARGV[2]) end
 redis.call('HINCRBY', KEYS[1], 'access_count', 1)
+if not expires then return 1 end
+if ARGV[3] == '' then
+  redis.call('HDEL', KEYS[1], 'expires_at')
+  redis.call('PERSIST', KEYS[1])
+  return 2
+end
+if not tonumber(expires) or tonumber(ARGV[3]) > tonumber(expires) then
+  redis.call('HSET', KEYS[1], 'expires_at', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return 2
+end
 return 1
 """
-"""ARGV = [now_ms, importance]: a re-remembered duplicate refreshes the existing memory
-(recency, access count, importance = max) instead of creating a second copy."""
+"""ARGV = [now_ms, importance, expires_at ms of the new write or '' (persistent), its TTL
+in ms]: a re-remembered duplicate refreshes the existing memory (recency, access count,
+importance = max) instead of creating a second copy, and keeps the longer of the two
+lifetimes. Returns 0 when the memory is gone (or expired by ``now_ms``: the caller writes
+a fresh one), 1 when refreshed, 2 when refreshed and its lifetime extended (the caller
+re-scores its expiry sets)."""
 
 _APPLY_EVAL = """
 local function add_float(key, field, delta)

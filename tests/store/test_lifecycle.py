@@ -9,6 +9,7 @@ import pytest
 
 from agent_memory import Forgetting, IndexMismatchError, NotFoundError, Scope, StoreClosedError
 from agent_memory.core.effects import command, execute_batch
+from agent_memory.schema.encoding import namespace_token
 from agent_memory.store.ops import capacity
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
@@ -55,6 +56,38 @@ async def test_a_memory_expired_by_the_stores_clock_is_never_changed_or_revived(
     assert await store.get(mid) is None
     fields = await _raw(store, "HMGET", _key(store, mid), "importance", "manual_utility")
     assert fields[1] is None and float(fields[0]) == 0.5  # nothing written
+
+
+async def test_a_deduplicated_write_keeps_the_longer_lifetime(env: StoreEnv) -> None:
+    """A write collapsing into a stored duplicate with a TTL keeps the longer lifetime
+    (none: persistent), in the record, on the server and in the expiry sets; a duplicate
+    already expired by the store's clock is not refreshed but written anew."""
+    clock = Clock()
+    store = env.make(clock=clock)
+    keys = getattr(store, "wrapped", store)._ctx.keys
+    scope = Scope(agent_id="a")
+    listed = keys.expiry_sets(namespace_token(None), "a", None)
+    old = await store.remember("fact about user", ttl=1, scope=scope)
+    assert await store.remember("fact about user", dedupe=True, scope=scope) == old
+    assert int(await _raw(store, "PTTL", _key(store, old))) == -1
+    clock.now += 2
+    item = await store.get(old)
+    assert item is not None and item.expires_at is None
+    for key in listed:
+        assert float(await _raw(store, "ZSCORE", key, old)) == float("inf")
+    short = await store.remember("a passing note", ttl=10, scope=scope)
+    assert await store.remember("a passing note", ttl=100, dedupe=True, scope=scope) == short
+    assert await store.remember("a passing note", ttl=5, dedupe=True, scope=scope) == short
+    expires = int(clock.now * 1000) + 100_000
+    assert (await store.get(short)).expires_at == expires  # type: ignore[union-attr]
+    assert 10_000 < int(await _raw(store, "PTTL", _key(store, short))) <= 100_000
+    for key in listed:
+        assert float(await _raw(store, "ZSCORE", key, short)) == expires
+    gone = await store.remember("soon gone", ttl=1, scope=scope)
+    clock.now += 2  # expired for the store; the server has not reaped it
+    fresh = await store.remember("soon gone", dedupe=True, scope=scope)
+    assert fresh != gone and await store.get(gone) is None
+    assert (await store.get(fresh)).expires_at is None  # type: ignore[union-attr]
 
 
 async def test_update_of_a_record_without_a_namespace_says_so(env: StoreEnv) -> None:

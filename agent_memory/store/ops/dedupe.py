@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from agent_memory.backends.base import KnnMatch, KnnQuery
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Command, Operation
-from agent_memory.core.replies import integer, optional_text
+from agent_memory.core.effects import Command, Operation, command
+from agent_memory.core.replies import integer, optional_text, raise_first_error
 from agent_memory.errors import AgentMemoryError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.encoding import encode_value
 from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.records import NewMemory
+from agent_memory.schema.versions import bump
 from agent_memory.store.ops.settle import execute_writes
 
 DEFAULT_DEDUPE_DISTANCE = 0.05
@@ -46,14 +48,17 @@ def _tokens(memory: NewMemory) -> tuple[str, str | None, str | None, str]:
     )
 
 
+def _distance(match: KnnMatch) -> float:
+    return match.distance
+
+
 def stored_duplicate(
     wanted: tuple[str, str | None, str | None, str],
     matches: Sequence[KnnMatch],
     k: int,
     distance: float,
 ) -> tuple[bool, str | None]:
-    """``(True, id)``: the nearest match of ``matches`` (nearest first, at most ``k``
-    asked) within ``distance`` in the exact scope ``wanted``, or ``(True, None)`` when
+    """``(True, id)``: the nearest match of ``matches`` (at most ``k`` asked) within ``distance`` in the exact scope ``wanted``, or ``(True, None)`` when
     there is none; ``(False, None)`` when all ``k`` matches are near but in other scopes,
     so a wider search may still find one.
 
@@ -61,7 +66,9 @@ def stored_duplicate(
     test for a missing field), so a memory without them is searched among its
     namespace's memories of every agent and thread, and the exact scope is checked here.
     """
-    for match in matches:  # nearest first
+    # Nearest first: a server may return a filtered KNN's matches in another order
+    # (RediSearch after a memory of the filter expired; a cluster's coordinator).
+    for match in sorted(matches, key=_distance):
         if match.distance > distance:
             return True, None
         found = (
@@ -134,24 +141,72 @@ def find_duplicates(
     return out
 
 
-def refresh_existing(
-    ctx: StoreContext, refreshes: Sequence[tuple[str, float]]
-) -> Operation[set[str]]:
-    """Refresh ``(id, importance)`` duplicates; returns the ids that no longer exist."""
+@dataclass(frozen=True, slots=True)
+class Refresh:
+    """A stored duplicate to refresh: the importance and lifetime the new writes bring
+    (``expires_at`` ms, ``None``: persistent) and the sets listing it by expiry."""
+
+    id: str
+    importance: float
+    expires_at: int | None
+    expiry_sets: tuple[str, ...]
+    registry_version: str
+
+
+def merge_refresh(earlier: Refresh | None, later: Refresh) -> Refresh:
+    """Two writes collapsing into one stored memory: the higher importance and the
+    longer lifetime (persistent beats any TTL)."""
+    if earlier is None:
+        return later
+    expires = (
+        None
+        if earlier.expires_at is None or later.expires_at is None
+        else max(earlier.expires_at, later.expires_at)
+    )
+    return replace(later, importance=max(earlier.importance, later.importance), expires_at=expires)
+
+
+def refresh_command(ctx: StoreContext, refresh: Refresh, now_ms: int) -> Command:
+    """The script refreshing one stored duplicate at the store's time ``now_ms``."""
+    expires, ttl = "", "0"
+    if refresh.expires_at is not None:
+        expires, ttl = str(refresh.expires_at), str(max(1, refresh.expires_at - now_ms))
+    return Command(
+        (
+            "EVAL", scripts.REFRESH_DUPLICATE, "1", ctx.keys.memory(refresh.id),
+            str(now_ms), repr(refresh.importance), expires, ttl,
+        )
+    )  # fmt: skip
+
+
+def rescore_commands(refresh: Refresh) -> list[Command]:
+    """Re-score an extended memory in its expiry sets (``+inf``: persistent)."""
+    score = str(refresh.expires_at) if refresh.expires_at is not None else "+inf"
+    return [
+        *(command("ZADD", key, "XX", score, refresh.id) for key in refresh.expiry_sets),
+        bump(refresh.registry_version),
+    ]
+
+
+def refresh_existing(ctx: StoreContext, refreshes: Sequence[Refresh]) -> Operation[set[str]]:
+    """Refresh stored duplicates; returns the ids that no longer exist (or expired by the
+    store's clock: the caller writes fresh memories instead). A duplicate whose lifetime
+    the new write extends is re-scored in its expiry sets (a second round trip, only
+    then)."""
     if not refreshes:
         return set()
-    now = str(ctx.now_ms())
-    replies = yield from execute_writes(
-        ctx,
-        [
-            Command(("EVAL", scripts.REFRESH_DUPLICATE, "1", ctx.keys.memory(mid), now, repr(imp)))
-            for mid, imp in refreshes
-        ],
-    )
+    now = ctx.now_ms()
+    replies = yield from execute_writes(ctx, [refresh_command(ctx, r, now) for r in refreshes])
     gone = set()
-    for (mid, _), reply in zip(refreshes, replies, strict=True):
+    extended: list[Command] = []
+    for refresh, reply in zip(refreshes, replies, strict=True):
         if isinstance(reply, AgentMemoryError):
             raise reply
-        if not integer(reply):
-            gone.add(mid)
+        outcome = integer(reply)
+        if not outcome:
+            gone.add(refresh.id)
+        elif outcome == 2:
+            extended += rescore_commands(refresh)
+    if extended:
+        raise_first_error((yield from execute_writes(ctx, extended)))
     return gone

@@ -25,7 +25,12 @@ from agent_memory.schema.types import Durability, Scope
 from agent_memory.schema.versions import bump, fresh_token
 from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.claims import under_claims
-from agent_memory.store.ops.dedupe import find_duplicates, refresh_existing
+from agent_memory.store.ops.dedupe import (
+    Refresh,
+    find_duplicates,
+    merge_refresh,
+    refresh_existing,
+)
 from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.embedding import embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
@@ -311,11 +316,17 @@ def _deduplicated_write(
         ctx, [m for m, _ in memories], ctx.settings.dedupe_distance
     )
     stored = {t for t in targets if t is not None} - {m.id for m, _ in memories}
-    refreshes: dict[str, float] = {}
+    refreshes: dict[str, Refresh] = {}
     for (memory, _), target in zip(memories, targets, strict=True):
-        if target in stored:
-            refreshes[target] = max(refreshes.get(target, 0.0), memory.importance)
-    gone = yield from refresh_existing(ctx, sorted(refreshes.items()))
+        if target is not None and target in stored:
+            ns = memory.namespace_token
+            sets = ctx.keys.expiry_sets(ns, memory.agent_token, memory.thread_token)
+            refresh = Refresh(
+                target, memory.importance, memory.expires_at, tuple(sets),
+                ctx.keys.registry_version(ns),
+            )  # fmt: skip
+            refreshes[target] = merge_refresh(refreshes.get(target), refresh)
+    gone = yield from refresh_existing(ctx, [refreshes[t] for t in sorted(refreshes)])
     ids: list[str] = []
     fresh: list[tuple[NewMemory, float | None]] = []
     for (memory, ttl), target in zip(memories, targets, strict=True):
