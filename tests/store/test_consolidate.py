@@ -64,7 +64,8 @@ async def test_a_bad_summary_of_one_scope_leaves_every_scope_as_it_was(
 ) -> None:
     """Each scope's summary is asked for and checked before anything is written (before,
     the first scope was already summarised and its sources deleted when the second
-    scope's summary was refused)."""
+    scope's summary was refused). A bad summary is refused as ``summarize``'s, as soon
+    as it is returned (a long one was blamed on ``content`` once all were asked for)."""
     store = env.make()
     for agent in ("a", "b", "c"):
         await store.remember(f"{agent}0", scope=Scope(agent_id=agent), tags=["chat"])
@@ -75,10 +76,11 @@ async def test_a_bad_summary_of_one_scope_leaves_every_scope_as_it_was(
         calls.append(len(items))
         return "digest" if len(calls) < 2 else bad
 
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError) as refused:
         await store.consolidate(mode="summary", tags=["chat"], summarize=summarize)
-    assert len(calls) == (3 if bad else 2)  # an empty summary stops at once, a long one
-    # when the summaries are written (all checked first)
+    assert refused.value.field == "summarize" and len(calls) == 2
+    if bad:
+        assert "max_content_bytes (32768)" in str(refused.value)
     assert sorted((i.id, i.content) for i in (await store.list(limit=100)).items) == before
     result = await store.consolidate(mode="summary", tags=["chat"], summarize=lambda i: "ok")
     assert result.callback_calls == 3 and len(result.created) == 3 and len(result.deleted) == 3

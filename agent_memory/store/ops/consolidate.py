@@ -47,6 +47,7 @@ from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.forget import delete_checked, delete_command, unchanged_delete
 from agent_memory.store.ops.read import fetch_items, matching_ids
 from agent_memory.store.ops.write import MemoryInput, remember_many
+from agent_memory.store.validation import check_text
 
 SUMMARY_SOURCE = "summary"
 FACT_SOURCE = "fact"
@@ -152,6 +153,22 @@ def _select(
     return items
 
 
+def check_digest(digest: object, max_bytes: int) -> None:
+    """A summary as ``summarize`` returned it: non-empty text within the store's
+    ``max_content_bytes`` (and no control characters), or an error naming ``summarize``
+    (nothing is written)."""
+    if not isinstance(digest, str) or not digest.strip():
+        raise InvalidInputError("summarize must return non-empty text", field="summarize")
+    size = len(digest.strip().encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise InvalidInputError(
+            f"summarize returned {size} bytes of text, over the store's max_content_bytes "
+            f"({max_bytes}); nothing was written",
+            field="summarize",
+        )
+    check_text(digest.strip(), field="summarize", max_bytes=max_bytes)
+
+
 def consolidate_summary(
     ctx: StoreContext,
     selection: Selection,
@@ -170,8 +187,7 @@ def consolidate_summary(
     summaries: list[MemoryInput] = []
     for (scope, durability), group in groups.items():
         digest = yield from call(summarize, list(group), what="summarize")
-        if not isinstance(digest, str) or not digest.strip():
-            raise InvalidInputError("summarize must return non-empty text", field="summarize")
+        check_digest(digest, ctx.settings.max_content_bytes)
         source_ids = [i.id for i in group]
         tags = sorted({t for i in group for t in i.tags})
         summaries.append(MemoryInput(
