@@ -13,6 +13,7 @@ import pytest
 
 from agent_memory import Fact, InvalidInputError, MemoryItem, Scope
 from agent_memory.schema.encoding import namespace_token
+from agent_memory.store.facts import summary_memory_id
 from agent_memory.store.ops import consolidate as consolidate_module
 from tests.store.conftest import StoreEnv
 from tests.store.test_lifecycle import _NamedEmbedder
@@ -84,6 +85,30 @@ async def test_a_bad_summary_of_one_scope_leaves_every_scope_as_it_was(
     assert sorted((i.id, i.content) for i in (await store.list(limit=100)).items) == before
     result = await store.consolidate(mode="summary", tags=["chat"], summarize=lambda i: "ok")
     assert result.callback_calls == 3 and len(result.created) == 3 and len(result.deleted) == 3
+
+
+async def test_a_summary_of_many_sources_keeps_its_metadata_bounded(env: StoreEnv) -> None:
+    """520 sources of 120-character ids (their ids alone over the 64 KiB metadata limit)
+    make one summary: its metadata counts them all and lists the oldest 400; a summary
+    the store would refuse anyway (its sources' 65 tags) is refused before summarize."""
+    store = env.make()
+    ids = [f"{i:04d}" + "x" * 116 for i in range(520)]
+    await store.remember_many([{"content": f"note {i}", "id": mid, "tags": ["chat"]}
+                               for i, mid in enumerate(ids)])  # fmt: skip
+    result = await store.consolidate(mode="summary", tags=["chat"], summarize=lambda i: "sum")
+    assert len(result.created) == 1 and len(result.deleted) == 520
+    summary = await store.get(result.created[0])
+    assert summary is not None and summary.id == summary_memory_id(ids)
+    assert summary.metadata["source_count"] == 520 and summary.metadata["sources_truncated"]
+    assert summary.metadata["sources"] == ids[:400]
+    await store.remember_many([{"content": f"tagged {i}", "tags": ["t", f"t{i}"]}
+                               for i in range(64)])  # fmt: skip
+    calls: list[int] = []
+    with pytest.raises(InvalidInputError) as refused:
+        await store.consolidate(
+            mode="summary", tags=["t"], summarize=lambda items: str(calls.append(1))
+        )
+    assert refused.value.field == "tags" and calls == []
 
 
 async def test_summary_can_keep_sources_and_needs_a_criterion(env: StoreEnv) -> None:

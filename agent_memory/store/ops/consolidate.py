@@ -46,7 +46,7 @@ from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.forget import delete_checked, delete_command, unchanged_delete
 from agent_memory.store.ops.read import fetch_items, matching_ids
-from agent_memory.store.ops.write import MemoryInput, remember_many
+from agent_memory.store.ops.write import MemoryInput, remember_many, validate_input
 from agent_memory.store.validation import check_text
 
 SUMMARY_SOURCE = "summary"
@@ -153,6 +153,28 @@ def _select(
     return items
 
 
+SUMMARY_LISTED_SOURCES = 400
+"""The most source ids a summary's metadata lists (ids of up to 128 characters keep it
+well within ``MAX_METADATA_BYTES``); ``source_count`` counts them all."""
+
+
+def summary_metadata(group: Sequence[MemoryItem]) -> dict[str, Any]:
+    """A summary's metadata: how many sources it replaces, the creation times of the
+    oldest and newest, and the ids of the oldest :data:`SUMMARY_LISTED_SOURCES`
+    (``sources_truncated`` when there were more). The summary's id is derived from every
+    source id (:func:`summary_memory_id`)."""
+    ids = [i.id for i in group]
+    metadata: dict[str, Any] = {
+        "sources": ids[:SUMMARY_LISTED_SOURCES],
+        "source_count": len(ids),
+        "from": group[0].created_at,
+        "to": group[-1].created_at,
+    }
+    if len(ids) > SUMMARY_LISTED_SOURCES:
+        metadata["sources_truncated"] = True
+    return metadata
+
+
 def check_digest(digest: object, max_bytes: int) -> None:
     """A summary as ``summarize`` returned it: non-empty text within the store's
     ``max_content_bytes`` (and no control characters), or an error naming ``summarize``
@@ -184,20 +206,27 @@ def consolidate_summary(
     groups: dict[tuple[Scope, str], list[MemoryItem]] = {}
     for item, _ in read:
         groups.setdefault((item.scope, item.durability), []).append(item)
-    summaries: list[MemoryInput] = []
+    # Every summary but its text is built and validated before any callback runs: a
+    # summary the store would refuse (its sources' tags over the limit) costs no call.
+    planned: list[tuple[MemoryInput, list[MemoryItem]]] = []
     for (scope, durability), group in groups.items():
-        digest = yield from call(summarize, list(group), what="summarize")
-        check_digest(digest, ctx.settings.max_content_bytes)
         source_ids = [i.id for i in group]
         tags = sorted({t for i in group for t in i.tags})
-        summaries.append(MemoryInput(
-            content=digest.strip(),
+        planned.append((MemoryInput(
+            content="-",  # the summary's text, once summarize returns it
             importance=importance if importance is not None else max(i.importance for i in group),
             tags=tags, scope=scope, source=SUMMARY_SOURCE,
             durability="session" if durability == "session" else "shared",
-            metadata={"sources": source_ids, "from": group[0].created_at, "to": group[-1].created_at},
+            metadata=summary_metadata(group),
             id=summary_memory_id(source_ids),
-        ))  # fmt: skip
+        ), group))  # fmt: skip
+    for summary, _ in planned:
+        validate_input(summary, ctx.settings.max_content_bytes, ctx.settings.label_policy)
+    summaries: list[MemoryInput] = []
+    for summary, group in planned:
+        digest = yield from call(summarize, list(group), what="summarize")
+        check_digest(digest, ctx.settings.max_content_bytes)
+        summaries.append(replace(summary, content=digest.strip()))
     # Every summary is asked for and checked before anything is written, so a bad one
     # leaves the store as it was; the summaries are written before their sources go.
     created = (yield from remember_many(ctx, summaries, evict=False)) if summaries else []
