@@ -133,12 +133,20 @@ def eviction_order(
     now_ms: int,
     weights: RecallWeights,
     half_life_seconds: float,
+    created_ms: Sequence[int] | None = None,
+    sequence: Sequence[int] | None = None,
 ) -> list[str]:
-    """Ids from the first to evict to the last: lowest importance + recency first."""
+    """Ids from the first to evict to the last: lowest importance + recency first; ties
+    go in write order (oldest ``created_ms``, then lowest write ``sequence``, then id),
+    so of memories written in one millisecond the earliest write goes first."""
     imp = np.asarray(importance, dtype=np.float64)
     age_s = (now_ms - np.asarray(last_touched_ms, dtype=np.float64)).clip(min=0) / 1000.0
     keep_value = weights.importance * imp + weights.recency * np.exp2(-age_s / half_life_seconds)
-    order = sorted(range(len(ids)), key=lambda i: (float(keep_value[i]), ids[i]))
+    created = list(created_ms) if created_ms is not None else [0] * len(ids)
+    seq = list(sequence) if sequence is not None else [0] * len(ids)
+    order = sorted(
+        range(len(ids)), key=lambda i: (float(keep_value[i]), created[i], seq[i], ids[i])
+    )
     return [ids[i] for i in order]
 
 

@@ -175,6 +175,15 @@ async def test_capacity_evicts_lowest_importance_and_recency_exactly(env: StoreE
     assert stats.items == 4
 
 
+async def test_capacity_ties_evict_the_oldest_writes_first(env: StoreEnv) -> None:
+    """Five equal memories written in one millisecond of the store's clock: the two
+    written first go (ties were broken by id, so a write's own id could be evicted)."""
+    for _ in range(3):
+        store = env.make(clock=Clock(), max_items_per_scope=3)
+        ids = [await store.remember(f"note {i}") for i in range(5)]
+        assert [await store.get(m) is not None for m in ids] == [False, False, True, True, True]
+
+
 @pytest.mark.parametrize("damage", ["importance", "another type"])
 async def test_capacity_skips_a_member_it_cannot_read(env: StoreEnv, damage: str) -> None:
     store = env.make(max_items_per_scope=3)

@@ -36,7 +36,7 @@ def evict_over_capacity(
 
     Reads every member of the bucket (no ceiling on its size), drops members whose
     memory expired or was deleted, ranks the rest by importance + recency with the
-    store's weights and deletes the lowest. A member whose record cannot be read is
+    store's weights and deletes the lowest (ties: the oldest write first). A member whose record cannot be read is
     logged and counted (``corrupt_records``), and neither ranked nor evicted. Members in
     ``spare`` count against the cap but are never evicted (what a consolidation just
     wrote). A victim whose rank changed between the read and its deletion (a recall, an
@@ -68,11 +68,11 @@ def _evict_once(
     if len(ids) <= cap:
         return 0, True
     fetched = yield from execute_batch(
-        [Command(("HMGET", ctx.keys.memory(m), *_RANKED_BY)) for m in ids]
+        [Command(("HMGET", ctx.keys.memory(m), *_RANKED_BY, L.F_SEQ)) for m in ids]
     )
     raise_first_error([r for r in fetched if not isinstance(r, WrongTypeError)])
     read: dict[str, dict[str, Any]] = {}
-    live, importance, touched, gone = [], [], [], []
+    live, importance, touched, created_at, sequence, gone = [], [], [], [], [], []
     spared_live = 0
     for memory_id, values in zip(ids, fetched, strict=True):
         if isinstance(values, WrongTypeError):
@@ -85,6 +85,7 @@ def _evict_once(
             rank = number(values[0])
             created = integer(values[1]) if values[1] is not None else 0
             accessed = integer(values[2]) if values[2] is not None else created
+            written = integer(values[3]) if values[3] is not None else 0
         except ReplyParseError as exc:
             # Unranked, it is neither evicted (that would delete data for damage) nor
             # counted against the cap; the write that triggered this stays a success.
@@ -93,10 +94,12 @@ def _evict_once(
         if memory_id in spare:
             spared_live += 1
             continue
-        read[memory_id] = dict(zip(_RANKED_BY, values, strict=True))
+        read[memory_id] = dict(zip(_RANKED_BY, values[: len(_RANKED_BY)], strict=True))
         live.append(memory_id)
         importance.append(rank)
         touched.append(max(created, accessed))
+        created_at.append(created)
+        sequence.append(written)
     excess = len(live) + spared_live - cap
     victims = (
         eviction_order(
@@ -106,6 +109,8 @@ def _evict_once(
             now_ms=ctx.now_ms(),
             weights=ctx.config.weights,
             half_life_seconds=ctx.config.half_life_seconds,
+            created_ms=created_at,
+            sequence=sequence,
         )[:excess]
         if excess > 0
         else []
