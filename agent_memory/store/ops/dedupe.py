@@ -58,9 +58,10 @@ def stored_duplicate(
     k: int,
     distance: float,
 ) -> tuple[bool, str | None]:
-    """``(True, id)``: the nearest match of ``matches`` (at most ``k`` asked) within ``distance`` in the exact scope ``wanted``, or ``(True, None)`` when
-    there is none; ``(False, None)`` when all ``k`` matches are near but in other scopes,
-    so a wider search may still find one.
+    """``(True, id)``: the nearest match of ``matches`` (at most ``k`` asked) within
+    ``distance`` in the exact scope ``wanted``, or ``(True, None)`` when there is none;
+    ``(False, None)`` when all ``k`` matches are near but in other scopes, so a wider
+    search may still find one.
 
     The filter of the search cannot say "no agent" or "no thread" (valkey-search has no
     test for a missing field), so a memory without them is searched among its
