@@ -36,8 +36,9 @@ def evict_over_capacity(
 
     Reads every member of the bucket (no ceiling on its size), drops members whose
     memory expired or was deleted, ranks the rest by importance + recency with the
-    store's weights and deletes the lowest (ties: the oldest write first). A member whose record cannot be read is
-    logged and counted (``corrupt_records``), and neither ranked nor evicted. Members in
+    store's weights and deletes the lowest (ties: the oldest write first). A member
+    whose record cannot be read is logged and counted (``corrupt_records``), and neither
+    ranked nor evicted. Members in
     ``spare`` count against the cap but are never evicted (what a consolidation just
     wrote). A victim whose rank changed between the read and its deletion (a recall, an
     update) is kept, and the bucket is read again (up to :data:`_ATTEMPTS` times).
