@@ -111,3 +111,24 @@ def count_round_trips(store: Any) -> CountingExecutor:
     counting = CountingExecutor(raw._executor)
     raw._executor = counting
     return counting
+
+
+def record_async_round_trips(monkeypatch: Any) -> list[list[str]]:
+    """Every round trip any asyncio executor makes from now on, as its command names
+    (for adapters that build their executors themselves)."""
+    from agent_memory.core import clients
+
+    sent: list[list[str]] = []
+    batch, command = clients.AsyncExecutor.batch, clients.AsyncExecutor.command
+
+    async def counted_batch(self: Any, b: Any) -> Any:
+        sent.append([c.name.upper() for c in b.commands])
+        return await batch(self, b)
+
+    async def counted_command(self: Any, cmd: Any) -> Any:
+        sent.append([cmd.name.upper()])
+        return await command(self, cmd)
+
+    monkeypatch.setattr(clients.AsyncExecutor, "batch", counted_batch)
+    monkeypatch.setattr(clients.AsyncExecutor, "command", counted_command)
+    return sent

@@ -51,6 +51,7 @@ from agent_memory.errors import (
 )
 from agent_memory.integrations.openai_agents import AgentMemorySession, memory_tools
 from tests.integrations.targets import Target
+from tests.support import record_async_round_trips
 
 pytestmark = pytest.mark.integration
 
@@ -184,24 +185,6 @@ def test_newest_valid_finds_the_last_decodable_element() -> None:
     assert newest_valid(['{"a": 1}', "x", '{"b": 2}', "y"], decode_item) == (2, {"b": 2})
 
 
-def _count_round_trips(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Every round trip the asyncio executor makes from now on, as command names."""
-    sent: list[list[str]] = []
-    batch, command = clients.AsyncExecutor.batch, clients.AsyncExecutor.command
-
-    async def counted_batch(self: Any, b: Any) -> Any:
-        sent.append([c.name.upper() for c in b.commands])
-        return await batch(self, b)
-
-    async def counted_command(self: Any, cmd: Any) -> Any:
-        sent.append([cmd.name.upper()])
-        return await command(self, cmd)
-
-    monkeypatch.setattr(clients.AsyncExecutor, "batch", counted_batch)
-    monkeypatch.setattr(clients.AsyncExecutor, "command", counted_command)
-    return sent
-
-
 async def test_a_pop_over_a_corrupt_run_takes_few_round_trips(
     aclient: Any, name: str, raw: Any, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -209,7 +192,7 @@ async def test_a_pop_over_a_corrupt_run_takes_few_round_trips(
     session = _session(aclient, name, ttl=60)
     await session.add_items(_msgs("keep me", "top"))
     await session.pop_item()  # warms the script cache
-    sent = _count_round_trips(monkeypatch)
+    sent = record_async_round_trips(monkeypatch)
     await session.add_items(_msgs("again"))
     sent.clear()
     assert (await session.pop_item() or {})["content"] == "again"
@@ -232,7 +215,7 @@ async def test_a_pop_over_corrupt_elements_never_drops_a_concurrent_append(
     session = _session(aclient, name)
     await session.add_items(_msgs("old"))
     raw.rpush(session.key, *(["not json"] * 50))
-    sent = _count_round_trips(monkeypatch)
+    sent = record_async_round_trips(monkeypatch)
     batch = clients.AsyncExecutor.batch  # the counting one
     reads: list[int] = []
 

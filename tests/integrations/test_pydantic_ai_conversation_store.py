@@ -67,6 +67,7 @@ from agent_memory.integrations.pydantic_ai.conversation_store import CLEANUP_FAI
 from tests.conftest import _Servers
 from tests.integrations.targets import KINDS, PACKAGES, Package, Target
 from tests.integrations.test_pydantic_ai import _tool_agent
+from tests.support import record_async_round_trips
 
 pytestmark = pytest.mark.integration
 
@@ -567,19 +568,7 @@ async def test_round_trips_match_the_module_doc(
     await ours.fork("warm")
     await ours.list_conversations()
     await ours.delete("warm")
-    sent: list[list[str]] = []
-    batch, command = clients.AsyncExecutor.batch, clients.AsyncExecutor.command
-
-    async def counted_batch(self: Any, b: Any) -> Any:
-        sent.append([c.name.upper() for c in b.commands])
-        return await batch(self, b)
-
-    async def counted_command(self: Any, cmd: Any) -> Any:
-        sent.append([cmd.name.upper()])
-        return await command(self, cmd)
-
-    monkeypatch.setattr(clients.AsyncExecutor, "batch", counted_batch)
-    monkeypatch.setattr(clients.AsyncExecutor, "command", counted_command)
+    sent = record_async_round_trips(monkeypatch)
 
     def trips() -> int:
         count = len(sent)
