@@ -42,6 +42,13 @@ _MAX_BATCH = 2048  # OpenAI's limit on inputs per request
 _DIM_PROBE = "dimension probe"
 
 
+def max_response_bytes(texts: int) -> int:
+    """The largest answer read for ``texts`` texts: each vector as JSON of
+    :data:`~agent_memory.embedders.base.MAX_DIM` numbers of up to 32 characters, plus
+    1 MiB for the rest (usage, model name, whitespace)."""
+    return texts * MAX_DIM * 32 + (1 << 20)
+
+
 class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
     """Embeddings from an OpenAI-compatible HTTP server (OpenAI, Ollama, vLLM, ...).
 
@@ -190,10 +197,10 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
         )
         where = f"embedding server {self._endpoint}"
         too_slow = f"{where} did not answer in full within {self._timeout} s"
+        limit = max_response_bytes(len(texts))
         try:
             with opener().open(request, timeout=self._timeout) as response:
-                body: bytes = response.read()
-                return body
+                body: bytes = response.read(limit + 1)
         except urllib.error.HTTPError as exc:
             with exc:  # it holds the response and its socket until closed
                 raise status_error(exc.code, self._redact(error_detail(exc))) from exc
@@ -208,6 +215,12 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
             raise ServerUnavailableError(
                 f"connection to {where} failed: {type(exc).__name__}"
             ) from exc
+        if len(body) > limit:  # a server gone wrong must not fill the process's memory
+            raise ServerResponseError(
+                f"{where} answered over {limit} bytes for {len(texts)} text(s): more than "
+                "any vectors could need; not read further"
+            )
+        return body
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         raw = parse_response(self._post(texts), len(texts))
@@ -235,7 +248,9 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
             ServerUnavailableError: connection refused or dropped, HTTP 429, 502, 503.
             OperationTimeoutError: no complete answer within ``timeout``, HTTP 408, 504.
             ServerResponseError: any other HTTP error (401/403: bad key; 404: wrong URL
-                or model), or vectors of the wrong dimension, non-finite or zero.
+                or model), vectors of the wrong dimension, non-finite or zero, or an
+                answer larger than any vectors could need (:func:`max_response_bytes`,
+                not read further).
             ReplyParseError: the response is not the expected JSON.
         """
         return self._embed_batch([check_text(text)])[0]

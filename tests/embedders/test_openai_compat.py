@@ -321,6 +321,18 @@ def test_malformed_responses(server: FakeServer, body: bytes) -> None:
         make(server).embed("x")
 
 
+def test_an_answer_larger_than_any_vectors_is_not_read(server: FakeServer) -> None:
+    """A server gone wrong (an endless or huge answer) must not fill the process's
+    memory: past what the widest vectors could take, the answer is refused unread."""
+    from agent_memory.embedders.openai_compat import max_response_bytes
+
+    server.behaviour.body = b" " * (max_response_bytes(1) + 10)
+    with pytest.raises(ServerResponseError, match="answered over"):
+        make(server).embed("x")
+    server.behaviour.body = None
+    assert len(make(server).embed("x")) == DIM  # an answer within the bound is read
+
+
 @pytest.mark.parametrize(
     "indices", [('"0"', "1"), ("null", "null"), ("1", "true"), ("0", "1.0"), ('"a"', "0")]
 )
