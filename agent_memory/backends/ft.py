@@ -172,12 +172,10 @@ class FtBackend:
         self, ctx: StoreContext, queries: Sequence[KnnQuery]
     ) -> Operation[list[list[KnnMatch]]]:
         outcome = yield from self.search(ctx, queries, ())
-        if ctx.settings.cluster:
-            # valkey-search 1.0's coordinator merges the shards' replies unsorted; the
-            # callers of knn (deduplication) scan nearest first and stop at the first
-            # match past their distance.
-            return [sorted(matches, key=_distance) for matches in outcome.matches]
-        return outcome.matches
+        # Nearest first, as the protocol promises: the server's order is not always
+        # that (valkey-search 1.0's cluster coordinator merges the shards' replies
+        # unsorted; RediSearch's filtered KNN after a memory of the filter expired).
+        return [sorted(matches, key=_distance) for matches in outcome.matches]
 
     def _command(self, ctx: StoreContext, q: KnnQuery) -> Command:
         dialect = ctx.dialect or NO_SEARCH

@@ -48,10 +48,6 @@ def _tokens(memory: NewMemory) -> tuple[str, str | None, str | None, str]:
     )
 
 
-def _distance(match: KnnMatch) -> float:
-    return match.distance
-
-
 def stored_duplicate(
     wanted: tuple[str, str | None, str | None, str],
     matches: Sequence[KnnMatch],
@@ -67,9 +63,7 @@ def stored_duplicate(
     test for a missing field), so a memory without them is searched among its
     namespace's memories of every agent and thread, and the exact scope is checked here.
     """
-    # Nearest first: a server may return a filtered KNN's matches in another order
-    # (RediSearch after a memory of the filter expired; a cluster's coordinator).
-    for match in sorted(matches, key=_distance):
+    for match in matches:  # nearest first (the backends' knn sorts them)
         if match.distance > distance:
             return True, None
         found = (
