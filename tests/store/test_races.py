@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory import Scope, SyncMemoryStore
+from agent_memory import MemoryInput, Scope, SyncMemoryStore
 from agent_memory.backends.inprocess import InProcessClient
 from agent_memory.core.effects import Command, call
 from agent_memory.store.ops import forget as forget_module
@@ -81,3 +81,51 @@ def _blocking_store(env: StoreEnv, name: str) -> SyncMemoryStore:
 
         client = valkey.Valkey.from_url(env.server.url)
     return SyncMemoryStore(client, name, TableEmbedder())
+
+
+async def test_a_forget_between_a_batch_write_and_its_term_statistics_takes_them_out(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """remember_many adds its texts to the term statistics once for the batch. Sent
+    after the writes, a forget from another client landing after the first memory's
+    write took that memory's terms out before the batch added them: they stayed counted
+    for a memory that is gone. The statistics must hold exactly the memories stored."""
+    from agent_memory.schema import scripts
+    from agent_memory.store.ops import write as write_module
+    from tests.store.test_hybrid import _expected, _stats
+
+    store = env.make()
+    raw = getattr(store, "wrapped", store)
+    other = _blocking_store(env, raw.name)
+    prefix = raw._ctx.keys.memory("")
+    writing = write_module.execute_writes
+    forgotten: list[str] = []
+
+    def record_key(cmd: Command) -> str | None:
+        if cmd.name == "HSET" or (
+            cmd.name == "EVAL" and cmd.args[1] in (scripts.WRITE_MEMORY, scripts.WRITE_WITH_TTL)
+        ):
+            key = str(cmd.args[1] if cmd.name == "HSET" else cmd.args[3])
+            return key if key.startswith(prefix) else None
+        return None
+
+    def forget_after_the_first_write(ctx: Any, commands: Any) -> Any:
+        first = next((i for i, c in enumerate(commands) if record_key(c)), None)
+        if ctx is not raw._ctx or first is None or forgotten:
+            return (yield from writing(ctx, commands))
+        replies = yield from writing(ctx, commands[: first + 1])
+        memory_id = str(record_key(commands[first]))[len(prefix) :]
+        assert (yield from call(lambda: other.forget(memory_id), what="forget"))
+        forgotten.append(memory_id)
+        return [*replies, *(yield from writing(ctx, commands[first + 1 :]))]
+
+    monkeypatch.setattr(write_module, "execute_writes", forget_after_the_first_write)
+    texts = ["walrus migration north", "penguin colony south"]
+    try:
+        ids = await store.remember_many([MemoryInput(content=t) for t in texts])
+        monkeypatch.undo()
+        assert len(forgotten) == 1
+        kept = [t for memory_id, t in zip(ids, texts, strict=True) if memory_id != forgotten[0]]
+        assert await _stats(store) == _expected(kept)
+    finally:
+        other.client.close()

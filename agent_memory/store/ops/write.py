@@ -118,7 +118,7 @@ def _write_script(
 ) -> Command:
     """One memory's write on a standalone server: one script stores the record, its TTL,
     its registrations and the bookkeeping, atomically (the term statistics too, unless
-    ``with_terms`` is off: a batch adds them up once, :func:`_batch_commands`)."""
+    ``with_terms`` is off: a batch adds them up once, :func:`_terms_commands`)."""
     ttl_ms = max(1, math.ceil(ttl * 1000)) if ttl is not None else 0
     expiry = str(memory.expires_at) if memory.expires_at is not None else "+inf"
     indexes = ctx.keys.member_indexes(
@@ -231,30 +231,38 @@ def _tolerate_bookkeeping(
     return out
 
 
-def _batch_commands(
-    ctx: StoreContext, memories: Sequence[NewMemory], *, with_terms: bool
-) -> list[Command]:
-    """The bookkeeping of a batch of writes, per namespace, after the writes in the same
-    round trip. ``with_terms``: the batch adds up the term statistics of its texts once
-    (a hundred texts share most of their terms: a few hundred increments instead of a
-    thousand); a single write on a standalone server keeps them in its script. On a
-    cluster also the ``remembers`` counter and, when a caller chose an id (it may replace
-    a vector a portable mirror holds), the epoch; the registrations and the registry
-    version went in the first round trip (:func:`_registered_and_numbered`). Standalone
-    write scripts do the rest themselves. Term statistics apart from the writes are not
-    atomic with them: slightly stale statistics do not change rankings measurably."""
-    cluster = ctx.settings.cluster
+def _cluster_bookkeeping(ctx: StoreContext, memories: Sequence[NewMemory]) -> list[Command]:
+    """What a cluster write of a batch counts apart from its records, per namespace, after
+    them in the same round trip: the ``remembers`` counter and, when a caller chose an id
+    (it may replace a vector a portable mirror holds), the epoch; the registrations and
+    the registry version went in the first round trip (:func:`_registered_and_numbered`).
+    Standalone write scripts do all of it themselves."""
     commands: list[Command] = []
     for ns in sorted({m.namespace_token for m in memories}):
         mine = [m for m in memories if m.namespace_token == ns]
-        if cluster:
-            commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(mine))))
-        if with_terms:
-            adjust = adjust_args(ctx.keys.term_stats(ns), stats_delta([m.content for m in mine], 1))
-            if adjust is not None:
-                commands.append(Command(adjust))
-        if cluster and any(m.explicit_id for m in mine):
+        commands.append(command("HINCRBY", ctx.keys.stats, "remembers", str(len(mine))))
+        if any(m.explicit_id for m in mine):
             commands.append(bump(ctx.keys.epoch(ns)))
+    return commands
+
+
+def _terms_commands(ctx: StoreContext, memories: Sequence[NewMemory]) -> list[Command]:
+    """A batch's texts added to their namespaces' term statistics once (a hundred texts
+    share most of their terms: a few hundred increments instead of a thousand; a single
+    write on a standalone server keeps them in its script), sent before the writes in
+    the same pipeline: a ``forget`` from another client that lands between a write and
+    these commands takes the memory's terms out, and added after it they would stay
+    counted for a memory that is gone. Added before, a forget in between
+    finds no memory yet (and takes nothing out); only a write that then fails leaves
+    its terms counted. A cluster's pipeline keeps the order per node only, so there the
+    race remains. Not atomic with the writes: slightly stale statistics do not change
+    rankings measurably."""
+    commands: list[Command] = []
+    for ns in sorted({m.namespace_token for m in memories}):
+        texts = [m.content for m in memories if m.namespace_token == ns]
+        adjust = adjust_args(ctx.keys.term_stats(ns), stats_delta(texts, 1))
+        if adjust is not None:
+            commands.append(Command(adjust))
     return commands
 
 
@@ -415,14 +423,18 @@ def write_memories(
             commands = [
                 _write_script(ctx, memory, ttl, with_terms=not terms_apart) for memory, ttl in chunk
             ]
-        commands += _batch_commands(ctx, [memory for memory, _ in chunk], with_terms=terms_apart)
+        new = [memory for memory, _ in chunk]
+        terms = _terms_commands(ctx, new) if terms_apart else []
+        if ctx.settings.cluster:
+            commands += _cluster_bookkeeping(ctx, new)
+        commands = [*terms, *commands]
         waits = wait_commands(ctx)
         replies = yield from execute_writes(ctx, [*commands, *waits])
         if ctx.settings.cluster:
             replies = _tolerate_bookkeeping(ctx, commands, replies)
         raise_first_error(replies)
         if not ctx.settings.cluster:
-            _report_bookkeeping(ctx, replies[: len(chunk)])
+            _report_bookkeeping(ctx, replies[len(terms) : len(terms) + len(chunk)])
         if waits:
             check_replicated(ctx, replies[-1], f"a write of {len(chunk)} memories")
         for memory, _ in chunk:
