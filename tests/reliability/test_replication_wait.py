@@ -76,6 +76,13 @@ async def test_acknowledged_writes_are_on_the_replica(
         assert all(_exists(replica.url, f"{name}:mem:{m}") for m in many)
         assert await store.forget(one) is True
         assert not _exists(replica.url, f"{name}:mem:{one}")
+        exported = [r async for r in store.export(Scope(namespace="ns"))]
+        imported = await store.import_records(
+            [{**r, "scope": {"namespace": "copy"}} for r in exported[-5:]]
+        )
+        assert all(_exists(replica.url, f"{name}:mem:{m}") for m in imported)
+        assert await store.forget_by_scope(Scope(namespace="copy")) == 5
+        assert not any(_exists(replica.url, f"{name}:mem:{m}") for m in imported)
 
         os.kill(replica.process.pid, signal.SIGSTOP)  # the replica stops answering
         try:
@@ -88,6 +95,10 @@ async def test_acknowledged_writes_are_on_the_replica(
             assert "written, not replicated" in {i.content for i in listed.items}  # applied
             with pytest.raises(ReplicationTimeoutError):
                 await impatient.forget(many[0])
+            with pytest.raises(ReplicationTimeoutError):
+                await impatient.import_records([{**exported[-1], "scope": {"namespace": "frozen"}}])
+            with pytest.raises(ReplicationTimeoutError):
+                await impatient.forget_by_scope(Scope(namespace="frozen"))
             await impatient.close()
         finally:
             os.kill(replica.process.pid, signal.SIGCONT)
