@@ -1,10 +1,10 @@
 """The LlamaIndex adapters against the real ``llama-index-core`` and real servers.
 
 The chat store runs on plain Valkey and Valkey + valkey-search 1.2 with both client
-packages (valkey: RESP2, bytes; redis: RESP3, str). llama-index-core ships no reusable
-chat-store or memory-block suite, so ``SimpleChatStore``'s behaviours are replayed on
-``SimpleChatStore`` and on ours with the same assertions (sync and async), plus
-``ChatMemoryBuffer`` over the store. The memory block runs inside a real LlamaIndex
+packages (valkey: RESP2, bytes; redis: RESP3, str), and on a 3-primary cluster.
+llama-index-core ships no reusable chat-store or memory-block suite, so
+``SimpleChatStore``'s behaviours are replayed on ``SimpleChatStore`` and on ours with the
+same assertions (sync and async), plus ``ChatMemoryBuffer`` over the store. The memory block runs inside a real LlamaIndex
 ``Memory`` whose token limit is small enough to flush into it.
 """
 
@@ -34,7 +34,7 @@ from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputE
 from agent_memory.integrations.llama_index import AgentMemoryBlock, AgentMemoryChatStore
 from agent_memory.integrations.llama_index.memory_block import fit_text
 from tests.conftest import _Servers
-from tests.integrations.targets import Target
+from tests.integrations.targets import PACKAGES, Package, Target
 
 pytestmark = pytest.mark.integration
 
@@ -295,6 +295,38 @@ def test_keys_never_see_each_other(target: Target, keys: list[str]) -> None:
         assert store.get_keys() == sorted(keys[:-1])
     finally:
         made.close()
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=[p.name for p in PACKAGES])
+async def test_every_method_on_a_cluster(package: Package, cluster_url: str) -> None:
+    if package.name == "valkey":
+        from valkey.asyncio.cluster import ValkeyCluster as AsyncCluster
+        from valkey.cluster import ValkeyCluster as Cluster
+    else:
+        from redis.asyncio.cluster import RedisCluster as AsyncCluster  # type: ignore[assignment]
+        from redis.cluster import RedisCluster as Cluster  # type: ignore[assignment]
+    options = {"decode_responses": package.decode}
+    client, aclient = (
+        Cluster.from_url(cluster_url, **options),
+        AsyncCluster.from_url(cluster_url, **options),
+    )
+    try:
+        chat = AgentMemoryChatStore(client=client, async_client=aclient, name=_name(), ttl=60)
+        keys = [f"chat-{i}" for i in range(12)]  # spread over every primary's slots
+        for key in keys:
+            chat.set_messages(key, [_m("a"), _m("b"), _m("c")])
+            chat.add_message(key, _m("x"), idx=1)
+            assert (chat.delete_message(key, 0) or _m("")).content == "a"
+            assert (chat.delete_last_message(key) or _m("")).content == "c"
+            await chat.async_add_message(key, _m("y"))
+            assert [m.content for m in await chat.aget_messages(key)] == ["x", "b", "y"]
+        assert chat.get_keys() == sorted(keys) == await chat.aget_keys()
+        for key in keys[1:]:
+            assert [m.content for m in chat.delete_messages(key) or []] == ["x", "b", "y"]
+        assert chat.get_keys() == keys[:1]
+    finally:
+        client.close()
+        await aclient.aclose()
 
 
 # -- the memory block ----------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """The pydantic-ai adapters against the real ``pydantic-ai-slim`` and real servers.
 
 The message history runs on plain Valkey and Valkey + valkey-search 1.2 with both client
-packages (valkey: RESP2, bytes; redis: RESP3, str), through ``Agent.run`` /
-``Agent.run_sync`` with pydantic-ai's ``FunctionModel`` (no API key, no network): what is
-loaded equals what the run produced, tool calls and returns included. The memory toolset
+packages (valkey: RESP2, bytes; redis: RESP3, str) and on a 3-primary cluster, through
+``Agent.run`` / ``Agent.run_sync`` with pydantic-ai's ``FunctionModel`` (no API key, no
+network): what is loaded equals what the run produced, tool calls and returns included. The memory toolset
 is driven through ``Agent.run`` (so pydantic-ai's own validation and retry machinery
 runs) and, for the isolation properties, through its tools' validator and function.
 """
@@ -46,7 +46,7 @@ from agent_memory.errors import (
 )
 from agent_memory.integrations.pydantic_ai import AgentMemoryMessageHistory, memory_toolset
 from tests.conftest import _Servers
-from tests.integrations.targets import Target
+from tests.integrations.targets import PACKAGES, Package, Target
 
 pytestmark = pytest.mark.integration
 
@@ -268,6 +268,35 @@ def test_conversations_never_see_each_other(target: Target, ids: list[str]) -> N
             await client.aclose()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=[p.name for p in PACKAGES])
+async def test_histories_on_a_cluster(package: Package, cluster_url: str) -> None:
+    if package.name == "valkey":
+        from valkey.asyncio.cluster import ValkeyCluster as AsyncCluster
+        from valkey.cluster import ValkeyCluster as Cluster
+    else:
+        from redis.asyncio.cluster import RedisCluster as AsyncCluster  # type: ignore[assignment]
+        from redis.cluster import RedisCluster as Cluster  # type: ignore[assignment]
+    options = {"decode_responses": package.decode}
+    client, aclient = (
+        Cluster.from_url(cluster_url, **options),
+        AsyncCluster.from_url(cluster_url, **options),
+    )
+    name, agent = _name(), _tool_agent()
+    try:
+        for i in range(12):  # conversations spread over every primary's slots
+            history = _history(aclient, name, f"conv-{i}", ttl=60)
+            result = await agent.run("add", message_history=await history.load())
+            await history.append(result.new_messages())
+            assert await history.load() == result.all_messages()
+            blocking = _history(client, name, f"conv-{i}")
+            assert blocking.load_sync() == result.all_messages()
+            blocking.clear_sync()
+            assert await history.load() == []
+    finally:
+        client.close()
+        await aclient.aclose()
 
 
 # -- the memory toolset --------------------------------------------------------------------
