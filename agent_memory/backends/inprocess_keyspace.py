@@ -300,6 +300,14 @@ def _zrange(ks: Keyspace, a: list[Any]) -> list[str]:
     return members
 
 
+def _zrevrange(ks: Keyspace, a: list[Any]) -> list[str]:
+    members = _zrange(ks, [a[0], 0, -1])[::-1]  # ties: members in reverse order too
+    start, stop = int(_s(a[1])), int(_s(a[2]))
+    stop = len(members) + stop if stop < 0 else stop
+    start = max(0, len(members) + start if start < 0 else start)
+    return members[start : stop + 1]
+
+
 def _zscore(ks: Keyspace, a: list[Any]) -> Any:
     score = (ks.get(_s(a[0]), SortedSet) or {}).get(_s(a[1]))
     return None if score is None else float(score)
@@ -369,6 +377,7 @@ COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "HSETNX": _hsetnx,
     "HDEL": _hdel,
     "HLEN": lambda ks, a: len(ks.get(_s(a[0]), Hash) or {}),
+    "HEXISTS": lambda ks, a: int(_s(a[1]) in (ks.get(_s(a[0]), Hash) or {})),
     "SET": _set,
     "GET": _get,
     "GETDEL": _getdel,
@@ -386,6 +395,7 @@ COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "ZADD": _zadd,
     "ZREM": _zrem,
     "ZRANGE": _zrange,
+    "ZREVRANGE": _zrevrange,
     "ZRANGEBYSCORE": _zrangebyscore,
     "ZCOUNT": _zcount,
     "ZREMRANGEBYSCORE": _zremrangebyscore,

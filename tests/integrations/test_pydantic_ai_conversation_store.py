@@ -5,8 +5,9 @@ were not available here, so the behaviours below replay the contract the install
 ``pydantic_ai/conversation_store.py`` documents (save/extend, a rewritten history
 branching, ``branch`` / ``fork`` / ``delete`` / ``list_conversations``, scopes,
 conflicts, usage and deferred tool requests) and run the SAME assertions on both stores
-(the ``store`` fixture: in-memory, then ours on plain Valkey and Valkey + valkey-search
-1.2 with both client packages: valkey RESP2 bytes, redis RESP3 str). The tests after
+(the ``store`` fixture: in-memory, then ours on the in-process client, on plain Valkey and
+Valkey + valkey-search 1.2 with both client packages: valkey RESP2 bytes, redis RESP3
+str). The tests after
 them check what only a server has: the key layout and round trips, corrupt data, bad
 input, keys of another type, a property test pitting both stores against each other on
 tenants, a blocking client, ``from_url`` and a real cluster.
@@ -51,6 +52,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 from valkey.crc import key_slot
 
+from agent_memory.backends.inprocess import AsyncInProcessClient
 from agent_memory.cache.keys import KeyLayout
 from agent_memory.core import clients
 from agent_memory.errors import (
@@ -79,11 +81,17 @@ def _name() -> str:
     return f"pc{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture(params=[None, *BACKENDS], ids=["in-memory", *BACKEND_IDS])
+@pytest.fixture(
+    params=[None, "in-process", *BACKENDS], ids=["in-memory", "in-process", *BACKEND_IDS]
+)
 async def store(request: pytest.FixtureRequest, servers: _Servers) -> AsyncIterator[Any]:
-    """pydantic-ai's in-memory store, then ours on each server kind and client package."""
+    """pydantic-ai's in-memory store, then ours on the library's in-process client (its
+    scripts run as their Python twins) and on each server kind and client package."""
     if request.param is None:
         yield InMemoryConversationStore()
+        return
+    if request.param == "in-process":
+        yield AgentMemoryConversationStore(client=AsyncInProcessClient(), name=_name())
         return
     kind, package = request.param
     client = package.client(servers.get(kind).url)

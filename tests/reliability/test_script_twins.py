@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from agent_memory.backends.inprocess import InProcessClient, Keyspace
 from agent_memory.backends.inprocess_scripts import _SCRIPT_TWINS
 from agent_memory.cache import scripts as cache_scripts
+from agent_memory.integrations.pydantic_ai.conversation_store import scripts as conversations
 from agent_memory.schema import layout as L
 from agent_memory.schema import lexical, scripts
 from tests.conftest import ServerInfo, _Servers
@@ -40,6 +41,8 @@ class Scenario:
     strings: dict[str, str] = field(default_factory=dict)
     sets: dict[str, list[str]] = field(default_factory=dict)
     lists: dict[str, list[str]] = field(default_factory=dict)
+    #: more keys the call may touch (compared after it too)
+    others: list[str] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +54,15 @@ def _prefixed(sc: Scenario, prefix: str) -> Callable[[str], str]:
     return lambda name: f"{prefix}{name}"
 
 
+def _fill(value: str, prefix: str) -> str:
+    """``value`` with ``<p>`` (a key name stored or passed as a value) prefixed per run."""
+    return value.replace("<p>", prefix)
+
+
 def _setup(run: Callable[..., Any], sc: Scenario, p: Callable[[str], str]) -> None:
     for key, mapping in sc.hashes.items():
         if mapping:
-            run("HSET", p(key), *[x for kv in mapping.items() for x in kv])
+            run("HSET", p(key), *[_fill(x, p("")) for kv in mapping.items() for x in kv])
     for key, members in sc.zsets.items():
         if members:
             run("ZADD", p(key), *[x for m, s in members.items() for x in (repr(s), m)])
@@ -141,11 +149,12 @@ def _run_both(server: ServerInfo, sc: Scenario) -> Any:
     twin = InProcessClient(keyspace)
     prefix = f"twin{uuid.uuid4().hex[:10]}:"
     p = _prefixed(sc, prefix)
-    names = sorted({*sc.keys, *sc.hashes, *sc.zsets, *sc.strings, *sc.sets, *sc.lists})
+    names = sorted({*sc.keys, *sc.hashes, *sc.zsets, *sc.strings, *sc.sets, *sc.lists, *sc.others})
     try:
         _setup(client.execute_command, sc, p)
         _setup(twin.execute_command, sc, p)
-        args = ("EVAL", sc.source, str(len(sc.keys)), *map(p, sc.keys), *sc.argv)
+        argv = [_fill(arg, prefix) for arg in sc.argv]
+        args = ("EVAL", sc.source, str(len(sc.keys)), *map(p, sc.keys), *argv)
         lua, lua_error = _call(client.execute_command, args)
         python, python_error = _call(twin.execute_command, args)
         assert python_error == lua_error, (python, lua)
@@ -354,6 +363,9 @@ def test_every_script_has_a_scenario() -> None:
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
         scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE, scripts.RELEASE_CLAIM,
         cache_scripts.POP_IF_TAIL,
+        # registered by the pydantic-ai conversation store (imported above)
+        conversations.WRITE, conversations.DELETE, conversations.CHAIN, conversations.ENTRY,
+        conversations.RECORDS,
     }  # fmt: skip
     assert set(_SCRIPT_TWINS) == covered
     assert L.F_SEQ == "seq"  # the write script's field, checked by write_memory scenarios
@@ -518,3 +530,226 @@ def test_twins_read_damaged_numbers_as_the_server_does(server: ServerInfo, value
     reply, state or failure as Lua on the server."""
     for sc in _damaged_scenarios(value):
         _run_both(server, sc)
+
+
+# -- the pydantic-ai conversation store's scripts ----------------------------------------
+# A catalog: records rec:<c>, the updated index, scope indexes, the entry graph (links:
+# entry -> parent, refs: entry -> references). The drawn graphs include what no writer of
+# this library leaves: links that loop or name a missing parent, counts that are off or
+# not numbers, keys of another type.
+
+CATALOG = ["rec:c1", "rec:c2", "updated", "scope:a", "scope:b", "links", "refs"]
+ENTRY_IDS = ["e1", "e2", "e3", "e4", "e5"]
+PARENTS = st.sampled_from(["", *ENTRY_IDS, "nowhere"])
+
+
+@st.composite
+def catalogs(
+    draw: Any,
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, float]], dict[str, str]]:
+    """The hashes, sorted sets and strings of a catalog holding maybe a record ``c1``."""
+    links = draw(st.dictionaries(st.sampled_from(ENTRY_IDS[:4]), PARENTS, max_size=4))
+    counts = st.sampled_from(["1", "1", "2", "0", "-1", "x"] if draw(st.booleans()) else ["1", "2"])
+    refs = {entry: draw(counts) for entry in links if draw(st.integers(0, 4))}
+    hashes: dict[str, dict[str, str]] = {"links": links, "refs": refs}
+    zsets: dict[str, dict[str, float]] = {}
+    if draw(st.booleans()):
+        tips = draw(st.lists(st.sampled_from(ENTRY_IDS), max_size=3, unique=True))
+        record = {"record": '{"r": 1}', "revision": "r1", "tips": "\n".join(tips),
+                  "updated": "5"}  # fmt: skip
+        scope = draw(st.sampled_from([None, "a", "b"]))
+        if scope is not None:
+            record["scope_index"] = f"<p>scope:{scope}"
+            zsets[f"scope:{scope}"] = {"c1": 5.0}
+        hashes["rec:c1"] = record
+        zsets["updated"] = {"c1": 5.0}
+    strings = {}
+    if draw(st.integers(0, 5)) == 0:  # a catalog key replaced by another type
+        damaged = draw(st.sampled_from(CATALOG))
+        hashes.pop(damaged, None)
+        zsets.pop(damaged, None)
+        strings[damaged] = "a string"
+    return hashes, zsets, strings
+
+
+@st.composite
+def conversation_write(draw: Any) -> Scenario:
+    hashes, zsets, strings = draw(catalogs())
+    cid = draw(st.sampled_from(["c1", "c2"]))
+    expects, expected = draw(st.sampled_from([("0", ""), ("1", "r1"), ("1", "r9")]))
+    scoped = draw(st.sampled_from([("0", "updated"), ("1", "scope:a"), ("1", "scope:b")]))
+    new: list[tuple[str, str]] = []
+    for _ in range(draw(st.integers(0, 3))):  # parents mostly earlier new entries
+        earlier = st.sampled_from(["", *(entry for entry, _ in new)])
+        new.append((draw(st.sampled_from([*ENTRY_IDS, "e6"])), draw(earlier | PARENTS)))
+    branches = st.sampled_from([*ENTRY_IDS, "e6", "nowhere"])
+    head = draw(st.sampled_from(["", *(entry for entry, _ in new)]) | branches)
+    tips = list(dict.fromkeys([head, *draw(st.lists(branches, max_size=2))]))  # head first
+    tips = [tip for tip in tips if tip]
+    argv = [cid, expects, expected, "r2", '{"r": 2}', "7", scoped[0], head, "\n".join(tips),
+            str(len(new)), *[x for pair in new for x in pair]]  # fmt: skip
+    keys = [f"rec:{cid}", "updated", scoped[1], "links", "refs"]
+    return Scenario(conversations.WRITE, keys, argv, hashes, zsets, strings, others=CATALOG)
+
+
+@st.composite
+def conversation_delete(draw: Any) -> Scenario:
+    hashes, zsets, strings = draw(catalogs())
+    cid = draw(st.sampled_from(["c1", "c1", "c2"]))
+    revision = draw(st.sampled_from(["r1", "r1", "r9"]))
+    return Scenario(conversations.DELETE, [f"rec:{cid}", "updated", "links", "refs"],
+                    [cid, revision], hashes, zsets, strings, others=CATALOG)  # fmt: skip
+
+
+@st.composite
+def conversation_chain(draw: Any) -> Scenario:
+    hashes, zsets, strings = draw(catalogs())
+    head = draw(st.sampled_from(["", *ENTRY_IDS]))
+    count = draw(st.sampled_from(["-1", "-1", "0", "1", "2", "5"]))
+    return Scenario(conversations.CHAIN, ["links"], [head, count], hashes, zsets, strings)
+
+
+@st.composite
+def conversation_entry(draw: Any) -> Scenario:
+    stored = draw(st.sampled_from([
+        {}, {"message": "m", "kind": "message"}, {"message": "m", "kind": "message", "parent": "e1"},
+        {"message": "other", "kind": "message"}, {"message": "m", "kind": "newer"},
+        {"kind": "message"}, {"parent": "e1"},
+    ]))  # fmt: skip
+    strings = {"entry": "a string"} if not stored and draw(st.booleans()) else {}
+    argv = ["m", "message", draw(st.sampled_from(["", "e1", "e2"]))]
+    return Scenario(conversations.ENTRY, ["entry"], argv, {"entry": stored}, strings=strings)
+
+
+@st.composite
+def conversation_records(draw: Any) -> Scenario:
+    """An index naming records that are stored, gone, of another type or damaged."""
+    members = draw(st.lists(st.sampled_from(["c1", "c2", "c3", "c4"]), min_size=1, unique=True))
+    index = draw(st.sampled_from(["updated", "scope:a"]))
+    hashes = {"rec:c1": {"record": '{"r": 1}', "revision": "r1"},
+              "rec:c4": {"revision": "r1"}}  # fmt: skip
+    zsets = {index: {m: float(i) for i, m in enumerate(members)}}
+    strings = {"rec:c3": "a string"}
+    if draw(st.integers(0, 5)) == 0:
+        zsets, strings = {}, {**strings, index: "a string"}
+    last = draw(st.sampled_from(["-1", "0", "1", "2"]))
+    return Scenario(conversations.RECORDS, [index], ["<p>rec:", last], hashes, zsets, strings,
+                    others=["rec:c2"])  # fmt: skip
+
+
+@SETTINGS
+@given(conversation_write())
+def test_conversation_write_twin(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+@SETTINGS
+@given(st.one_of(conversation_delete(), conversation_chain()))
+def test_conversation_delete_and_chain_twins(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.one_of(conversation_entry(), conversation_records()))
+def test_conversation_entry_and_records_twins(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+def _write(cid: str, expected: str | None, head: str, tips: list[str],
+           new: list[tuple[str, str]], scope: str | None = None) -> tuple[list[str], list[str]]:  # fmt: skip
+    """The KEYS and ARGV of a WRITE as :func:`~.conversation_store.scripts.write_call`
+    makes them."""
+    keys = [f"rec:{cid}", "updated", "updated" if scope is None else f"scope:{scope}",
+            "links", "refs"]  # fmt: skip
+    argv = [cid, "0" if expected is None else "1", expected or "", "r2", '{"r": 2}', "7",
+            "0" if scope is None else "1", head, "\n".join(tips), str(len(new)),
+            *[x for pair in new for x in pair]]  # fmt: skip
+    return keys, argv
+
+
+CHAIN3 = {"links": {"e1": "", "e2": "e1", "e3": "e2"}, "refs": {"e1": "1", "e2": "1", "e3": "1"}}
+C1 = {"record": '{"r": 1}', "revision": "r1", "tips": "e3", "updated": "5",
+      "scope_index": "<p>scope:a"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "write", "hashes", "reply"),
+    [
+        ("first save", _write("c1", None, "e2", ["e2"], [("e1", ""), ("e2", "e1")]), {}, [1]),
+        ("append", _write("c1", "r1", "e4", ["e4"], [("e4", "e3")]), {**CHAIN3, "rec:c1": C1},
+         [1]),
+        ("stale revision", _write("c1", "r9", "e4", ["e4"], [("e4", "e3")]),
+         {**CHAIN3, "rec:c1": C1}, [0, "e4"]),
+        ("exists already", _write("c1", None, "e4", ["e4"], [("e4", "e3")]),
+         {**CHAIN3, "rec:c1": C1}, [0, "e4"]),
+        ("head unknown", _write("c2", None, "zz", ["zz"], [("e4", "e3")]), CHAIN3, [0, "e4"]),
+        ("parent not stored", _write("c2", None, "e5", ["e5"], [("e4", "nowhere"), ("e5", "e4")]),
+         CHAIN3, [2, "e4", "nowhere", "e4", "e5"]),
+        ("parent a later new entry", _write("c2", None, "e4", ["e4"], [("e4", "e5"), ("e5", "")]),
+         CHAIN3, [2, "e4", "e5", "e4", "e5"]),
+        ("reused id", _write("c2", None, "e4", ["e4"], [("e2", ""), ("e4", "e2")]), CHAIN3, [1]),
+        ("new entries no tip reaches", _write("c2", None, "e1", ["e1"], [("e4", "e3")]), CHAIN3,
+         [1, "e4"]),
+        ("a tip moved back releases what only it held", _write("c1", "r1", "e2", ["e2"], []),
+         {**CHAIN3, "rec:c1": C1}, [1, "e3"]),
+        ("scope moves", _write("c1", "r1", "e3", ["e3"], [], scope="b"), {**CHAIN3, "rec:c1": C1},
+         [1]),
+        ("damaged count", _write("c1", "r1", "e4", ["e4"], [("e4", "e3")]),
+         {**CHAIN3, "refs": {"e3": "x"}, "rec:c1": C1}, None),
+    ],
+)  # fmt: skip
+def test_conversation_write_twin_cases(
+    server: ServerInfo, case: str, write: tuple[list[str], list[str]],
+    hashes: dict[str, dict[str, str]], reply: list[Any] | None,
+) -> None:  # fmt: skip
+    """Each outcome of a write, the refusals and damage included, once."""
+    zsets = {"updated": {"c1": 5.0}, "scope:a": {"c1": 5.0}} if "rec:c1" in hashes else {}
+    sc = Scenario(conversations.WRITE, write[0], write[1], hashes, zsets, others=CATALOG)
+    assert _run_both(server, sc) == _norm(reply), case
+
+
+@pytest.mark.parametrize(
+    ("case", "source", "keys", "argv", "hashes", "reply"),
+    [
+        ("delete releases the chain", conversations.DELETE,
+         ["rec:c1", "updated", "links", "refs"], ["c1", "r1"], {**CHAIN3, "rec:c1": C1},
+         [1, "e3", "e2", "e1"]),
+        ("delete keeps what a fork holds", conversations.DELETE,
+         ["rec:c1", "updated", "links", "refs"], ["c1", "r1"],
+         {**CHAIN3, "refs": {"e1": "1", "e2": "2", "e3": "1"}, "rec:c1": C1}, [1, "e3"]),
+        ("delete of another revision", conversations.DELETE,
+         ["rec:c1", "updated", "links", "refs"], ["c1", "r9"], {**CHAIN3, "rec:c1": C1}, [0]),
+        ("walk", conversations.CHAIN, ["links"], ["e3", "-1"], CHAIN3,
+         [1, "e3", "e2", "e2", "e1", "e1", ""]),
+        ("window", conversations.CHAIN, ["links"], ["e3", "1"], CHAIN3, [1, "e3", "e2"]),
+        ("an entry gone", conversations.CHAIN, ["links"], ["e3", "-1"],
+         {"links": {"e3": "e2", "e2": "e1"}}, [0, "e1"]),
+        ("a loop", conversations.CHAIN, ["links"], ["e3", "-1"],
+         {"links": {"e1": "e3", "e2": "e1", "e3": "e2"}}, [2, "e3"]),
+        ("its own parent", conversations.CHAIN, ["links"], ["e1", "-1"], {"links": {"e1": "e1"}},
+         [2, "e1"]),
+        ("a new message", conversations.ENTRY, ["entry"], ["m", "message", "e1"], {}, 1),
+        ("the same message again", conversations.ENTRY, ["entry"], ["m", "message", "e1"],
+         {"entry": {"message": "m", "kind": "message", "parent": "e1"}}, 2),
+        ("a reused id", conversations.ENTRY, ["entry"], ["m", "message", "e1"],
+         {"entry": {"message": "other", "kind": "message", "parent": "e1"}}, 0),
+        ("a reused id, another parent", conversations.ENTRY, ["entry"], ["m", "message", ""],
+         {"entry": {"message": "m", "kind": "message", "parent": "e1"}}, 0),
+        ("listing", conversations.RECORDS, ["updated"], ["<p>rec:", "-1"],
+         {"rec:c1": {"record": '{"r": 1}'}, "rec:c4": {"revision": "r1"}},
+         ["c4", None, "c2", None, "c1", '{"r": 1}']),
+    ],
+)  # fmt: skip
+def test_conversation_twin_cases(
+    server: ServerInfo, case: str, source: str, keys: list[str], argv: list[str],
+    hashes: dict[str, dict[str, str]], reply: Any,
+) -> None:  # fmt: skip
+    """Deletes, history walks (a loop, a missing entry), message writes (a reused id)
+    and a listing, once each."""
+    zsets = (
+        {"updated": {"c1": 1.0, "c2": 2.0, "c4": 3.0}} if source == conversations.RECORDS else {}
+    )
+    if "rec:c1" in hashes and source == conversations.DELETE:
+        zsets = {"updated": {"c1": 5.0}, "scope:a": {"c1": 5.0}}
+    sc = Scenario(source, keys, argv, hashes, zsets, others=CATALOG)
+    assert _run_both(server, sc) == _norm(reply), case

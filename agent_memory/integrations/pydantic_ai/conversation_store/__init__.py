@@ -96,9 +96,15 @@ in the same microsecond list in reverse id order, not insertion order. Entry ids
 text without a newline, up to 1024 characters; conversation ids non-empty text up to
 1024 characters; a scope any text up to 1024 characters.
 
+In-process: the store also runs on the library's
+:class:`~agent_memory.backends.inprocess.AsyncInProcessClient` /
+:class:`~agent_memory.backends.inprocess.InProcessClient` (no server, for unit tests),
+each script as its Python twin (:mod:`.twins`), checked against the server's Lua on the
+same data, the refusals and damaged catalogs included.
+
 Modules: the keys, :mod:`.layout`; the server-side scripts and the calls that run them,
-:mod:`.scripts`; the input checks, :mod:`.checks`; the operations (generators, no I/O),
-:mod:`.ops`; the class, :mod:`.store`.
+:mod:`.scripts`; their in-process twins, :mod:`.twins`; the input checks, :mod:`.checks`;
+the operations (generators, no I/O), :mod:`.ops`; the class, :mod:`.store`.
 """
 
 from __future__ import annotations

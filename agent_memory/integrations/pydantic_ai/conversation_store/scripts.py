@@ -1,7 +1,8 @@
 """The server-side scripts of a conversation store and the calls that run them (pure).
 
 Each script's KEYS are all in the catalog's slot (:mod:`.layout`), so a script runs on
-one node and changes the catalog atomically. The builders below turn a store's values
+one node and changes the catalog atomically. Each has a Python twin (:mod:`.twins`),
+registered here, which the in-process client runs instead. The builders below turn a store's values
 into a script's KEYS and ARGV (one ``EVAL`` :class:`~agent_memory.core.effects.Command`
 each); :mod:`.ops` sends them and parses the replies.
 """
@@ -13,8 +14,10 @@ from datetime import datetime, timedelta, timezone
 
 from pydantic_ai.conversation_store import ConversationEntry, ConversationRecord
 
+from agent_memory.backends.inprocess import register_script_twin
 from agent_memory.core.effects import Arg, Command
 from agent_memory.integrations._list_log import WHOLE_LIST
+from agent_memory.integrations.pydantic_ai.conversation_store import twins
 from agent_memory.integrations.pydantic_ai.conversation_store.layout import Layout
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -239,6 +242,11 @@ return out
 """KEYS = [index]; ARGV = [record key prefix, last rank (-1: all)]. Returns ``[(id,
 record JSON) * n]`` newest first; a record that is gone is nil, one of another type
 ``""``. The record keys share the index's slot (one catalog)."""
+
+# The in-process client runs each script as its Python twin (:mod:`.twins`).
+for _script, _twin in ((WRITE, twins.write), (DELETE, twins.delete), (CHAIN, twins.chain),
+                       (ENTRY, twins.entry), (RECORDS, twins.records)):  # fmt: skip
+    register_script_twin(_script, _twin)
 
 # -- calls (pure) --------------------------------------------------------------------------
 
