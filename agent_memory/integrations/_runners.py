@@ -133,7 +133,12 @@ class Runners:
     def note_corrupt(self, amount: int) -> None:
         """Count ``amount`` corrupt entries an operation skipped (``corrupt_entries``),
         in the metrics at once."""
-        self.tier.buffer.note("corrupt_entries", amount)
+        self.note_event("corrupt_entries", amount)
+
+    def note_event(self, event: str, amount: int) -> None:
+        """Count ``amount`` occurrences of ``event`` an operation met (in
+        ``agent_memory_events``), in the metrics at once."""
+        self.tier.buffer.note(event, amount)
         runner = self._sync if self._sync is not None else self._async
         if runner is not None:
             export_events(runner)

@@ -676,6 +676,58 @@ async def test_a_corrupt_record_is_a_library_error_and_skipped_in_listings(
     assert await ours.list_conversations() == [] and ours.skipped == 3
 
 
+async def test_an_index_entry_whose_record_is_gone_is_dropped_not_reported_corrupt(
+    target: Target, raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A record deleted or evicted behind the store's back: the listing drops its id
+    from the index it read (logged, ``ghost_entries``), never counts it as corrupt; a
+    record that exists but cannot be read stays reported and listed in the index."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    client = target.package.client(target.url)
+    ours = AgentMemoryConversationStore(client=client, name=_name(), registry=registry)
+    try:
+        for cid, scope in (("gone", "alice"), ("damaged", None), ("kept", "alice")):
+            await _saved(ours, cid, _messages(cid, 2), scope=scope)
+        layout = ours.layout
+        raw.delete(layout.record("gone"))
+        raw.hdel(layout.record("damaged"), "record")  # exists, but cannot be read
+        with caplog.at_level(logging.INFO):
+            listed = await ours.list_conversations()
+        assert [r.conversation_id for r in listed] == ["kept"]
+        assert ours.skipped == 1  # the damaged record only
+        assert "skipped 1 corrupt record" in caplog.text
+        assert "dropped 1 index entr" in caplog.text
+        assert raw.zrange(layout.updated, 0, -1) == ["damaged", "kept"]
+        events = {"name": ours.name, "event": "ghost_entries"}
+        assert registry.get_sample_value("agent_memory_events_total", events) == 1
+        # the scope's index is healed when it is listed
+        assert raw.zrange(layout.scope("alice"), 0, -1) == ["gone", "kept"]
+        listed = await ours.list_conversations(scope="alice")
+        assert [r.conversation_id for r in listed] == ["kept"]
+        assert raw.zrange(layout.scope("alice"), 0, -1) == ["kept"]
+        assert registry.get_sample_value("agent_memory_events_total", events) == 2
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            await ours.list_conversations()  # nothing left to drop
+        assert "dropped" not in caplog.text and ours.skipped == 2
+    finally:
+        await client.aclose()
+
+
+async def test_a_gone_record_is_dropped_from_the_index_in_process() -> None:
+    """The same on the in-process client (the listing script's twin)."""
+    client = AsyncInProcessClient()
+    ours = AgentMemoryConversationStore(client=client, name=_name())
+    await _saved(ours, "gone", _messages("g", 2))
+    await _saved(ours, "kept", _messages("k", 2))
+    client.keyspace.delete(ours.layout.record("gone"))
+    listed = await ours.list_conversations()
+    assert [r.conversation_id for r in listed] == ["kept"] and ours.skipped == 0
+    assert client.keyspace.execute(("ZRANGE", ours.layout.updated, 0, -1)) == ["kept"]
+
+
 async def test_bad_input_raises_invalid_input_and_writes_nothing(
     ours: AgentMemoryConversationStore, raw: Any, target: Target
 ) -> None:

@@ -83,7 +83,12 @@ counted in :attr:`AgentMemoryConversationStore.skipped`, its neighbours keep the
 cannot be read raises ``ReplyParseError`` from ``load``/``save``/``delete`` of that
 conversation (it may be a newer release's, so it is never overwritten) and is skipped,
 logged and counted by ``list_conversations`` (whose ``limit`` counts the records it
-skipped). A key of another type raises :class:`~agent_memory.errors.WrongTypeError`;
+skipped). A record that is gone while an index still names it (deleted or evicted
+outside the store: the scripts change a record and its indexes together) is no
+corruption: ``list_conversations`` drops its id from the index it read, in the same
+script, and logs and counts it (``ghost_entries`` in ``agent_memory_events``, as the
+memory store counts registry entries naming no memory); its ``limit`` counts those
+too, and the entries that record held stay, unreferenced. A key of another type raises :class:`~agent_memory.errors.WrongTypeError`;
 the scripts check every catalog key's type before they change anything, so the catalog is
 left as it was (a save's new messages, stored just before, may remain unreferenced).
 

@@ -102,20 +102,23 @@ def load_record(
 
 def list_records(
     tier: TierCore, layout: Layout, scope: str | None, limit: int | None
-) -> Operation[tuple[list[ConversationRecord], int]]:
-    """The records of ``scope`` (all when ``None``), newest first, and how many were
-    unreadable (skipped)."""
+) -> Operation[tuple[list[ConversationRecord], int, int]]:
+    """The records of ``scope`` (all when ``None``), newest first, how many were
+    unreadable (skipped) and how many the index named but were gone (the listing script
+    dropped them from the index)."""
     (raw,) = yield from _send(tier, [scripts.records_call(layout, scope, limit)], READS)
     flat = _array(raw, "the record listing")
     records: list[ConversationRecord] = []
-    skipped = 0
+    skipped = dropped = 0
     for member, value in zip(flat[::2], flat[1::2], strict=True):
         record = decode_record(value) if value else None
-        if record is None or record.conversation_id != replies.lenient_text(member):
+        if value is None:
+            dropped += 1
+        elif record is None or record.conversation_id != replies.lenient_text(member):
             skipped += 1
         elif scope is None or record.scope == scope:  # the index's digest is only a hint
             records.append(record)
-    return records, skipped
+    return records, skipped, dropped
 
 
 def store_record(

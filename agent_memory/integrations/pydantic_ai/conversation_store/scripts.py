@@ -231,8 +231,15 @@ local bad = wrong_type({{KEYS[1], 'zset'}})
 if bad then return bad end
 local out = {}
 for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, tonumber(ARGV[2]))) do
-  local got = redis.pcall('HGET', ARGV[1] .. id, 'record')
-  if type(got) == 'table' then got = '' end
+  local key = ARGV[1] .. id
+  local got = redis.pcall('HGET', key, 'record')
+  if type(got) == 'table' then
+    got = ''
+  elseif not got and redis.call('EXISTS', key) == 1 then
+    got = ''
+  elseif not got then
+    redis.call('ZREM', KEYS[1], id)
+  end
   out[#out + 1] = id
   out[#out + 1] = got
 end
@@ -240,8 +247,10 @@ return out
 """
 )
 """KEYS = [index]; ARGV = [record key prefix, last rank (-1: all)]. Returns ``[(id,
-record JSON) * n]`` newest first; a record that is gone is nil, one of another type
-``""``. The record keys share the index's slot (one catalog)."""
+record JSON) * n]`` newest first. A record that is gone (deleted or evicted behind the
+store's back: the scripts change a record and its indexes together) is nil, and its id
+leaves the index; one that cannot be read (another type, no ``record`` field) is ``""``
+and stays listed. The record keys share the index's slot (one catalog)."""
 
 # The in-process client runs each script as its Python twin (:mod:`.twins`).
 for _script, _twin in ((WRITE, twins.write), (DELETE, twins.delete), (CHAIN, twins.chain),

@@ -47,6 +47,10 @@ from agent_memory.integrations.pydantic_ai.conversation_store.ops import (
 # The logger of the module this package was, so logging configurations keep working.
 logger = logging.getLogger("agent_memory.integrations.pydantic_ai.conversation_store")
 
+#: The event counting index entries dropped because their record is gone (the name the
+#: memory store gives the registry entries it drops for the same reason).
+GHOST_ENTRIES = "ghost_entries"
+
 _OWNER = "AgentMemoryConversationStore"
 
 
@@ -167,6 +171,15 @@ class AgentMemoryConversationStore(ConversationStore):
             )
             self._runners.note_corrupt(skipped)
 
+    def _note_dropped(self, dropped: int) -> None:
+        if dropped:
+            logger.info(
+                "conversation store %s: dropped %d index entr(y/ies) naming no stored record "
+                "(deleted or evicted outside the store)",
+                self._name, dropped,
+            )  # fmt: skip
+            self._runners.note_event(GHOST_ENTRIES, dropped)
+
     # -- the storage primitives -------------------------------------------------------
 
     async def read_record(self, conversation_id: str) -> ConversationRecord | None:
@@ -185,7 +198,9 @@ class AgentMemoryConversationStore(ConversationStore):
         self, *, scope: str | None = None, limit: int | None = None
     ) -> Sequence[ConversationRecord]:
         """The records of ``scope`` (all when ``None``), newest ``updated_at`` first, at
-        most ``limit``; unreadable ones are skipped, logged and counted.
+        most ``limit``; unreadable ones are skipped, logged and counted, and index entries
+        whose record is gone are dropped from the index, logged and counted
+        (``ghost_entries``).
 
         Raises:
             InvalidInputError: a scope that is not text, a limit that is not a
@@ -196,8 +211,11 @@ class AgentMemoryConversationStore(ConversationStore):
         if most == 0:
             return []
         tier, layout = self._runners.tier, self._layout
-        records, skipped = await self._run(lambda: list_records(tier, layout, wanted, most))
+        records, skipped, dropped = await self._run(
+            lambda: list_records(tier, layout, wanted, most)
+        )
         self._note_skipped(skipped, "record(s)")
+        self._note_dropped(dropped)
         return records
 
     async def write_record(

@@ -210,10 +210,15 @@ def records(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]:
     _wrong_type(ks, [(keys[0], "zset")])
     out: list[Any] = []
     for member in _call(ks, "ZREVRANGE", keys[0], 0, int(_b(argv[1]))):
+        key = _b(argv[0]) + _b(member)
         try:
-            got: Any = _get(ks, _b(argv[0]) + _b(member), "record")
+            got: Any = _get(ks, key, "record")
         except WrongTypeError:  # redis.pcall: a key of another type reads as ""
             got = b""
+        if got is None and _call(ks, "EXISTS", key) == 1:
+            got = b""
+        elif got is None:
+            _call(ks, "ZREM", keys[0], member)
         out += [member, None if got is None else _reply(got)]
     return out
 
