@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import operator
 import time
@@ -654,6 +655,96 @@ async def test_a_thread_of_damaged_checkpoints_reads_as_empty(servers: _Servers)
         assert saver.get_tuple(generate_config("t")) is None
         assert list(saver.list(generate_config("t"), filter={"step": 1})) == []
         assert saver.skipped == 6
+
+
+NOT_UTF8 = b"\xff\xfe-foreign"  # sorts after every id this library writes
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS, ids=[f.id for f in FLAVOURS])
+async def test_ids_and_namespaces_that_are_not_utf8_are_skipped_logged_and_counted(
+    flavour: Flavour, servers: _Servers, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another writer's members that are not UTF-8: a checkpoint id in the lane's ids
+    (with a record, and without one), a namespace entry of the thread. ``list`` and
+    ``get_tuple`` read past them (paging included), logging and counting each one met,
+    on every client flavour (decoding or not)."""
+    import valkey
+    from prometheus_client import CollectorRegistry
+
+    url = servers.get("valkey").url
+    registry = CollectorRegistry()
+    client = flavour.client(url)
+    saver = AgentMemorySaver(client, name=_name(), registry=registry)
+    raw = valkey.Valkey.from_url(url)
+    try:
+        parent, ids = None, []
+        for step in range(3):
+            config, cp, md, versions = _put(saver, "t", parent=parent, x=step)
+            parent = await _call(saver, "put", config, cp, md, versions)
+            ids.append(cp["id"])
+        newest = ids[-1]
+        lane = Layout(saver.name).lane("t", "")
+        # an id with a record (a copy of the newest's fields), one with none, both newest
+        for field, value in raw.hgetall(lane.records).items():
+            if field.endswith(newest.encode()):
+                raw.hset(lane.records, field[:2] + NOT_UTF8, value)
+        raw.zadd(lane.ids, {NOT_UTF8: 0, NOT_UTF8 + b"-no-record": 0})
+        raw.hset(lane.namespaces, b"\xfe-ns", b"t")  # a namespace entry, not UTF-8
+
+        async def listed(config: Any, **kwargs: Any) -> list[str]:
+            found = await _call(saver, "list", config, **kwargs)
+            return [t.checkpoint["id"] for t in found]
+
+        thread = generate_config("t")
+        with caplog.at_level(logging.WARNING):
+            assert await listed(thread) == ids[::-1]
+            assert saver.skipped == 2  # each foreign id, met once
+            assert await listed(thread, limit=1) == [newest]  # pages of 1 past both
+            assert saver.skipped == 4
+            assert await listed({"configurable": {"thread_id": "t"}}) == ids[::-1]
+            assert saver.skipped == 7  # the namespace entry too
+            assert await listed(thread, filter={"source": "loop"}) == ids[::-1]
+            assert saver.skipped == 9
+            latest = await _call(saver, "get_tuple", thread)
+            assert latest is not None and latest.checkpoint["id"] == newest
+            assert saver.skipped == 11
+        assert "checkpoint id is not valid UTF-8" in caplog.text
+        assert "namespace entry" in caplog.text
+        events = {"name": saver.name, "event": "corrupt_records"}
+        assert registry.get_sample_value("agent_memory_events_total", events) == 11
+        # the thread can still be copied and deleted (the foreign entry is left alone)
+        await _call(saver, "copy_thread", "t", "t2")
+        assert await listed(generate_config("t2")) == ids[::-1]
+        await _call(saver, "delete_thread", "t")
+        assert await _call(saver, "get_tuple", thread) is None
+    finally:
+        raw.close()
+        closer = getattr(client, "aclose", None) or client.close
+        result = closer()
+        if asyncio.iscoroutine(result):
+            await result
+
+
+def test_an_id_naming_no_record_does_not_end_the_lane(
+    saver: AgentMemorySaver, servers: _Servers
+) -> None:
+    """An id another writer left in a lane's ids without a record, sorting newest: the
+    reads page past it (it used to end the page: ``get_tuple`` found nothing, ``list``
+    with a limit returned nothing)."""
+    import valkey
+
+    ids = _history(saver, "t", 2)
+    raw = valkey.Valkey.from_url(servers.get("valkey").url)
+    try:
+        raw.zadd(Layout(saver.name).lane("t", "").ids, {"~no-record": 0})
+    finally:
+        raw.close()
+    thread = generate_config("t")
+    latest = saver.get_tuple(thread)
+    assert latest is not None and latest.checkpoint["id"] == ids[-1]
+    assert [t.checkpoint["id"] for t in saver.list(thread, limit=1)] == [ids[-1]]
+    assert [t.checkpoint["id"] for t in saver.list(thread, filter={"step": 0})] == [ids[0]]
+    assert saver.skipped == 0
 
 
 # -- bounds --------------------------------------------------------------------------

@@ -150,11 +150,16 @@ def put_writes_command(
 
 
 def range_command(
-    lane: Lane, before: str | None, count: int, ttl_ms: int, *, meta: bool
+    lane: Lane, before: str | bytes | None, count: int, ttl_ms: int, *, meta: bool
 ) -> Command:
-    """Read the lane's checkpoints older than ``before``, newest first (``count`` -1:
-    all): full records, or only ``[id, metadata]`` with ``meta``."""
-    upper = "+" if before is None else "(" + before
+    """Read the lane's checkpoints older than ``before`` (an id, or a stored id's bytes
+    when it is not UTF-8), newest first (``count`` -1: all): full records, or only
+    ``[id, metadata]`` with ``meta``."""
+    upper: Arg = "+"
+    if isinstance(before, bytes):
+        upper = b"(" + before
+    elif before is not None:
+        upper = "(" + before
     return _eval(scripts.LOAD, lane, [ttl_ms, "meta" if meta else "range", upper, count])
 
 
@@ -172,8 +177,8 @@ def drop_command(lane: Lane, mode: str, checkpoint_ids: Sequence[str] = ()) -> C
 def import_command(
     lane: Lane,
     ids: Sequence[bytes],
-    records: Mapping[str, bytes],
-    values: Mapping[str, bytes],
+    records: Mapping[bytes, bytes],
+    values: Mapping[bytes, bytes],
     ttl_ms: int,
 ) -> Command:
     """Merge an exported lane (``ids``, ``records``, ``values``) into ``lane``."""
@@ -195,14 +200,30 @@ def export_commands(lane: Lane) -> list[Command]:
 # -- replies -------------------------------------------------------------------------
 
 
-def binary_map(reply: Any) -> dict[str, bytes]:
-    """A map reply with UTF-8 field names and binary values."""
-    return {field: replies.raw_bytes(value) for field, value in replies.pairs(reply).items()}
+def binary_map(reply: Any) -> dict[bytes, bytes]:
+    """A map reply as it is stored: binary field names (another writer's may not be
+    UTF-8: copied as they are) and binary values."""
+    return {replies.raw_bytes(f): replies.raw_bytes(v) for f, v in replies.raw_pairs(reply)}
 
 
-def namespaces(reply: Any) -> dict[str, str]:
-    """A thread's HASH of namespaces: ``{checkpoint_ns: thread_id}``."""
-    return {ns: replies.text(thread) for ns, thread in replies.pairs(reply).items()}
+def namespaces(reply: Any) -> tuple[dict[str, str], list[str]]:
+    """A thread's HASH of namespaces (read undecoded): ``{checkpoint_ns: thread_id}``,
+    and the printable names of its entries that are not UTF-8 (another writer's: no
+    lane of this library has such a namespace or thread id), left out."""
+    found: dict[str, str] = {}
+    unreadable: list[str] = []
+    for field, value in replies.raw_pairs(reply):
+        ns, thread = replies.lenient_text(field), replies.lenient_text(value)
+        if ns is None or thread is None:
+            unreadable.append(printable(field))
+        else:
+            found[ns] = thread
+    return found, unreadable
+
+
+def printable(raw: Any) -> str:
+    """A stored name for a message: its text, bytes that are not UTF-8 escaped."""
+    return replies.raw_bytes(raw).decode("utf-8", "backslashreplace")
 
 
 def _list(reply: Any) -> list[Any]:
@@ -219,14 +240,29 @@ class Stored(Generic[V]):
     ``problem`` that makes it unreadable (bytes another writer damaged).
 
     Attributes:
-        checkpoint_id: the checkpoint's id (a page's cursor, whether it reads or not).
-        value: what it decodes to; ``None`` when it is damaged.
-        problem: why it is damaged (empty when it reads).
+        checkpoint_id: the checkpoint's id (escaped when it is not UTF-8).
+        value: what it decodes to; ``None`` when it is damaged or gone.
+        problem: why it is damaged (empty when it reads or is gone).
+        raw_id: the id as stored (a page's cursor, whether it reads or not).
+        gone: the lane's ids name it, but no record (another writer's id): left out.
     """
 
     checkpoint_id: str
     value: V | None
     problem: str = ""
+    raw_id: bytes = b""
+    gone: bool = False
+
+
+NOT_UTF8 = "its checkpoint id is not valid UTF-8 (another writer's)"
+
+
+def _listed(raw: Any) -> Stored[Any] | None:
+    """A :class:`Stored` for an id that cannot be a checkpoint of this library (not
+    UTF-8: damaged), else ``None``."""
+    if replies.lenient_text(raw) is None:
+        return Stored(printable(raw), None, NOT_UTF8, replies.raw_bytes(raw))
+    return None
 
 
 def _loads(serde: SerializerProtocol, raw: Any) -> Any:
@@ -239,7 +275,7 @@ def _mapping(value: Any, what: str) -> dict[str, Any]:
     return dict(value)
 
 
-def _decoded(checkpoint_id: str, decode: Callable[[], V]) -> Stored[V]:
+def _decoded(raw_id: Any, decode: Callable[[], V]) -> Stored[V]:
     """``decode()`` as a :class:`Stored`: whatever it raises marks the checkpoint damaged.
 
     The stored bytes may come from another writer, and the ``serde`` is pluggable: its
@@ -247,10 +283,11 @@ def _decoded(checkpoint_id: str, decode: Callable[[], V]) -> Stored[V]:
     ``NotImplementedError`` for an unknown type tag, ``TypeError``, ``ImportError`` from
     an extension hook...), so no narrower class covers them.
     """
+    checkpoint_id, stored = replies.text(raw_id), replies.raw_bytes(raw_id)
     try:
-        return Stored(checkpoint_id, decode())
+        return Stored(checkpoint_id, decode(), raw_id=stored)
     except Exception as exc:  # noqa: BLE001 - reported by the caller, the record skipped
-        return Stored(checkpoint_id, None, f"{type(exc).__name__}: {exc}"[:300])
+        return Stored(checkpoint_id, None, f"{type(exc).__name__}: {exc}"[:300], stored)
 
 
 def _metadata(serde: SerializerProtocol, raw: Any) -> dict[str, Any]:
@@ -296,8 +333,9 @@ def _tuple(rec: list[Any], cid: str, lane: Lane, serde: SerializerProtocol) -> C
 def records(reply: Any, lane: Lane, serde: SerializerProtocol) -> list[Stored[CheckpointTuple]]:
     """The checkpoints of a ``range`` or ``pick`` reply, in its order: each decoded on
     its own, so one damaged record (a checkpoint, metadata, channel value or pending
-    write that does not decode, or decodes to something else than LangGraph's shapes)
-    is marked, not fatal to the others.
+    write that does not decode, or decodes to something else than LangGraph's shapes,
+    or an id that is not UTF-8) is marked, not fatal to the others; an id naming no
+    record is marked ``gone``.
 
     Raises:
         ReplyParseError: a reply this library's script does not make.
@@ -305,10 +343,16 @@ def records(reply: Any, lane: Lane, serde: SerializerProtocol) -> list[Stored[Ch
     found: list[Stored[CheckpointTuple]] = []
     for item in _list(reply):
         rec = _list(item)
-        if len(rec) != 6:
+        if len(rec) not in (1, 6):
             raise ReplyParseError("a checkpoint record has the wrong shape")
-        cid = replies.text(rec[0])
-        found.append(_decoded(cid, partial(_tuple, rec, cid, lane, serde)))
+        damaged = _listed(rec[0])
+        if damaged is not None:
+            found.append(damaged)
+        elif len(rec) == 1:
+            found.append(Stored(replies.text(rec[0]), None, "", replies.raw_bytes(rec[0]), True))
+        else:
+            cid = replies.text(rec[0])
+            found.append(_decoded(rec[0], partial(_tuple, rec, cid, lane, serde)))
     return found
 
 
@@ -320,13 +364,22 @@ def metadata_page(reply: Any, serde: SerializerProtocol) -> list[Stored[dict[str
         ReplyParseError: a reply this library's script does not make.
     """
     flat = _list(reply)
-    return [
-        _decoded(cid, partial(_metadata, serde, raw))
-        for cid, raw in zip(map(replies.text, flat[::2]), flat[1::2], strict=True)
-    ]
+    return [_metadata_of(cid, raw, serde) for cid, raw in zip(flat[::2], flat[1::2], strict=True)]
+
+
+def _metadata_of(cid: Any, raw: Any, serde: SerializerProtocol) -> Stored[dict[str, Any]]:
+    damaged = _listed(cid)
+    if damaged is not None:
+        return damaged
+    if raw is None:  # the id names no record
+        return Stored(replies.text(cid), None, "", replies.raw_bytes(cid), True)
+    return _decoded(cid, partial(_metadata, serde, raw))
 
 
 def dropped(reply: Any) -> list[tuple[str, str]]:
-    """``(run id, checkpoint id)`` of the checkpoints a drop deleted."""
+    """``(run id, checkpoint id)`` of the checkpoints a drop deleted (for the run index:
+    another writer's that are not UTF-8 were never indexed, and are left out)."""
     flat = _list(reply)
-    return [(replies.text(r), replies.text(c)) for r, c in zip(flat[::2], flat[1::2], strict=True)]
+    texts = [replies.lenient_text(item) for item in flat]
+    pairs = zip(texts[::2], texts[1::2], strict=True)
+    return [(r, c) for r, c in pairs if r is not None and c is not None]

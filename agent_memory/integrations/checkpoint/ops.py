@@ -48,6 +48,10 @@ V = TypeVar("V")
 Report = Callable[[Lane, str, str], None]
 """Told of each damaged checkpoint a read met: ``(lane, checkpoint id, problem)``."""
 
+Unreadable = Callable[[str], None]
+"""Told of each entry of a thread's namespaces another writer left unreadable (not
+UTF-8): what it is, for the log."""
+
 
 def readable_pairs(
     found: Sequence[cmds.Stored[V]], lane: Lane, report: Report
@@ -56,6 +60,8 @@ def readable_pairs(
     reported."""
     pairs: list[tuple[str, V]] = []
     for stored in found:
+        if stored.gone:
+            continue  # an id naming no record: nothing to read
         if stored.value is None:
             report(lane, stored.checkpoint_id, stored.problem)
         else:
@@ -188,6 +194,8 @@ def get_tuple(
         return (yield from _latest(lane, serde, refresh_ms, report))
     (reply,) = yield from _batch([cmds.pick_command(lane, [where.checkpoint_id], refresh_ms)])
     for stored in cmds.records(reply, lane, serde):
+        if stored.gone:
+            continue
         if stored.value is None:
             report(lane, stored.checkpoint_id, stored.problem)
             raise ReplyParseError(
@@ -203,7 +211,7 @@ def _latest(
 ) -> Operation[CheckpointTuple | None]:
     """The newest checkpoint of ``lane`` that reads: one record first (the common case),
     then pages past damaged ones."""
-    before: str | None = None
+    before: bytes | None = None
     count = 1
     while True:
         command = cmds.range_command(lane, before, count, refresh_ms, meta=False)
@@ -212,29 +220,47 @@ def _latest(
         for stored in found:
             if stored.value is not None:
                 return stored.value
-            report(lane, stored.checkpoint_id, stored.problem)
+            if not stored.gone:
+                report(lane, stored.checkpoint_id, stored.problem)
         if len(found) < count:
             return None
-        before, count = found[-1].checkpoint_id, PAGE
+        before, count = found[-1].raw_id, PAGE
 
 
-def _lanes(layout: Layout, thread_ids: Sequence[str]) -> Operation[list[Lane]]:
+def _namespaces(key: str, reply: Any, unreadable: Unreadable) -> dict[str, str]:
+    """The readable entries of a thread's namespaces; each other one is told."""
+    found, bad = cmds.namespaces(reply)
+    for name in bad:
+        unreadable(f"namespace entry {name!r} of {key} is not valid UTF-8")
+    return found
+
+
+def _read_namespaces(keys: Sequence[str]) -> Operation[list[Any]]:
+    """HGETALL of namespace hashes, undecoded: an entry another writer left that is not
+    UTF-8 must spoil only itself (a decoding client would fail the whole reply)."""
+    return (yield from _batch([Command(("HGETALL", k), binary=True) for k in keys]))
+
+
+def _lanes(
+    layout: Layout, thread_ids: Sequence[str], unreadable: Unreadable
+) -> Operation[list[Lane]]:
     """Every lane of the threads (one round trip), root namespace included."""
-    got = yield from _batch([Command(("HGETALL", layout.namespaces(t))) for t in thread_ids])
+    keys = [layout.namespaces(t) for t in thread_ids]
+    got = yield from _read_namespaces(keys)
     lanes: list[Lane] = []
-    for thread_id, reply in zip(thread_ids, got, strict=True):
-        names = set(cmds.namespaces(reply)) | {""}
+    for thread_id, key, reply in zip(thread_ids, keys, got, strict=True):
+        names = set(_namespaces(key, reply, unreadable)) | {""}
         lanes += [layout.lane(thread_id, ns) for ns in sorted(names)]
     return lanes
 
 
-def _all_lanes(layout: Layout) -> Operation[list[Lane]]:
+def _all_lanes(layout: Layout, unreadable: Unreadable) -> Operation[list[Lane]]:
     """Every lane of every thread (SCAN: a maintenance path)."""
-    keys = yield from scan_keys(layout.namespaces_pattern())
-    got = yield from _batch([Command(("HGETALL", replies.text(k))) for k in keys])
+    keys = [replies.text(k) for k in (yield from scan_keys(layout.namespaces_pattern()))]
+    got = yield from _read_namespaces(keys)
     lanes: list[Lane] = []
-    for reply in got:
-        for ns, thread_id in sorted(cmds.namespaces(reply).items()):
+    for key, reply in zip(keys, got, strict=True):
+        for ns, thread_id in sorted(_namespaces(key, reply, unreadable).items()):
             lanes.append(layout.lane(thread_id, ns))
     return lanes
 
@@ -259,13 +285,19 @@ def _drop(layout: Layout, work: Sequence[tuple[Lane, str, Sequence[str]]]) -> Op
 
 
 def delete_threads(
-    layout: Layout, thread_ids: Iterable[Any], mode: str, *, field: str = "thread_ids"
+    layout: Layout,
+    thread_ids: Iterable[Any],
+    mode: str,
+    unreadable: Unreadable,
+    *,
+    field: str = "thread_ids",
 ) -> Operation[None]:
-    """Delete (``all``) or prune (``keep_latest``) every namespace of the threads."""
+    """Delete (``all``) or prune (``keep_latest``) every namespace of the threads (a
+    namespace entry that is not UTF-8 is told to ``unreadable`` and left)."""
     threads = id_list(thread_ids, field=field)
     if not threads:
         return
-    lanes = yield from _lanes(layout, threads)
+    lanes = yield from _lanes(layout, threads, unreadable)
     yield from _drop(layout, [(lane, mode, ()) for lane in lanes])
 
 
@@ -294,13 +326,16 @@ def delete_for_runs(layout: Layout, run_ids: Iterable[Any]) -> Operation[None]:
         yield from _batch(unindex)
 
 
-def copy_thread(layout: Layout, source: Any, destination: Any, ttl_ms: int) -> Operation[None]:
-    """Copy every namespace of ``source`` into ``destination`` (three round trips)."""
+def copy_thread(
+    layout: Layout, source: Any, destination: Any, ttl_ms: int, unreadable: Unreadable
+) -> Operation[None]:
+    """Copy every namespace of ``source`` into ``destination`` (three round trips; a
+    namespace entry that is not UTF-8 is told to ``unreadable`` and not copied)."""
     src, dst = (
         thread_id_of(source, field="source_thread_id"),
         thread_id_of(destination, field="target_thread_id"),
     )
-    lanes = yield from _lanes(layout, [src])
+    lanes = yield from _lanes(layout, [src], unreadable)
     exported = yield from _batch([c for lane in lanes for c in cmds.export_commands(lane)])
     writes: list[Command] = []
     for i, lane in enumerate(lanes):
@@ -315,9 +350,9 @@ def copy_thread(layout: Layout, source: Any, destination: Any, ttl_ms: int) -> O
         )
         runs: defaultdict[str, list[str]] = defaultdict(list)
         for raw in ids:
-            cid = replies.text(raw)
-            run_id = records.get("r:" + cid, b"").decode("utf-8", "replace")
-            if run_id:
+            cid = replies.lenient_text(raw)  # another writer's id: copied, not indexed
+            run_id = records.get(b"r:" + raw, b"").decode("utf-8", "replace")
+            if run_id and cid is not None:
                 runs[run_id].append(cid)
         for run_id, cids in runs.items():
             writes += cmds.run_commands(layout, run_id, into, cids, ttl_ms)
@@ -344,8 +379,10 @@ def _check_limit(limit: object) -> int | None:
 class ListPlan:
     """``list`` as a series of page operations: :meth:`page` reads the next page (one
     round trip: the first may resolve the namespaces or threads, a filtered page reads
-    metadata first), until :attr:`done`. Damaged checkpoints are told to ``report`` and
-    left out (a page may then be short, the next one goes on).
+    metadata first), until :attr:`done`. Damaged checkpoints (an id that is not UTF-8
+    included) are told to ``report`` and left out, as are, silently, ids naming no
+    record; a page may then be short, the next one goes on. Namespace entries that are
+    not UTF-8 are told to ``unreadable`` and left out.
 
     Raises (at construction):
         InvalidInputError: a bad config, ``before``, ``filter`` or ``limit``.
@@ -361,15 +398,16 @@ class ListPlan:
         limit: Any,
         refresh_ms: int,
         report: Report,
+        unreadable: Unreadable,
     ) -> None:
         self._layout, self._serde, self._refresh = layout, serde, refresh_ms
-        self._report = report
+        self._report, self._unreadable = report, unreadable
         self._thread, self._ns, self._only = list_scope(config)
         self._before = before_id(before)
         self._filter = _check_filter(flt)
         self._left = _check_limit(limit)
         self._lanes: list[Lane] | None = None
-        self._cursor: str | None = None
+        self._cursor: str | bytes | None = None
         self.done = self._left == 0
 
     def _wanted(self, cid: str, metadata: Mapping[str, Any] | None) -> bool:
@@ -387,10 +425,10 @@ class ListPlan:
             if self._thread is not None and self._ns is not None:
                 self._lanes = [self._layout.lane(self._thread, self._ns)]
             elif self._thread is not None:
-                lanes = yield from _lanes(self._layout, [self._thread])
+                lanes = yield from _lanes(self._layout, [self._thread], self._unreadable)
                 self._lanes = lanes
             else:
-                lanes = yield from _all_lanes(self._layout)
+                lanes = yield from _all_lanes(self._layout, self._unreadable)
                 self._lanes = [lane for lane in lanes if self._ns in (None, lane.checkpoint_ns)]
         if self.done or not self._lanes:
             self.done = True
@@ -447,4 +485,4 @@ class ListPlan:
         if len(read) < count:
             self._next_lane()
         else:
-            self._cursor = read[-1].checkpoint_id
+            self._cursor = read[-1].raw_id

@@ -60,9 +60,12 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
 
     A checkpoint whose stored bytes another writer damaged (a checkpoint, metadata,
     channel value or pending write the ``serde`` cannot decode, or that decodes to
-    something else than LangGraph's shapes) is logged, counted (:attr:`skipped`, and
-    the metric) and left out of ``list`` and of ``get_tuple`` of the newest checkpoint;
-    ``get_tuple`` naming exactly that checkpoint raises ``ReplyParseError``.
+    something else than LangGraph's shapes, or a checkpoint id that is not UTF-8) is
+    logged, counted (:attr:`skipped`, and the metric) and left out of ``list`` and of
+    ``get_tuple`` of the newest checkpoint; ``get_tuple`` naming exactly that checkpoint
+    raises ``ReplyParseError``. An entry of a thread's namespaces that is not UTF-8 is
+    logged, counted the same way and left out of ``list``, ``delete_thread``, ``prune``
+    and ``copy_thread``; a checkpoint id naming no record is left out.
 
     Capabilities (every one the conformance suite knows): ``put``, ``put_writes``,
     ``get_tuple``, ``list``, ``delete_thread``, ``delete_for_runs``, ``copy_thread``,
@@ -152,6 +155,13 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
             "left out: %s",
             self._layout.name, checkpoint_id, lane.thread_id, lane.checkpoint_ns, problem,
         )  # fmt: skip
+        with self._lock:
+            self._skipped += 1
+        self._telemetry.count("corrupt_records")
+
+    def _unreadable(self, what: str) -> None:
+        """Log and count an index entry another writer left unreadable (left out)."""
+        logger.warning("checkpointer %s: %s, left out", self._layout.name, what)
         with self._lock:
             self._skipped += 1
         self._telemetry.count("corrupt_records")
@@ -281,7 +291,15 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
 
     def _plan(self, config: Any, flt: Any, before: Any, limit: Any) -> ops.ListPlan:
         return ops.ListPlan(
-            self._layout, self.serde, config, flt, before, limit, self._refresh_ms, self._damaged
+            self._layout,
+            self.serde,
+            config,
+            flt,
+            before,
+            limit,
+            self._refresh_ms,
+            self._damaged,
+            self._unreadable,
         )
 
     def _pages(self, plan: ops.ListPlan) -> Iterator[CheckpointTuple]:
@@ -381,11 +399,19 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
             InvalidInputError: a thread id that is not a ``str`` (or int / UUID).
             AgentMemoryError: the server failed.
         """
-        self._run(ops.delete_threads(self._layout, [thread_id], "all", field="thread_id"))
+        self._run(
+            ops.delete_threads(
+                self._layout, [thread_id], "all", self._unreadable, field="thread_id"
+            )
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
         """Async :meth:`delete_thread` (same arguments, same errors)."""
-        await self._arun(ops.delete_threads(self._layout, [thread_id], "all", field="thread_id"))
+        await self._arun(
+            ops.delete_threads(
+                self._layout, [thread_id], "all", self._unreadable, field="thread_id"
+            )
+        )
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete every checkpoint whose metadata ``run_id`` is one of ``run_ids``, in
@@ -411,12 +437,18 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
             InvalidInputError: a thread id that is not a ``str`` (or int / UUID).
             AgentMemoryError: the server failed.
         """
-        self._run(ops.copy_thread(self._layout, source_thread_id, target_thread_id, self._ttl_ms))
+        self._run(
+            ops.copy_thread(
+                self._layout, source_thread_id, target_thread_id, self._ttl_ms, self._unreadable
+            )
+        )
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Async :meth:`copy_thread` (same arguments, same errors)."""
         await self._arun(
-            ops.copy_thread(self._layout, source_thread_id, target_thread_id, self._ttl_ms)
+            ops.copy_thread(
+                self._layout, source_thread_id, target_thread_id, self._ttl_ms, self._unreadable
+            )
         )
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -429,11 +461,15 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
                 an iterable, or a bad thread id in it; nothing was pruned.
             AgentMemoryError: the server failed.
         """
-        self._run(ops.delete_threads(self._layout, thread_ids, ops.prune_mode(strategy)))
+        self._run(
+            ops.delete_threads(self._layout, thread_ids, ops.prune_mode(strategy), self._unreadable)
+        )
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Async :meth:`prune` (same arguments, same errors)."""
-        await self._arun(ops.delete_threads(self._layout, thread_ids, ops.prune_mode(strategy)))
+        await self._arun(
+            ops.delete_threads(self._layout, thread_ids, ops.prune_mode(strategy), self._unreadable)
+        )
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """The next channel version, as LangGraph's in-memory, Postgres and Redis

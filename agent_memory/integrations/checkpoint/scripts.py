@@ -56,11 +56,11 @@ LOAD = (
     + _RECORD
     + """
 local ttl, mode = tonumber(ARGV[1]), ARGV[2]
-local out = {}
+local out, found = {}, false
 if mode == 'pick' then
   for i = 3, #ARGV do
     local rec = record(ARGV[i])
-    if rec then out[#out + 1] = rec end
+    if rec then out[#out + 1] = rec; found = true end
   end
 else
   local ids = redis.call('ZREVRANGEBYLEX', KEYS[1], ARGV[3], '-', 'LIMIT', 0, tonumber(ARGV[4]))
@@ -69,16 +69,17 @@ else
     for i = 1, #ids do fields[i] = 'm:' .. ids[i] end
     local metas = hmget(KEYS[2], fields)
     for i = 1, #ids do
-      if metas[i] then out[#out + 1] = ids[i]; out[#out + 1] = metas[i] end
+      out[#out + 1] = ids[i]; out[#out + 1] = metas[i] or false
+      if metas[i] then found = true end
     end
   else
     for i = 1, #ids do
       local rec = record(ids[i])
-      if rec then out[#out + 1] = rec end
+      if rec then out[#out + 1] = rec; found = true else out[#out + 1] = {ids[i]} end
     end
   end
 end
-if #out > 0 then refresh(ttl) end
+if found then refresh(ttl) end
 return out
 """
 )
@@ -86,7 +87,9 @@ return out
 and ``count`` (-1: all), newest first -> full records; ``meta``: the same range ->
 flat ``[id, metadata, ...]``; ``pick``: checkpoint ids -> full records of those that
 exist. A full record is ``[id, checkpoint, metadata, parent, [field, value, ...],
-[write, ...]]``. A read that finds something restarts the lane's TTL."""
+[write, ...]]``; an id of the range naming no record (another writer's) is ``[id]``, or
+``id, nil`` in ``meta``, so the caller pages past it. A read that finds a checkpoint
+restarts the lane's TTL."""
 
 PUT = (
     _HELPERS
