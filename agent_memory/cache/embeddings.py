@@ -17,8 +17,9 @@ Every method raises :class:`~agent_memory.errors.ServerUnavailableError`,
 not a string or not valid Unicode (a lone surrogate), vectors that are not a sequence (or
 a two-dimensional array) of vectors, a vector that is empty, not one-dimensional, not
 finite or beyond float32's range, or an embed function returning the wrong number of
-vectors (nothing is written then). A key another writer gave another type is read as a
-miss, logged and counted (``corrupt_entries``); the next write replaces it.
+vectors (nothing is written then). A key another writer gave another type, or a value
+that is not finite float32s (NaN and infinities included), is read as a miss, logged and
+counted (``corrupt_entries``); the next write replaces it.
 """
 
 from __future__ import annotations
@@ -68,7 +69,10 @@ def _vector(raw: Any) -> tuple[Vector | None, str | None]:
         return None, str(exc)
     if not data or len(data) % 4:
         return None, f"{len(data)} bytes, not a float32 vector"
-    return [float(x) for x in np.frombuffer(data, dtype="<f4")], None
+    array = np.frombuffer(data, dtype="<f4")
+    if not np.isfinite(array).all():  # no writer of this library stores one
+        return None, "a vector holding NaN or an infinity"
+    return [float(x) for x in array], None
 
 
 def _texts(texts: Sequence[str]) -> list[str]:

@@ -9,6 +9,7 @@ import json
 import logging
 from typing import Any
 
+import numpy as np
 import pytest
 import redis
 from prometheus_client import CollectorRegistry
@@ -111,6 +112,25 @@ async def test_embedding_value_that_is_not_a_vector(env: Env) -> None:
     got = await cache.get_many("m1", ["a", "b"])
     assert got[0] is None and got[1] == pytest.approx([3.0, 4.0])
     assert env.events(registry, "corrupt_entries") == 1
+
+
+async def test_an_embedding_holding_a_non_finite_number_is_read_as_absent(env: Env) -> None:
+    """No writer of this library stores NaN or an infinity (``put_many`` refuses them):
+    such a blob is damage, a miss, so the text is embedded again and the write replaces
+    it, instead of a vector every store refuses for as long as the entry lives."""
+    registry = CollectorRegistry()
+    cache = env.make(EmbeddingCache, SyncEmbeddingCache, registry=registry)
+    raw = redis.Redis.from_url(env.url)  # writes bytes as they are
+    try:
+        for i, bad in enumerate((np.nan, np.inf, -np.inf), start=1):
+            raw.set(_core(cache)._key("m1", "a"), np.array([1.0, bad], dtype="<f4").tobytes())
+            assert await cache.get_many("m1", ["a"]) == [None]
+            assert env.events(registry, "corrupt_entries") == i
+        assert await cache.embed_many("m1", ["a"], lambda texts: [[1.0, 2.0]]) == [[1.0, 2.0]]
+        assert await cache.get_many("m1", ["a"]) == [[1.0, 2.0]]
+        assert env.events(registry, "corrupt_entries") == 4
+    finally:
+        raw.close()
 
 
 async def test_failed_counter_update_is_counted(env: Env, caplog: pytest.LogCaptureFixture) -> None:
