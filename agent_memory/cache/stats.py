@@ -20,6 +20,7 @@ else) are logged and do not fail the operation they ride on.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -207,15 +208,32 @@ _SIMPLE_FIELDS = {
 }
 
 
-# HINCRBY keeps a counter in a signed 64-bit integer; anything wider was written by
-# someone else, and would overflow the rates and cost derived from it.
+# HINCRBY keeps a counter in a signed 64-bit integer, written as its plain digits;
+# anything else was written by someone else (wider numbers would overflow the rates and
+# cost derived from them).
 _MIN_COUNT = -(2**63)
 _MAX_COUNT = 2**63 - 1
+_COUNT = re.compile(rb"0|-?[1-9][0-9]{0,18}")
+
+
+def _count(raw: Any) -> int | None:
+    """A stats field's value as a count, ``None`` unless it is what HINCRBY takes: the
+    text of a 64-bit integer (no sign ``+``, spaces, underscores, leading zeros,
+    fraction or exponent, which Python's ``int`` would read as another number)."""
+    if isinstance(raw, int) and not isinstance(raw, bool):  # an in-process client's
+        value = raw
+    else:
+        data = raw.encode("utf-8") if isinstance(raw, str) else raw
+        if not isinstance(data, bytes) or not _COUNT.fullmatch(data):
+            return None
+        value = int(data)
+    return value if _MIN_COUNT <= value <= _MAX_COUNT else None
 
 
 def parse_stats(reply: Any, *, unreadable: Callable[[str, Any], None] | None = None) -> CacheStats:
     """Parse an ``HGETALL {name}:__stats`` reply (unknown fields are ignored; a field
-    that is not a 64-bit integer is left out and reported to ``unreadable(field, value)``)."""
+    that is not the text of a 64-bit integer, as HINCRBY writes it, is left out and
+    reported to ``unreadable(field, value)``)."""
     values: dict[str, int] = {}
     per_tool: dict[str, list[int]] = {}
     for raw_field, raw in replies.raw_pairs(reply):
@@ -224,11 +242,8 @@ def parse_stats(reply: Any, *, unreadable: Callable[[str, Any], None] | None = N
             if unreadable is not None:
                 unreadable(repr(raw_field), raw)
             continue
-        try:
-            amount = replies.integer(raw)
-        except AgentMemoryError:
-            amount = None
-        if amount is None or not _MIN_COUNT <= amount <= _MAX_COUNT:
+        amount = _count(raw)
+        if amount is None:
             if unreadable is not None:
                 unreadable(field, raw)
             continue

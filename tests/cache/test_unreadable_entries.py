@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import redis
+import valkey
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache import (
@@ -24,6 +25,7 @@ from agent_memory.cache import (
     SyncToolCache,
     ToolCache,
 )
+from agent_memory.cache.stats import ToolStats
 from agent_memory.errors import WrongTypeError
 from tests.cache.conftest import CHAT_PARAMS, Env, Tier
 
@@ -102,6 +104,34 @@ async def test_stats_field_that_is_not_a_count(env: Env) -> None:
     stats = await cache.stats()
     assert stats.llm_misses == 1 and stats.llm_hits == 0
     assert env.events(registry, "corrupt_entries") == 1
+
+
+async def test_stats_fields_a_counter_update_would_refuse_are_not_counts(env: Env) -> None:
+    """A field is a count when the server's HINCRBY takes it: the text of a 64-bit
+    integer. Text Python's ``int`` reads otherwise (a fraction, an exponent, spaces,
+    underscores, a plus sign, leading zeros) is left out and reported, never read as
+    another number."""
+    registry = CollectorRegistry()
+    cache = env.make(ToolCache, SyncToolCache, registry=registry)
+    stats_key = _core(cache).tier.layout.stats
+    damaged = {
+        "tool:hits": "1.5",
+        "tool:misses": "1e3",
+        "tool:a:hits": " 7",
+        "tool:a:misses": "1_000",
+        "tool:b:hits": "+4",
+        "tool:b:misses": "007",
+        "session:reads": "-0",
+    }
+    for field, value in damaged.items():
+        env.raw.hset(stats_key, field, value)
+        with pytest.raises(valkey.ResponseError):
+            env.raw.hincrby(stats_key, field, 0)  # the server says it is not a count
+    env.raw.hset(stats_key, mapping={"tool:c:hits": "-12", "session:writes": "0"})
+    stats = await cache.stats()
+    assert (stats.tool_hits, stats.tool_misses, stats.session_reads) == (0, 0, 0)
+    assert stats.tools == (ToolStats("c", -12, 0),) and stats.session_writes == 0
+    assert env.events(registry, "corrupt_entries") == len(damaged)
 
 
 async def test_embedding_value_that_is_not_a_vector(env: Env) -> None:
