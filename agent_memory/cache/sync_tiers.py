@@ -193,8 +193,9 @@ class SyncToolCache(SyncTier):
         self._run(self._core.set_policy(tool, ttl))
 
     def get_policy(self, tool: str) -> ToolPolicy | None:
-        """Read the policy of ``tool`` from the server (``None`` when it has none). Raises
-        InvalidInputError (tool name)."""
+        """Read the policy of ``tool`` from the server (``None`` when it has none, or its
+        policy or the policies key another writer left unreadable: logged and counted).
+        Raises InvalidInputError (tool name)."""
         return self._run(self._core.get_policy(tool))
 
     def delete_policy(self, tool: str) -> bool:

@@ -199,8 +199,9 @@ class ToolCache(AsyncTier):
         await self._run(self._core.set_policy(tool, ttl))
 
     async def get_policy(self, tool: str) -> ToolPolicy | None:
-        """Read the policy of ``tool`` from the server (``None`` when it has none). Raises
-        InvalidInputError (tool name)."""
+        """Read the policy of ``tool`` from the server (``None`` when it has none, or its
+        policy or the policies key another writer left unreadable: logged and counted).
+        Raises InvalidInputError (tool name)."""
         return await self._run(self._core.get_policy(tool))
 
     async def delete_policy(self, tool: str) -> bool:

@@ -36,7 +36,7 @@ from agent_memory.core import replies
 from agent_memory.core.checks import check_ttl_seconds
 from agent_memory.core.effects import Command, Operation, execute_batch
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import AgentMemoryError, InvalidInputError
+from agent_memory.errors import AgentMemoryError, InvalidInputError, WrongTypeError
 
 MIN_SAMPLES = 10
 MAX_SUGGESTED_TTL = 86_400.0
@@ -251,6 +251,9 @@ class ToolCore:
         check_text(tool, field="tool")
         command = Command(("HGET", self.tier.layout.tool_policies, tool))
         (raw,) = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [command])
+        if isinstance(raw, WrongTypeError):  # another writer's key: read as holding none
+            self.tier.unreadable(self.tier.layout.tool_policies, str(raw))
+            raw = None
         raise_first_error([raw])
         policy = (
             _parse_policies({tool: raw}, self._unreadable_policy).get(tool)
@@ -292,7 +295,9 @@ class ToolCore:
             [Command(("HGETALL", layout.stats)), Command(("HGETALL", layout.tool_policies))],
             counters_first=True,
         )
-        raise_first_error([stats_reply, policies_reply])
+        raise_first_error([stats_reply])
+        if not isinstance(policies_reply, WrongTypeError):  # another type: _loaded reports it
+            raise_first_error([policies_reply])
         self._loaded(policies_reply)
         stats = parse_stats(
             stats_reply, unreadable=unreadable_field(self.tier.layout, self.tier.buffer)

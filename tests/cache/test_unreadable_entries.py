@@ -95,6 +95,27 @@ async def test_tool_entry_and_policies(env: Env) -> None:
     assert env.events(registry, "corrupt_entries") == 3
 
 
+async def test_a_policies_key_of_another_type_is_read_as_absent(env: Env) -> None:
+    """Every read of the tool policies (a store's refresh, ``get_policy``,
+    ``tool_effectiveness``) reads a policies key another writer gave another type as
+    holding none, logged and counted; setting a policy raises WrongTypeError."""
+    registry = CollectorRegistry()
+    cache = env.make(ToolCache, SyncToolCache, registry=registry, ttl=30)
+    env.raw.set(_core(cache).tier.layout.tool_policies, "not a hash")
+    await cache.store("search", {"q": "x"}, {"rows": 1})
+    assert env.events(registry, "corrupt_entries") == 1
+    assert await cache.get_policy("search") is None
+    assert env.events(registry, "corrupt_entries") == 2
+    for _ in range(10):
+        assert (await cache.check("search", {"q": "x"})).hit
+    (report,) = await cache.tool_effectiveness()
+    assert (report.tool, report.hits, report.ttl) == ("search", 10, 30)
+    assert env.events(registry, "corrupt_entries") == 3
+    with pytest.raises(WrongTypeError):
+        await cache.set_policy("search", ttl=60)
+    assert env.raw.get(_core(cache).tier.layout.tool_policies) == "not a hash"
+
+
 async def test_stats_field_that_is_not_a_count(env: Env) -> None:
     registry = CollectorRegistry()
     cache = env.make(LlmCache, SyncLlmCache, registry=registry)
