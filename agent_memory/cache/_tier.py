@@ -292,7 +292,11 @@ class AsyncTier:
     async def _run(self, op: Operation[T]) -> T:
         _refuse_if_closed(self, op)
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
-            result = await run_async(op, self._executor, self._telemetry.child_span)
+            try:
+                result = await run_async(op, self._executor, self._telemetry.child_span)
+            except BaseException:  # what it met before failing is counted all the same
+                _record(self._telemetry, self._tier, scope, None, self._tier_core())
+                raise
             _record(self._telemetry, self._tier, scope, result, self._tier_core())
             return result
 
@@ -321,7 +325,11 @@ class SyncTier:
     def _run(self, op: Operation[T]) -> T:
         _refuse_if_closed(self, op)
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
-            result = run_sync(op, self._executor, self._telemetry.child_span)
+            try:
+                result = run_sync(op, self._executor, self._telemetry.child_span)
+            except BaseException:  # what it met before failing is counted all the same
+                _record(self._telemetry, self._tier, scope, None, self._tier_core())
+                raise
             _record(self._telemetry, self._tier, scope, result, self._tier_core())
             return result
 

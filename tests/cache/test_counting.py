@@ -12,8 +12,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache import (
+    EmbeddingCache,
     LlmCache,
     SessionStore,
+    SyncEmbeddingCache,
     SyncLlmCache,
     SyncSessionStore,
     SyncToolCache,
@@ -165,3 +167,28 @@ async def test_on_a_cluster(cluster_env: Env) -> None:
     stats = await llm.stats()
     assert (stats.llm_hits, stats.llm_misses, stats.cost_saved_micros) == (1, 1, 150)
     assert cluster_env.events(registry, "corrupt_entries") == 1
+
+
+async def test_an_operation_that_fails_still_reports_what_it_met(env: Env) -> None:
+    """The lookups, unreadable entries and failed counter updates of an operation that
+    then fails (a wrapped completion or an embed function raising) reach the metrics
+    when it ends, not at the tier's next operation, which may never come."""
+    registry = CollectorRegistry()
+    llm = env.make(LlmCache, SyncLlmCache, registry=registry)
+    vectors = env.make(EmbeddingCache, SyncEmbeddingCache, registry=registry)
+    key = (await llm.check(CHAT_PARAMS)).key
+    env.raw.set(key, "not json")
+
+    def failing(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("the provider is down")
+
+    with pytest.raises(RuntimeError):
+        await llm.wrap(failing)(**CHAT_PARAMS)
+    assert env.events(registry, "corrupt_entries") == 1
+    requests = "agent_cache_requests_total"
+    labels = {"name": env.name, "tier": "llm", "result": "miss"}
+    assert registry.get_sample_value(requests, labels) == 2
+    with pytest.raises(RuntimeError):
+        await vectors.embed_many("m", ["a", "b"], failing)
+    labels = {"name": env.name, "tier": "embedding", "result": "miss"}
+    assert registry.get_sample_value(requests, labels) == 2
