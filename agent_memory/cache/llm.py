@@ -125,6 +125,8 @@ class LlmCore:
         self.tier = TierCore(name)
         self.ttl_ms = ttl_ms(ttl)
         self.prices = resolve_prices(prices)
+        if not callable(clock):
+            raise InvalidInputError("clock must be callable", field="clock")
         self.clock = clock
 
     def _cost(self, model: str, tokens: TokenUsage | None, stored_cost: Any) -> int:

@@ -40,7 +40,7 @@ class SyncLlmCache(SyncTier):
         clock: time source in seconds.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name, TTL or price.
+        InvalidInputError: a blocking client, a bad name, TTL, price or clock.
     """
 
     __slots__ = ("_core",)
@@ -156,7 +156,8 @@ class SyncToolCache(SyncTier):
         clock: time source in seconds.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name, TTL or refresh interval.
+        InvalidInputError: a blocking client, a bad name, TTL, refresh interval or
+            clock.
     """
 
     __slots__ = ("_core",)

@@ -46,7 +46,7 @@ class LlmCache(AsyncTier):
         clock: time source in seconds.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name, TTL or price.
+        InvalidInputError: a blocking client, a bad name, TTL, price or clock.
     """
 
     __slots__ = ("_core",)
@@ -162,7 +162,8 @@ class ToolCache(AsyncTier):
         clock: time source in seconds.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name, TTL or refresh interval.
+        InvalidInputError: a blocking client, a bad name, TTL, refresh interval or
+            clock.
     """
 
     __slots__ = ("_core",)

@@ -166,6 +166,8 @@ class ToolCore:
         if not policy_refresh >= 0:
             raise InvalidInputError("policy_refresh must be >= 0", field="policy_refresh")
         self.policy_refresh = float(policy_refresh)
+        if not callable(clock):
+            raise InvalidInputError("clock must be callable", field="clock")
         self.clock = clock
         self.policies: dict[str, ToolPolicy] = {}
         self.loaded_at: float | None = None

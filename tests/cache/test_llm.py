@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from agent_memory.cache import LlmCache, PriceTable, SyncLlmCache, TokenUsage
+from agent_memory.cache import (
+    LlmCache,
+    PriceTable,
+    SyncLlmCache,
+    SyncToolCache,
+    TokenUsage,
+    ToolCache,
+)
 from agent_memory.errors import InvalidInputError
 from tests.cache.conftest import Env, Tier
 
@@ -210,3 +217,19 @@ async def test_corrupt_entry_is_a_miss(env: Env) -> None:
     assert not (await cache.check(PARAMS)).hit
     env.raw.set(key, json.dumps({"no": "response"}))
     assert not (await cache.check(PARAMS)).hit
+
+
+@pytest.mark.parametrize("clock", [None, 123, "now"], ids=["none", "int", "text"])
+async def test_a_clock_that_is_not_callable_is_refused_by_the_constructor(
+    env: Env, clock: Any
+) -> None:
+    """Not at the first store, as a TypeError from inside the library."""
+    with pytest.raises(InvalidInputError) as caught:
+        cache = llm(env, clock=clock)
+        await cache.store(PARAMS, "x")
+    assert caught.value.field == "clock"
+    with pytest.raises(InvalidInputError) as caught:
+        tools = env.make(ToolCache, SyncToolCache, clock=clock)
+        await tools.store("t", {"q": 1}, "x")
+    assert caught.value.field == "clock"
+    assert env.keys() == []
