@@ -147,7 +147,7 @@ def key_params(params: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[name] = value
     for ours, theirs in _THEIR_NAMES.items():
-        if ours in out and theirs not in params:
+        if ours in out and params.get(theirs) is None:  # None: absent, as everywhere
             out[theirs] = out.pop(ours)
     if model.startswith(UNIT_SAMPLING_DEFAULTS):
         out.setdefault("temperature", 1)

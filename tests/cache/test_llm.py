@@ -55,6 +55,27 @@ async def test_single_text_block_shares_the_entry(env: Env) -> None:
 
 
 @pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        ("tool_choice", "toolChoice"),
+        ("response_format", "responseFormat"),
+        ("reasoning_effort", "reasoningEffort"),
+    ],
+)
+async def test_a_parameter_set_to_none_is_absent_whatever_its_spelling(
+    env: Env, ours: str, theirs: str
+) -> None:
+    """The names agent-cache hashes in camelCase too: ``toolChoice=None`` next to
+    ``tool_choice`` means "default", as an absent ``toolChoice`` does."""
+    cache = llm(env)
+    params = {**PARAMS, ours: {"type": "auto"}}
+    key = await cache.store(params, "answer")
+    found = await cache.check({**params, theirs: None})
+    assert found.hit and found.key == key
+    assert (await cache.check({**PARAMS, theirs: {"type": "auto"}, ours: None})).key == key
+
+
+@pytest.mark.parametrize(
     ("name", "value"),
     [
         ("n", 3),
