@@ -43,14 +43,19 @@ from agent_memory.errors import WrongTypeError
 DEFAULT_SESSION_TTL = 86_400.0
 
 
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
 def _decode(raw: Any) -> tuple[Any, bool]:
     """A stored field's value and whether it is readable: JSON, else its text when it
-    is text (a foreign writer's); ``(None, False)`` when it is not UTF-8."""
+    is text (a foreign writer's: ``NaN`` and infinities, which Python's decoder would
+    take, included); ``(None, False)`` when it is not UTF-8."""
     text = replies.lenient_text(raw)
     if text is None:
         return None, False
     try:
-        return json.loads(text), True
+        return json.loads(text, parse_constant=_not_json), True
     except RecursionError:  # nested deeper than any value this library writes
         return None, False
     except ValueError:

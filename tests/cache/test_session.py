@@ -49,6 +49,16 @@ async def test_foreign_text_values_are_returned_as_text(env: Env) -> None:
     assert await store.get_all("t") == {"raw": "not json {"}
 
 
+async def test_foreign_nan_and_infinity_are_text_not_numbers(env: Env) -> None:
+    """``NaN`` and ``Infinity`` are not JSON (this library never writes them): another
+    writer's field holding one is its text, not a float no value given to ``set`` can be."""
+    store = sessions(env)
+    foreign = {"a": "NaN", "b": "Infinity", "c": "-Infinity", "d": "[1, NaN]"}
+    env.raw.hset(f"{env.name}:session:t", mapping=foreign)
+    assert await store.get("t", "a") == "NaN"
+    assert await store.get_all("t") == foreign
+
+
 async def test_odd_thread_ids_and_keys(env: Env) -> None:
     store = sessions(env)
     for thread in ("a:b", "*", "{x}", "é"):
