@@ -528,6 +528,35 @@ async def test_the_longest_ttl_is_accepted(client: Any) -> None:
         assert await client.pttl(key) > 9 * 365 * 86400 * 1000
 
 
+async def test_a_session_in_use_keeps_its_apps_state_and_listing_alive(client: Any) -> None:
+    """The TTL slides on every read or write of a session for the app's keys too: an
+    ``app:`` state written once, and the app's list of users, live as long as a session
+    of the app is read or appended to, not ``ttl`` after their own last write."""
+    name = _name()
+    service = AgentMemorySessionService(client, name=name, ttl=60)
+    s = await service.create_session(app_name="app", user_id="u", state={"app:a": 1})
+    layout = Layout(name)
+    app_keys = (layout.app_state("app"), layout.users("app"))
+
+    async def shortened() -> None:  # as if most of the TTL had run out since the write
+        for key in app_keys:
+            await client.pexpire(key, 5_000)
+
+    await shortened()
+    s = await service.get_session(app_name="app", user_id="u", session_id=s.id)
+    assert s is not None
+    for key in app_keys:
+        assert await client.pttl(key) > 5_000
+    await shortened()
+    await service.append_event(s, Event(author="user", invocation_id="i"))
+    for key in app_keys:
+        assert await client.pttl(key) > 5_000
+    await shortened()
+    await service.create_session(app_name="app", user_id="u2")
+    for key in app_keys:
+        assert await client.pttl(key) > 5_000
+
+
 # -- memory service -----------------------------------------------------------------------------
 
 

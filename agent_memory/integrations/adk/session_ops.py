@@ -44,6 +44,14 @@ def _app_write(layout: Layout, app: str, delta: Mapping[str, Any], ttl_ms: int) 
     return writes + ([command("PEXPIRE", key, ttl_ms)] if ttl_ms else [])
 
 
+def _app_touch(layout: Layout, app: str, ttl_ms: int) -> list[Command]:
+    """The TTL refresh of the app's keys (``app:`` state and list of users) that every
+    read or write of one of its sessions sends: they live while a session is in use."""
+    if not ttl_ms:
+        return []
+    return [command("PEXPIRE", key, ttl_ms) for key in (layout.app_state(app), layout.users(app))]
+
+
 def _status(reply: Any) -> tuple[int, list[Any]]:
     if not isinstance(reply, (list, tuple)) or not reply:
         raise ReplyParseError(f"unexpected script reply {reply!r}")
@@ -68,8 +76,7 @@ def create(
     )  # fmt: skip
     app_writes = _app_write(layout, app, app_delta, ttl_ms)
     tail = [command("HGETALL", layout.app_state(app)), command("SADD", layout.users(app), user)]
-    if ttl_ms:
-        tail.append(command("PEXPIRE", layout.users(app), ttl_ms))
+    tail += _app_touch(layout, app, ttl_ms)
     if app_writes:  # app state changes only once the session is known to be new
         got = yield from execute_batch([create_cmd])
     else:
@@ -107,7 +114,8 @@ def get(
         scripts.GET, _user_keys(layout, app, user, sid),
         str(recent), "" if after == "" else codec.time_text(float(after)), str(ttl_ms),
     )  # fmt: skip
-    got = yield from execute_batch([get_cmd, command("HGETALL", layout.app_state(app))])
+    app_read = command("HGETALL", layout.app_state(app))
+    got = yield from execute_batch([get_cmd, app_read, *_app_touch(layout, app, ttl_ms)])
     raise_first_error(got)
     status, rest = _status(got[0])
     if status == 0:
@@ -143,7 +151,7 @@ def append(
         str(ttl_ms), str(len(pairs) // 2), *pairs, *codec.flat_pairs(user_delta),
     )  # fmt: skip
     app_writes = _app_write(layout, app, app_delta, ttl_ms)  # validated before any write
-    got = yield from execute_batch([append_cmd])
+    got = yield from execute_batch([append_cmd, *_app_touch(layout, app, ttl_ms)])
     raise_first_error(got)
     status, rest = _status(got[0])
     if status == 0:

@@ -60,8 +60,9 @@ class AgentMemorySessionService(BaseSessionService):
         name: the key prefix (``{name}:adk:...``); services with different names share
             nothing.
         ttl: seconds a session (its events and state), a user's ``user:`` state and an
-            app's ``app:`` state live after their last read or write (at most ten
-            years); ``None`` (the default): kept until deleted.
+            app's ``app:`` state (and list of users) live after their last read or
+            write, a read or write of a session counting for its user's and its app's
+            keys (at most ten years); ``None`` (the default): kept until deleted.
         clock: ``() -> seconds since the epoch`` for creation times (tests).
 
     Raises:
