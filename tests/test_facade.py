@@ -104,6 +104,32 @@ async def test_a_field_taken_by_another_type_is_refused(server: ServerInfo) -> N
         await raw.aclose()
 
 
+async def test_closing_one_of_two_agents_sharing_a_name_leaves_the_others_heartbeat(
+    server: ServerInfo,
+) -> None:
+    """Two processes may share a name (and so its discovery fields): one closing
+    withdraws only a heartbeat it wrote itself, never the one the other, still running,
+    wrote after it."""
+    name = _name()
+    raw = redis.asyncio.Redis.from_url(server.url, decode_responses=True)
+    first = AgentMemory.from_url(server.url, name=name, embed=TableEmbedder())
+    second = AgentMemory.from_url(server.url, name=name, embed=TableEmbedder())
+    fields = (f"{name}:mem", name)
+    try:
+        await first.initialize()
+        await second.initialize()  # the second beat overwrote the first's heartbeats
+        await first.close()
+        for field in fields:
+            assert await raw.exists(discovery.heartbeat_key(field)) == 1
+        await second.close()
+        for field in fields:
+            assert await raw.exists(discovery.heartbeat_key(field)) == 0
+    finally:
+        await first.close()
+        await second.close()
+        await raw.aclose()
+
+
 def test_sync_agent_heartbeat_thread(server: ServerInfo) -> None:
     name = _name()
     raw = redis.Redis.from_url(server.url, decode_responses=True)

@@ -22,6 +22,7 @@ from agent_memory.core.client_factory import (
     release_unused_client,
 )
 from agent_memory.core.clients import AsyncExecutor
+from agent_memory.core.effects import Operation
 from agent_memory.core.runner import run_async
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
 from agent_memory.errors import AgentMemoryError, InvalidInputError, StoreClosedError
@@ -121,6 +122,7 @@ class AgentMemory:
         self._discovery = discovery
         self._started_at = protocol.now_iso()
         self._tool_policies: list[str] = []
+        self._stamp: str | None = None  # of the heartbeats this object wrote last
         self._heartbeat = AsyncHeartbeat(self._beat, heartbeat_interval, self._beat_failed)
         self._initialized = False
         self._closed = False
@@ -240,7 +242,7 @@ class AgentMemory:
         self._status = await self.memory.ensure_index()
         if self._discovery and not self._initialized:
             self._tool_policies = await self._tool_policy_names()
-            await run_async(
+            self._stamp = await run_async(
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
             if self._closed:  # closed while registering: no heartbeat for a closed agent
@@ -252,7 +254,7 @@ class AgentMemory:
 
     async def _beat(self) -> None:
         self._tool_policies = await self._tool_policy_names()
-        await run_async(protocol.heartbeat(self._markers()), self._executor)
+        self._stamp = await run_async(protocol.heartbeat(self._markers()), self._executor)
         await self.memory.stats()  # refreshes the items gauge from the server
 
     async def _tool_policy_names(self) -> list[str]:
@@ -301,9 +303,7 @@ class AgentMemory:
         try:
             await self._heartbeat.stop()
             if self._initialized and self._discovery:
-                await run_async(
-                    protocol.unregister([f"{self._name}:mem", self._name]), self._executor
-                )
+                await run_async(self._unregister(), self._executor)
         except AgentMemoryError as exc:
             self._beat_failed(exc)
         finally:
@@ -328,11 +328,15 @@ class AgentMemory:
                 if self._server is not None:
                     await self._server.stop_async()
 
+    def _unregister(self) -> Operation[None]:
+        """Withdraw the heartbeats this object wrote (not another's of the same name)."""
+        return protocol.unregister([f"{self._name}:mem", self._name], self._stamp)
+
     async def _withdraw(self) -> None:
         """Undo a registration that a close() overtook: delete the markers it wrote and
         close again the connection it reopened on a client this object owns."""
         try:
-            await run_async(protocol.unregister([f"{self._name}:mem", self._name]), self._executor)
+            await run_async(self._unregister(), self._executor)
         except AgentMemoryError as exc:
             self._beat_failed(exc)
         finally:

@@ -119,11 +119,20 @@ def _check_owner(field: str, existing: Any, expected_type: str, unreadable: Unre
         )
 
 
+# Deletes a heartbeat only while it holds the stamp this instance wrote last: another
+# process sharing the name (so the field) may have beaten since, and is still running.
+_DELETE_OWN_HEARTBEAT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
 def register(
     markers: Mapping[str, tuple[str, dict[str, Any]]], *, unreadable: Unreadable
-) -> Operation[None]:
+) -> Operation[str]:
     """Write markers (``field -> (type, marker)``), the protocol key and heartbeats. An
     existing marker that cannot be read is reported to ``unreadable`` and replaced.
+    Returns the heartbeats' stamp (for :func:`unregister`).
 
     Raises:
         InvalidInputError: a field already holds a marker of another type.
@@ -132,12 +141,14 @@ def register(
     existing = yield from execute("HMGET", REGISTRY_KEY, *fields)
     for field, value in zip(fields, existing or [None] * len(fields), strict=True):
         _check_owner(field, value, markers[field][0], unreadable)
-    yield from heartbeat(markers)
+    stamp = yield from heartbeat(markers)
     yield from execute("SET", PROTOCOL_KEY, str(PROTOCOL_VERSION), "NX")
+    return stamp
 
 
-def heartbeat(markers: Mapping[str, tuple[str, dict[str, Any]]]) -> Operation[None]:
-    """Refresh heartbeats and re-write markers (so a server restarted empty is repaired)."""
+def heartbeat(markers: Mapping[str, tuple[str, dict[str, Any]]]) -> Operation[str]:
+    """Refresh heartbeats and re-write markers (so a server restarted empty is repaired).
+    Returns the stamp the heartbeats hold (for :func:`unregister`)."""
     stamp = now_iso()
     commands = []
     for field, (_, marker) in markers.items():
@@ -147,12 +158,18 @@ def heartbeat(markers: Mapping[str, tuple[str, dict[str, Any]]]) -> Operation[No
         )
     replies = yield from execute_batch(commands)
     raise_first_error(replies)
+    return stamp
 
 
-def unregister(fields: Sequence[str]) -> Operation[None]:
-    """Delete the heartbeats (the markers stay, so Monitor shows the instance as gone)."""
-    if fields:
-        yield from execute("DEL", *(heartbeat_key(f) for f in fields))
+def unregister(fields: Sequence[str], stamp: str | None) -> Operation[None]:
+    """Delete the heartbeats that still hold ``stamp``, the last one this instance wrote
+    (``None``: it wrote none); one another instance of the same name wrote since stays.
+    The markers stay, so Monitor shows the instance as gone."""
+    if fields and stamp is not None:
+        replies = yield from execute_batch(
+            [command("EVAL", _DELETE_OWN_HEARTBEAT, "1", heartbeat_key(f), stamp) for f in fields]
+        )
+        raise_first_error(replies)
 
 
 def tool_policy_names(

@@ -28,6 +28,7 @@ from agent_memory.core.client_factory import (
     release_unused_client,
 )
 from agent_memory.core.clients import SyncExecutor
+from agent_memory.core.effects import Operation
 from agent_memory.core.runner import run_sync
 from agent_memory.embedded.server import EmbeddedServer, open_embedded
 from agent_memory.errors import AgentMemoryError, InvalidInputError, StoreClosedError
@@ -131,6 +132,7 @@ class SyncAgentMemory:
         self._discovery = discovery
         self._started_at = protocol.now_iso()
         self._tool_policies: list[str] = []
+        self._stamp: str | None = None  # of the heartbeats this object wrote last
         self._heartbeat = SyncHeartbeat(self._beat, heartbeat_interval, self._beat_failed)
         self._initialized = False
         self._closed = False
@@ -250,7 +252,7 @@ class SyncAgentMemory:
         self._status = self.memory.ensure_index()
         if self._discovery and not self._initialized:
             self._tool_policies = self._tool_policy_names()
-            run_sync(
+            self._stamp = run_sync(
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
             if self._closed:  # closed while registering: no heartbeat for a closed agent
@@ -262,7 +264,7 @@ class SyncAgentMemory:
 
     def _beat(self) -> None:
         self._tool_policies = self._tool_policy_names()
-        run_sync(protocol.heartbeat(self._markers()), self._executor)
+        self._stamp = run_sync(protocol.heartbeat(self._markers()), self._executor)
         self.memory.stats()  # refreshes the items gauge from the server
 
     def _tool_policy_names(self) -> list[str]:
@@ -311,7 +313,7 @@ class SyncAgentMemory:
         try:
             self._heartbeat.stop()
             if self._initialized and self._discovery:
-                run_sync(protocol.unregister([f"{self._name}:mem", self._name]), self._executor)
+                run_sync(self._unregister(), self._executor)
         except AgentMemoryError as exc:
             self._beat_failed(exc)
         finally:
@@ -336,11 +338,15 @@ class SyncAgentMemory:
                 if self._server is not None:
                     self._server.stop()
 
+    def _unregister(self) -> Operation[None]:
+        """Withdraw the heartbeats this object wrote (not another's of the same name)."""
+        return protocol.unregister([f"{self._name}:mem", self._name], self._stamp)
+
     def _withdraw(self) -> None:
         """Undo a registration that a close() overtook: delete the markers it wrote and
         close again the connection it reopened on a client this object owns."""
         try:
-            run_sync(protocol.unregister([f"{self._name}:mem", self._name]), self._executor)
+            run_sync(self._unregister(), self._executor)
         except AgentMemoryError as exc:
             self._beat_failed(exc)
         finally:
