@@ -133,12 +133,28 @@ def _check_value(name: str, schema: Mapping[str, Any], value: Any) -> None:
     elif kind in ("number", "integer"):
         _check_number(name, schema, value, integer=kind == "integer")
     elif kind == "array":
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise InvalidInputError(
-                f"argument {name!r} must be a list of non-empty strings", field=name
-            )
+        _check_array(name, schema, value)
     elif kind == "object":
         _check_object(name, schema, value)
+
+
+def _check_array(name: str, schema: Mapping[str, Any], value: Any) -> None:
+    """A list of non-empty strings within the schema's ``maxItems`` and its items'
+    ``maxLength``."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise InvalidInputError(
+            f"argument {name!r} must be a list of non-empty strings", field=name
+        )
+    most = schema.get("maxItems")
+    if most is not None and len(value) > most:
+        raise InvalidInputError(
+            f"argument {name!r} must have at most {most} items, got {len(value)}", field=name
+        )
+    longest = schema.get("items", {}).get("maxLength")
+    if longest is not None and any(len(v) > longest for v in value):
+        raise InvalidInputError(
+            f"argument {name!r} must hold strings of at most {longest} characters", field=name
+        )
 
 
 def _check_string(name: str, schema: Mapping[str, Any], value: Any) -> None:

@@ -183,6 +183,31 @@ def test_check_arguments_rejects_authority_and_unknown_arguments() -> None:
     assert check_arguments(tools._specs["feedback"], {"id": "m", "value": None})["value"] is None
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("remember", {"content": "x", "tags": [f"t{i}" for i in range(65)]}),
+        ("remember", {"content": "x", "tags": ["t" * 257]}),
+        ("recall", {"query": "x", "tags": [f"t{i}" for i in range(65)]}),
+        ("list", {"tags": [f"t{i}" for i in range(65)]}),
+    ],
+    ids=["remember-too-many", "remember-too-long", "recall-too-many", "list-too-many"],
+)
+async def test_tags_beyond_the_declared_bounds_are_refused_before_anything_is_written(
+    servers: _Servers, tool: str, arguments: dict[str, Any]
+) -> None:
+    """The schema a model sees declares at most 64 tags of at most 256 characters: a
+    call beyond them is refused naming ``tags``, as every declared bound is."""
+    url = servers.get("valkey-redisearch").url
+    store = MemoryStore.from_url(url, name=f"mcp_{uuid.uuid4().hex[:8]}", embed=HashingEmbedder())
+    async with store:
+        tools = MemoryTools(store, namespace="a")
+        with pytest.raises(InvalidInputError, match="'tags'") as caught:
+            await tools.call(tool, arguments)
+        assert caught.value.field == "tags"
+        assert (await store.list(Scope(namespace="a"))).total == 0
+
+
 async def test_tools_in_process_ids_outside_the_scope_are_not_found() -> None:
     from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
 
