@@ -7,6 +7,7 @@ to name a tenant, agent, thread or session is rejected.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, overload
 
@@ -21,6 +22,9 @@ from agent_memory.errors import InvalidInputError
 from agent_memory.schema.types import Scope
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.sync_store import SyncMemoryStore
+
+# What OpenAI and Anthropic accept as a function name (without their '-').
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 
 _DESCRIPTION = (
     "Save a fact, preference or decision worth remembering in long-term memory. "
@@ -40,8 +44,11 @@ class _ToolCore:
         session_id: str | None,
         name: str,
     ) -> None:
-        if not isinstance(name, str) or not name.replace("_", "").isalnum() or len(name) > 64:
-            raise InvalidInputError("tool name must be 1-64 letters, digits or '_'", field="name")
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise InvalidInputError(
+                f"tool name must be 1-64 ASCII letters, digits or '_', got {name!r:.80}",
+                field="name",
+            )
         self.store = store
         self.scope = Scope(namespace=namespace, agent_id=agent_id, session_id=session_id)
         self.name = name
@@ -173,7 +180,7 @@ def memory_tool(
         store: the store to write to (async store -> async ``run``).
         session_id: binds session writes (``durability="session"`` is offered only then).
         namespace, agent_id: the tenant and agent every write lands in.
-        name: the function name the model sees.
+        name: the function name the model sees (1-64 ASCII letters, digits or ``_``).
 
     Raises:
         InvalidInputError: not a store, bad name or scope values.

@@ -115,3 +115,22 @@ def test_both_tool_surfaces_share_the_rules() -> None:
             tool.prepare(bad)
     assert store.list().total == 0
     store.close()
+
+
+@pytest.mark.parametrize(
+    "name", ["save_mémoire", "\u0663", "\uff53\uff41\uff56\uff45", "save\n", "a-b", ""]
+)
+def test_a_tool_name_no_provider_accepts_is_refused(name: str) -> None:
+    """Function names are ASCII letters, digits and ``_`` (OpenAI and Anthropic refuse
+    others at the request): a non-ASCII letter or digit is refused when the tool is made,
+    not by the provider once a model is called."""
+    store = SyncMemoryStore(InProcessClient(Keyspace()), "tool_names", HashingEmbedder())
+    with pytest.raises(InvalidInputError, match="tool name") as caught:
+        memory_tool(store, namespace="a", name=name)
+    assert caught.value.field == "name"
+
+
+@pytest.mark.parametrize("name", ["_", "save_memory", "S" * 64, "v2"])
+def test_a_tool_name_of_ascii_letters_digits_and_underscores_is_accepted(name: str) -> None:
+    store = SyncMemoryStore(InProcessClient(Keyspace()), "tool_names", HashingEmbedder())
+    assert memory_tool(store, namespace="a", name=name).to_openai()["function"]["name"] == name
