@@ -473,6 +473,30 @@ async def test_bad_input_raises_library_errors(ours: AgentMemorySessionService) 
         GetSessionConfig(num_recent_events=-1)
 
 
+@pytest.mark.parametrize("timestamp", [float("nan"), float("inf"), float("-inf")])
+async def test_an_event_time_with_no_json_form_is_refused_before_anything_is_written(
+    ours: AgentMemorySessionService, timestamp: float
+) -> None:
+    """A non-finite event timestamp has no JSON form (pydantic writes ``null``): stored,
+    it would make the session unreadable (and NaN failed the script half-way, its
+    event and state delta already written)."""
+    s = await ours.create_session(app_name="app", user_id="u", session_id="s")
+    await ours.append_event(s, Event(author="user", invocation_id="i", timestamp=1.0))
+    bad = Event(
+        author="user", invocation_id="i", timestamp=timestamp,
+        actions=EventActions(state_delta={"k": "v"}),
+    )  # fmt: skip
+    with pytest.raises(InvalidInputError, match="timestamp") as caught:
+        await ours.append_event(s, bad)
+    assert caught.value.field == "event"
+    stored = await ours.get_session(app_name="app", user_id="u", session_id="s")
+    assert stored is not None and len(stored.events) == 1 and "k" not in stored.state
+    await ours.append_event(stored, Event(author="user", invocation_id="i", timestamp=2.0))
+    config = GetSessionConfig(after_timestamp=float("nan"))
+    with pytest.raises(InvalidInputError, match="after_timestamp"):
+        await ours.get_session(app_name="app", user_id="u", session_id="s", config=config)
+
+
 async def test_lone_surrogates_are_refused_before_anything_is_written(
     ours: AgentMemorySessionService, client: Any
 ) -> None:

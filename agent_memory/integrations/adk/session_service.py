@@ -176,7 +176,8 @@ class AgentMemorySessionService(BaseSessionService):
         ``None``. One round trip.
 
         Raises:
-            InvalidInputError: a bad app name, user id, session id or config.
+            InvalidInputError: a bad app name, user id, session id or config (an
+                ``after_timestamp`` that is NaN).
             ReplyParseError: a stored event or state value is unreadable.
             AgentMemoryError: the server failed.
         """
@@ -189,6 +190,9 @@ class AgentMemorySessionService(BaseSessionService):
                 f"config must be a GetSessionConfig or None, got {type(config).__name__}",
                 field="config",
             )
+        after = None if config is None else config.after_timestamp
+        if after is not None and math.isnan(after):
+            raise InvalidInputError("config.after_timestamp must not be NaN", field="config")
         return await self._run(session_ops.get(self._layout, app, user, sid, config, self._ttl_ms))
 
     @override
@@ -247,14 +251,19 @@ class AgentMemorySessionService(BaseSessionService):
             SessionNotFoundError: (ADK's) the session does not exist.
             StaleSessionError: (ADK's) the session was appended to since ``session``
                 was read; nothing was written.
-            InvalidInputError: not a Session / Event, or a state value with no JSON
-                form; nothing was written.
+            InvalidInputError: not a Session / Event, an event timestamp that is not
+                finite, or a state value with no JSON form; nothing was written.
             AgentMemoryError: the server failed.
         """
         if not isinstance(session, Session) or not isinstance(event, Event):
             raise InvalidInputError("append_event needs an ADK Session and Event", field="event")
         if event.partial:
             return event
+        if not math.isfinite(event.timestamp):  # stored as JSON null: an unreadable event
+            raise InvalidInputError(
+                f"event timestamp must be a finite number of seconds, got {event.timestamp!r}",
+                field="event",
+            )
         stored = codec.persisted_event(event)
         op = session_ops.append(
             self._layout, session, event.id, codec.encode_event(stored), event.timestamp,
