@@ -34,7 +34,7 @@ from google.adk.sessions.in_memory_session_service import InMemorySessionService
 from google.genai import types
 from pydantic import Field
 
-from agent_memory import MemoryStore
+from agent_memory import MemoryStore, Scope
 from agent_memory.embedders import HashingEmbedder
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations.adk import AgentMemoryMemoryService, AgentMemorySessionService
@@ -676,6 +676,24 @@ async def test_add_events_add_memory_and_delete(memory: AgentMemoryMemoryService
     ):
         with pytest.raises(InvalidInputError):  # at construction, not at the first call
             AgentMemoryMemoryService(memory.store, **bad)
+
+
+@pytest.mark.parametrize("session_id", [None, ""], ids=["none", "empty"])
+async def test_events_added_without_a_session_are_stored_without_a_thread(
+    memory: AgentMemoryMemoryService, session_id: str | None
+) -> None:
+    """``session_id`` is optional in ADK's ``add_events_to_memory`` (its in-memory
+    service files such events under an unknown session); without one the memories have
+    no thread, and adding the same events again rewrites them."""
+    events = [_text_event("the office plant is a fern")]
+    for _ in range(2):
+        await memory.add_events_to_memory(
+            app_name="app", user_id="u1", events=events, session_id=session_id
+        )
+    page = await memory.store.list(Scope(namespace="app", agent_id="u1"))
+    assert [(i.content, i.scope.thread_id) for i in page.items] == [
+        ("the office plant is a fern", None)
+    ]
 
 
 async def test_a_deleted_event_memory_is_not_added_back(

@@ -81,7 +81,8 @@ def options(custom_metadata: Mapping[str, object] | None) -> dict[str, Any]:
 def event_input(
     app_name: str, user_id: str, session_id: str, event: Event, opts: Mapping[str, Any]
 ) -> MemoryInput | None:
-    """The memory stored for one event, or ``None`` when the event has no text."""
+    """The memory stored for one event, or ``None`` when the event has no text; without
+    a session (``""``) the memory has no thread."""
     text = content_text(event.content)
     if not text:
         return None
@@ -91,7 +92,7 @@ def event_input(
         metadata["role"] = role
     return MemoryInput(
         content=text,
-        scope=scope_of(app_name, user_id, session_id),
+        scope=scope_of(app_name, user_id, session_id or None),
         source=SOURCE,
         metadata=metadata,
         id=derived_id("event", app_name, user_id, session_id, event.id),

@@ -129,14 +129,15 @@ class AgentMemoryMemoryService(BaseMemoryService):
         """Store the events that have text (a delta: nothing else is touched).
 
         ``custom_metadata`` may carry ``ttl`` (seconds), ``importance`` and ``tags``;
-        other keys are ignored. Without ``session_id`` the memories have no thread.
+        other keys are ignored. Without ``session_id`` (``None`` or ``""``) the memories
+        have no thread.
 
         Raises:
             InvalidInputError: a bad app name, user id, event or option; nothing was
                 written.
             AgentMemoryError: the embedder or the server failed.
         """
-        mapping.scope_of(app_name, user_id, session_id)
+        mapping.scope_of(app_name, user_id, session_id or None)
         if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
             raise InvalidInputError("events must be a sequence of ADK Events", field="events")
         opts = self._options(custom_metadata)
