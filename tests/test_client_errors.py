@@ -119,6 +119,12 @@ _BAD_CLIENT_OPTIONS = [
     ("redis://127.0.0.1:1", {"client_health_check_interval": "x"}, "client_health_check_interval"),
     ("redis://127.0.0.1:1", {"client_health_check_interval": -1}, "client_health_check_interval"),
     ("redis://127.0.0.1:1?socket_timeout=-1", {}, "url"),
+    # a database that is not a number was ignored (database 0 served instead)
+    ("redis://user:hunter2@127.0.0.1:1/abc", {}, "url"),
+    ("valkey://user:hunter2@127.0.0.1:1/1x", {}, "url"),
+    # failed only at the first command, as ServerUnavailableError
+    ("redis://user:hunter2@h\udc80st:1", {}, "url"),
+    ("redis://user:hunter2@h\x00st:1", {}, "url"),
 ]
 
 

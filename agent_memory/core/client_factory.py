@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from agent_memory.core.clients import is_async_client, map_client_errors
 from agent_memory.core.url_secrets import redact
@@ -41,6 +41,7 @@ def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
         raise InvalidInputError(f"invalid URL: {_redacted(exc, url)}", field="url") from None
     if scheme not in {"valkey", "valkeys", "redis", "rediss", "unix"}:
         raise InvalidInputError(f"unsupported URL scheme {scheme!r}", field="url")
+    _check_characters_and_database(url, scheme)
     options = {**_DEFAULT_TIMEOUTS, **kwargs}
     preferred = ["redis", "valkey"] if scheme.startswith("redis") else ["valkey", "redis"]
     last_error: ImportError | None = None
@@ -65,6 +66,32 @@ def client_from_url(url: str, *, asyncio: bool, **kwargs: Any) -> Any:
     raise InvalidInputError(
         "neither the 'valkey' nor the 'redis' package can be imported", field="url"
     ) from last_error
+
+
+def _check_characters_and_database(url: str, scheme: str) -> None:
+    """Refuse what the client would only fail on at the first command (a lone surrogate,
+    a control character: as if the server were unavailable) or ignore (a database path
+    that is not a number: database 0 served instead).
+
+    Raises:
+        InvalidInputError: naming the problem, not the URL (it may hold credentials).
+    """
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInputError(
+            "url is not valid Unicode (a lone surrogate)", field="url"
+        ) from None
+    # urlsplit drops tab, CR and LF (a URL read from a file keeps working); others stay.
+    if any((ord(ch) < 0x20 and ch not in "\t\r\n") or ch == "\x7f" for ch in url):
+        raise InvalidInputError("url holds a control character", field="url")
+    if scheme != "unix":
+        database = unquote(urlsplit(url).path).replace("/", "")
+        if database and not (database.isascii() and database.isdigit()):
+            raise InvalidInputError(
+                f"the URL's database {database!r:.40} is not a number (redis://host:port/0)",
+                field="url",
+            )
 
 
 def _check_connection_options(client: Any, url: str, *, given: Mapping[str, Any]) -> None:
