@@ -35,6 +35,19 @@ class Package:
 
         return (redis.Redis if blocking else redis.asyncio.Redis).from_url(url, **options)
 
+    def cluster_clients(self, url: str) -> tuple[Any, Any]:
+        """A blocking and an asyncio cluster client for the cluster at ``url``."""
+        options: dict[str, Any] = {"decode_responses": self.decode}
+        if self.name == "valkey":
+            from valkey.asyncio.cluster import ValkeyCluster as AsyncCluster
+            from valkey.cluster import ValkeyCluster as Cluster
+
+            return Cluster.from_url(url, **options), AsyncCluster.from_url(url, **options)
+        from redis.asyncio.cluster import RedisCluster
+        from redis.cluster import RedisCluster as BlockingRedisCluster
+
+        return BlockingRedisCluster.from_url(url, **options), RedisCluster.from_url(url, **options)
+
 
 PACKAGES = (Package("valkey", 2, False), Package("redis", 3, True))
 

@@ -272,17 +272,7 @@ def test_conversations_never_see_each_other(target: Target, ids: list[str]) -> N
 
 @pytest.mark.parametrize("package", PACKAGES, ids=[p.name for p in PACKAGES])
 async def test_histories_on_a_cluster(package: Package, cluster_url: str) -> None:
-    if package.name == "valkey":
-        from valkey.asyncio.cluster import ValkeyCluster as AsyncCluster
-        from valkey.cluster import ValkeyCluster as Cluster
-    else:
-        from redis.asyncio.cluster import RedisCluster as AsyncCluster  # type: ignore[assignment]
-        from redis.cluster import RedisCluster as Cluster  # type: ignore[assignment]
-    options = {"decode_responses": package.decode}
-    client, aclient = (
-        Cluster.from_url(cluster_url, **options),
-        AsyncCluster.from_url(cluster_url, **options),
-    )
+    client, aclient = package.cluster_clients(cluster_url)
     name, agent = _name(), _tool_agent()
     try:
         for i in range(12):  # conversations spread over every primary's slots
