@@ -469,7 +469,7 @@ def _forget_empty_namespace(ks: Keyspace, keys: list[str], argv: list[Any]) -> i
         return -1
 
 
-def _release_claim(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+def _delete_if_holds(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     held = ks.get(keys[0], (str, bytes))
     if held is None or _s(held) != _s(argv[0]):
         return 0
@@ -497,7 +497,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
     scripts.FEEDBACK: _feedback,
     scripts.FORGET_EMPTY_NAMESPACE: _forget_empty_namespace,
-    scripts.RELEASE_CLAIM: _release_claim,
+    scripts.DELETE_IF_HOLDS: _delete_if_holds,
 }
 
 

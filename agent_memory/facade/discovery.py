@@ -21,6 +21,7 @@ from agent_memory._version import __version__
 from agent_memory.core.effects import Operation, command, execute, execute_batch
 from agent_memory.core.replies import optional_text, raise_first_error, text
 from agent_memory.errors import InvalidInputError, ReplyParseError, ServerResponseError
+from agent_memory.schema import scripts
 
 PROTOCOL_VERSION = 1
 REGISTRY_KEY = "__betterdb:caches"
@@ -119,14 +120,6 @@ def _check_owner(field: str, existing: Any, expected_type: str, unreadable: Unre
         )
 
 
-# Deletes a heartbeat only while it holds the stamp this instance wrote last: another
-# process sharing the name (so the field) may have beaten since, and is still running.
-_DELETE_OWN_HEARTBEAT = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-
 def register(
     markers: Mapping[str, tuple[str, dict[str, Any]]], *, unreadable: Unreadable
 ) -> Operation[str]:
@@ -167,7 +160,7 @@ def unregister(fields: Sequence[str], stamp: str | None) -> Operation[None]:
     The markers stay, so Monitor shows the instance as gone."""
     if fields and stamp is not None:
         replies = yield from execute_batch(
-            [command("EVAL", _DELETE_OWN_HEARTBEAT, "1", heartbeat_key(f), stamp) for f in fields]
+            [command("EVAL", scripts.DELETE_IF_HOLDS, "1", heartbeat_key(f), stamp) for f in fields]
         )
         raise_first_error(replies)
 

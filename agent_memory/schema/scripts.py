@@ -370,9 +370,11 @@ only while its registry does not exist (a write creates both in one script). Ret
 when removed, 0 when not (registry present, or token absent), -1 when the set is not a
 set."""
 
-RELEASE_CLAIM = """
+DELETE_IF_HOLDS = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
-"""KEYS = [claim], ARGV = [token]: delete a scope's dedupe claim only while it still
-holds the releasing writer's token (a claim whose lease ran out may be another's now)."""
+"""KEYS = [key], ARGV = [value]: delete a string key only while it holds ``value``: a
+scope's dedupe claim only while it holds the releasing writer's token (a claim whose
+lease ran out may be another's now), a heartbeat only while it holds the stamp this
+instance wrote last (another instance of the same name may have beaten since)."""

@@ -253,7 +253,7 @@ def release_claim(draw: Any) -> Scenario:
         else {}
     )
     hashes = {"claim": {"f": "v"}} if held == "a hash" else {}
-    return Scenario(scripts.RELEASE_CLAIM, ["claim"], ["tok"], hashes, strings=strings)
+    return Scenario(scripts.DELETE_IF_HOLDS, ["claim"], ["tok"], hashes, strings=strings)
 
 
 @st.composite
@@ -361,7 +361,7 @@ def test_every_script_has_a_scenario() -> None:
         scripts.DELETE_IF_UNCHANGED,
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
-        scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE, scripts.RELEASE_CLAIM,
+        scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE, scripts.DELETE_IF_HOLDS,
         cache_scripts.POP_IF_TAIL,
         # registered by the pydantic-ai conversation store (imported above)
         conversations.WRITE, conversations.DELETE, conversations.CHAIN, conversations.ENTRY,

@@ -41,7 +41,7 @@ def test_claim_and_release_commands_name_each_key_with_the_token() -> None:
     (claim,) = claims.claim_commands([_key("b")], "tok", 10_000)
     assert claim.args == ("SET", _key("b"), "tok", "NX", "PX", "10000")
     (release,) = claims.release_commands([_key("b")], "tok")
-    assert release.args == ("EVAL", scripts.RELEASE_CLAIM, "1", _key("b"), "tok")
+    assert release.args == ("EVAL", scripts.DELETE_IF_HOLDS, "1", _key("b"), "tok")
 
 
 def test_the_lease_covers_the_replication_wait() -> None:

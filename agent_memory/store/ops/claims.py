@@ -59,7 +59,7 @@ def claim_commands(keys: Sequence[str], token: str, lease: int) -> list[Command]
 
 def release_commands(keys: Sequence[str], token: str) -> list[Command]:
     """One token-checked delete per claim key."""
-    return [Command(("EVAL", scripts.RELEASE_CLAIM, "1", key, token)) for key in keys]
+    return [Command(("EVAL", scripts.DELETE_IF_HOLDS, "1", key, token)) for key in keys]
 
 
 def held_prefix(
