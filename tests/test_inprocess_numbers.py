@@ -1,5 +1,5 @@
 """The in-process keyspace and script twins read numbers as the server and its Lua do
-(agent_memory.backends.numbers), checked against a real Valkey."""
+(agent_memory.core.numbers), checked against a real Valkey."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import valkey
 
 from agent_memory.backends.inprocess import InProcessClient, Keyspace
-from agent_memory.backends.numbers import c_float, lua_number, lua_text, server_int
+from agent_memory.core.numbers import c_float, lua_number, lua_text, server_int
 from tests.conftest import ServerInfo
 
 # What Python's int() or float() reads and the server's or Lua's parser does not (or

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_memory.backends.glob import glob_match
-from agent_memory.backends.numbers import INT64_MAX, INT64_MIN, server_int
+from agent_memory.core.numbers import INT64_MAX, INT64_MIN, server_int
 from agent_memory.errors import ServerResponseError, WrongTypeError
 
 Value = Any

@@ -29,15 +29,15 @@ from agent_memory.backends.inprocess_keyspace import (
     _zadd,
     _zrem,
 )
-from agent_memory.backends.numbers import (
+from agent_memory.cache import scripts as cache_scripts
+from agent_memory.core.clients import script_sha
+from agent_memory.core.numbers import (
     INT64_MAX,
     INT64_MIN,
     lua_number,
     lua_text,
     string2ld_rejects,
 )
-from agent_memory.cache import scripts as cache_scripts
-from agent_memory.core.clients import script_sha
 from agent_memory.errors import ServerResponseError
 from agent_memory.schema import lexical, scripts
 from agent_memory.schema.utility import is_context_entry

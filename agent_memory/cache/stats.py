@@ -20,7 +20,6 @@ else) are logged and do not fail the operation they ride on.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 from agent_memory.cache.keys import KeyLayout
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, execute_batch
+from agent_memory.core.numbers import INT64_MAX, INT64_MIN, server_int
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import AgentMemoryError
 
@@ -208,26 +208,18 @@ _SIMPLE_FIELDS = {
 }
 
 
-# HINCRBY keeps a counter in a signed 64-bit integer, written as its plain digits;
-# anything else was written by someone else (wider numbers would overflow the rates and
-# cost derived from them).
-_MIN_COUNT = -(2**63)
-_MAX_COUNT = 2**63 - 1
-_COUNT = re.compile(rb"0|-?[1-9][0-9]{0,18}")
-
-
 def _count(raw: Any) -> int | None:
     """A stats field's value as a count, ``None`` unless it is what HINCRBY takes: the
     text of a 64-bit integer (no sign ``+``, spaces, underscores, leading zeros,
-    fraction or exponent, which Python's ``int`` would read as another number)."""
+    fraction or exponent, which Python's ``int`` would read as another number; wider
+    numbers would overflow the rates and cost derived from them)."""
     if isinstance(raw, int) and not isinstance(raw, bool):  # an in-process client's
-        value = raw
-    else:
-        data = raw.encode("utf-8") if isinstance(raw, str) else raw
-        if not isinstance(data, bytes) or not _COUNT.fullmatch(data):
-            return None
-        value = int(data)
-    return value if _MIN_COUNT <= value <= _MAX_COUNT else None
+        return raw if INT64_MIN <= raw <= INT64_MAX else None
+    try:
+        value = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError:
+        return None
+    return server_int(value) if isinstance(value, str) else None
 
 
 def parse_stats(reply: Any, *, unreadable: Callable[[str, Any], None] | None = None) -> CacheStats:

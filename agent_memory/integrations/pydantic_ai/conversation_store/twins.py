@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory.backends.inprocess_keyspace import Keyspace
-from agent_memory.backends.numbers import lua_number
+from agent_memory.core.numbers import lua_number
 from agent_memory.errors import WrongTypeError
 
 # -- what the scripts' Lua does with strings -----------------------------------------------

@@ -1,4 +1,4 @@
-"""How a server and its Lua read numbers from strings, for the in-process twins.
+"""How a server and its Lua read numbers from strings (the in-process twins, cache stats).
 
 Pure functions, checked against a real Valkey (tests/test_twins.py): Python's ``int``
 and ``float`` accept what the server refuses (spaces, ``_`` separators, ``+``, leading
