@@ -304,6 +304,23 @@ def _unregister(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1 + failed
 
 
+def _unregister_expired(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[bytes]:
+    now = lua_number(_s(argv[0]))
+    removed: list[bytes] = []
+    for i, member in enumerate(argv[1:], start=1):
+        if i < len(keys) and ks._alive(keys[i]):
+            continue
+        score = (ks.get(keys[0], SortedSet) or {}).get(_s(member))
+        if score is None:
+            continue
+        if now is None:
+            raise ServerResponseError("attempt to compare number with nil")
+        if score <= now:
+            _zrem(ks, [keys[0], member])
+            removed.append(_s(member).encode("utf-8", "surrogateescape"))
+    return removed
+
+
 def _update_text(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
@@ -490,6 +507,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.UPDATE_IF_EXISTS: _update_if_exists,
     scripts.UPDATE_TEXT: _update_text,
     scripts.UNREGISTER: _unregister,
+    scripts.UNREGISTER_EXPIRED: _unregister_expired,
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,
     cache_scripts.COUNTED_GET: _counted_get,
     cache_scripts.POP_IF_TAIL: _pop_if_tail,

@@ -132,6 +132,29 @@ prefix, id, ...] (an id per memory key). Returns 0 when every memory exists agai
 registrations are the new writes': nothing removed), 1 when done, 2 when a set or the
 usage hash was another type (the rest done; the caller reports it)."""
 
+UNREGISTER_EXPIRED = """
+local now = tonumber(ARGV[1])
+local removed = {}
+for i = 2, #ARGV do
+  local id = ARGV[i]
+  if KEYS[i] == nil or redis.call('EXISTS', KEYS[i]) == 0 then
+    local score = tonumber(redis.call('ZSCORE', KEYS[1], id))
+    if score ~= nil and score <= now then
+      redis.call('ZREM', KEYS[1], id)
+      removed[#removed + 1] = id
+    end
+  end
+end
+return removed
+"""
+"""Remove expired memories from their namespace's registry, each only while its entry
+still scores (expires) at or before ``now`` and, where its memory key is passed, only
+once that key is gone: the server, not the caller's clock, says a memory has expired,
+and a memory stored again since keeps its new entry. KEYS = [registry, memory, ...]
+(standalone servers; a cluster passes the registry alone, its records live in other
+slots); ARGV = [now (ms), id, ...] (an id per memory key, when passed). Returns the ids
+removed."""
+
 UPDATE_IF_EXISTS = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local ttl = tonumber(ARGV[1])

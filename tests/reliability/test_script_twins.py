@@ -292,8 +292,29 @@ def single_memory(draw: Any) -> Scenario:
 def many(draw: Any) -> Scenario:
     hashes, strings = draw(memories())
     kind = draw(
-        st.sampled_from(["hmget", "complete", "stats", "counted", "publish", "text", "unregister"])
+        st.sampled_from(
+            [
+                "hmget",
+                "complete",
+                "stats",
+                "counted",
+                "publish",
+                "text",
+                "unregister",
+                "unregister_expired",
+            ]
+        )
     )
+    if kind == "unregister_expired":
+        scores = st.sampled_from([900.0, 1000.0, 1001.0, math.inf])
+        listed = draw(st.dictionaries(st.sampled_from(["m1", "m2", "m3", "m4"]), scores))
+        broken = {"reg": "not a set"} if not listed and draw(st.booleans()) else {}
+        checked = draw(st.integers(min_value=0, max_value=3))  # a cluster passes none
+        now = draw(st.sampled_from(["1000", "1000.5", "-inf", "inf"]))
+        return Scenario(scripts.UNREGISTER_EXPIRED, ["reg", *[f"mem:m{i}" for i in range(1, checked + 1)]],
+                        [now, "m1", "m2", "m3", "m4"][: 2 + checked + draw(st.integers(0, 1))],
+                        hashes, zsets={"reg": listed} if listed else {},
+                        strings={**strings, **broken})  # fmt: skip
     if kind == "unregister":
         usage = draw(st.sampled_from([{"usage": {"x:m1": "2", "a:m2": "1"}}, {}]))
         listed = draw(st.sampled_from([{"set": {"m1": 1.0, "m2": 2.0}}, {}]))
@@ -356,7 +377,7 @@ def many(draw: Any) -> Scenario:
 def test_every_script_has_a_scenario() -> None:
     covered = {
         scripts.RECALL_EFFECTS, scripts.WRITE_MEMORY, scripts.TOUCH, scripts.UPDATE_IF_EXISTS,
-        scripts.UPDATE_TEXT, scripts.UNREGISTER,
+        scripts.UPDATE_TEXT, scripts.UNREGISTER, scripts.UNREGISTER_EXPIRED,
         scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
         scripts.DELETE_IF_UNCHANGED,
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -154,6 +155,41 @@ async def test_prune_unlists_expired_memories_everywhere(env: StoreEnv) -> None:
     assert result.registry_entries == 1
     assert await listed_in() == set()
     assert [i.id for i in (await store.list(scope=Scope(agent_id="a"))).items] == [kept]
+
+
+async def test_prune_ahead_of_the_servers_time_leaves_live_memories_listed(
+    env: StoreEnv,
+) -> None:
+    """A pruner whose clock runs two minutes ahead sees a one-minute memory as expired;
+    the server still holds it, so it stays in the namespace's listing for the others."""
+    writer = env.make()
+    name = getattr(writer, "wrapped", writer).name
+    pruner = env.make(name=name, clock=lambda: time.time() + 120)
+    scope = Scope(agent_id="a")
+    live = await writer.remember("still alive on the server", ttl=60, scope=scope)
+    kept = await writer.remember("no expiry", scope=scope)
+    result = await pruner.prune()
+    assert result.registry_entries == 0
+    listed = [i.id for i in (await writer.list(scope=scope)).items]
+    assert sorted(listed) == sorted([live, kept])
+
+
+async def test_prune_removes_an_expired_registry_entry_that_names_no_memory(
+    env: StoreEnv,
+) -> None:
+    """An expired entry that is not UTF-8 (no memory of this library) goes unchecked;
+    an unexpired one stays (the ghost sweep judges it), and the store stays usable."""
+    store = env.make()
+    name = getattr(store, "wrapped", store).name
+    kept = await store.remember("kept")
+    await _raw(store, "ZADD", f"{name}:__mem_reg:_d", "1", b"\xff\xfe", "+inf", b"\xfe\xff")
+    result = await store.prune()
+    assert result.registry_entries == 1
+    registry = f"{name}:__mem_reg:_d"
+    assert await _raw(store, "ZSCORE", registry, b"\xff\xfe") is None
+    assert await _raw(store, "ZSCORE", registry, b"\xfe\xff") is not None
+    assert await _raw(store, "ZSCORE", registry, kept) is not None
+    assert [i.id for i in (await store.list()).items] == [kept]
 
 
 async def test_capacity_evicts_lowest_importance_and_recency_exactly(env: StoreEnv) -> None:

@@ -28,7 +28,7 @@ from agent_memory.backends.reads import (
     unreadable,
 )
 from agent_memory.core.effects import Command, Operation, command, execute, execute_batch
-from agent_memory.core.replies import integer, raise_first_error, text
+from agent_memory.core.replies import integer, lenient_text, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, InvalidInputError, NotFoundError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
@@ -252,13 +252,12 @@ def _unlist_expired(ctx: StoreContext, namespace_token: str, ids: list[str]) -> 
     sets are found with ``SCAN``, only when entries expired.
 
     A standalone server checks each record in the script that removes it. A cluster
-    keeps the sets in other slots than the records: there the records are checked one
-    round trip before the removal, so a memory stored again under an expired id in
-    between loses these listings (as a cluster ``forget`` removes its listings
-    unchecked); the registry, which readers go by, keeps it."""
+    keeps the sets in other slots than the records: there ``ids`` were checked gone
+    before their registry entries were removed (:func:`_unregister_expired`), so a
+    memory stored again under an expired id in between loses these listings (as a
+    cluster ``forget`` removes its listings unchecked); the registry, which readers go
+    by, keeps it."""
     sets = yield from listing_sets(ctx, namespace_token)
-    if ctx.settings.cluster:
-        ids = sorted((yield from missing(ctx, ids)))
     for start in range(0, len(ids), _UNLIST_CHUNK):
         chunk = ids[start : start + _UNLIST_CHUNK]
         if ctx.settings.cluster:
@@ -269,6 +268,40 @@ def _unlist_expired(ctx: StoreContext, namespace_token: str, ids: list[str]) -> 
             commands = [unregister_command(ctx, chunk, sets)]
         done = yield from execute_batch(commands)
         raise_unless_wrong_type(ctx, commands, done)
+
+
+def _unregister_expired(
+    ctx: StoreContext, namespace_token: str, expired: Any, now: int
+) -> Operation[list[Any]]:
+    """Remove the registry entries that expired by ``now`` whose memory the server no
+    longer holds; returns the members removed, as replied. The server decides, not this
+    process's clock: a pruner whose clock runs ahead leaves a memory listed until its
+    record is gone (checked in the removing script on a standalone server, one round
+    trip before it on a cluster, where the records live in other slots). An entry that
+    is not valid UTF-8 names no memory this library wrote: it goes once expired,
+    unchecked."""
+    ids = registered_ids(ctx, expired)
+    unnamed = [m for m in expired or [] if lenient_text(m) is None]
+    if ctx.settings.cluster and ids:
+        ids = sorted((yield from missing(ctx, ids)))
+    if not ids and not unnamed:
+        return []
+    registry = ctx.keys.registry(namespace_token)
+    removed: list[Any] = []
+    for start in range(0, max(len(ids), 1), _UNLIST_CHUNK):
+        chunk = ids[start : start + _UNLIST_CHUNK]
+        tail = unnamed if start == 0 else []  # past the memory keys: removed unchecked
+        checked = [] if ctx.settings.cluster else [ctx.keys.memory(m) for m in chunk]
+        reap = Command(
+            (
+                "EVAL", scripts.UNREGISTER_EXPIRED, str(1 + len(checked)),
+                registry, *checked, str(now), *chunk, *tail,
+            )
+        )  # fmt: skip
+        replies = yield from execute_batch([reap, bump(ctx.keys.registry_version(namespace_token))])
+        raise_first_error(replies)
+        removed += list(replies[0] or [])
+    return removed
 
 
 def _namespace_of(ctx: StoreContext, registry: str) -> str:
@@ -290,12 +323,9 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
         replies: list[Any] = yield from execute_batch(
             [
                 command("ZRANGEBYSCORE", registry, "-inf", str(now)),  # what expires now
-                command("ZREMRANGEBYSCORE", registry, "-inf", str(now)),
                 command("ZRANGE", registry, "0", "-1"),
-                bump(ctx.keys.registry_version(ns)),
             ]
         )
-        expired = replies.pop(0)
         if is_wrong_type(replies[0]):
             logger.warning(
                 "store %s: registry %s is not a sorted set (%s); prune leaves it",
@@ -304,10 +334,13 @@ def prune(ctx: StoreContext, namespace_token: str | None) -> Operation[PruneResu
             ctx.count("corrupt_records")
             continue
         raise_first_error(replies)
-        cleaned += integer(replies[0])
-        if integer(replies[0]):
-            yield from _unlist_expired(ctx, ns, registered_ids(ctx, expired))
-        ids = registered_ids(ctx, replies[1])
+        removed = yield from _unregister_expired(ctx, ns, replies[0], now)
+        cleaned += len(removed)
+        named = [m for m in map(lenient_text, removed) if m is not None]
+        if named:
+            yield from _unlist_expired(ctx, ns, named)
+        reaped = set(removed)
+        ids = registered_ids(ctx, [m for m in replies[1] or [] if m not in reaped])
         ghosts += yield from sweep(ctx, ns, ids, now)
         victims = yield from suppressed(ctx, ids)
         # Deleted only while their retention fields hold what was judged: a feedback or
