@@ -381,6 +381,17 @@ def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     return reply
 
 
+def _refresh_thread(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    kind = _type(ks, keys[0])
+    if kind == "none":
+        return 0
+    if kind != "hash":  # another writer's key: left as it is
+        return -1
+    if _s(argv[0]) != "":
+        _expire(0.001)(ks, [keys[0], argv[0]])
+    return 1
+
+
 def _counted_cost(value: Any) -> int:
     """The script's reading of an entry's ``costMicros``: a whole number of micro-dollars
     in (0, ``MAX_COST_MICROS``], else nothing."""
@@ -511,6 +522,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,
     cache_scripts.COUNTED_GET: _counted_get,
     cache_scripts.POP_IF_TAIL: _pop_if_tail,
+    cache_scripts.REFRESH_THREAD: _refresh_thread,
     scripts.COMPLETE: _complete,
     scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
     scripts.FEEDBACK: _feedback,

@@ -44,6 +44,19 @@ count) fails alone, never the read. Reply: ``[value (nil when absent or not a st
 1 (counted as a hit), 0 (a miss) or -1 (a miss: the key holds another type), the cost
 counted, the fields whose update failed...]``."""
 
+REFRESH_THREAD = """
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return 0 end
+if kind ~= 'hash' then return -1 end
+if ARGV[1] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 1
+"""
+"""KEYS = [a session thread's hash]; ARGV = [its TTL in milliseconds, or "" for none].
+Refreshes the thread's TTL only when its key holds a hash (the session's own type), so a
+key another writer gave another type is never changed by a read or a touch. Reply: 1
+(a thread: refreshed), 0 (no such key), -1 (the key holds another type: left as it
+is). One key: atomic, in one slot."""
+
 POP_IF_TAIL = """
 local n = #ARGV
 if n == 0 then return 0 end

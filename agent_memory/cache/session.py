@@ -6,8 +6,9 @@ SCANs. Values are any JSON value and are stored JSON-encoded (a ``str`` value ``
 stored as ``"\\"x\\""``); a field written by someone else that is not valid JSON is
 returned as its text, and one that is not even UTF-8 text is read as absent (``get``
 returns ``None``, ``get_all`` leaves it out), logged and counted (``corrupt_entries``).
-Every read or write refreshes the thread's TTL (``PEXPIRE`` in the same pipeline);
-``ttl=None`` keeps threads forever.
+Every read or write refreshes the thread's TTL (a script in the same pipeline that
+refreshes it only while the key holds a hash: a key another writer gave another type is
+never changed by a read, a write or a touch); ``ttl=None`` keeps threads forever.
 
 Counters: ``session:reads`` (get, get_all) and ``session:writes`` (set, delete,
 destroy_thread), sent in the operation's own pipeline. The active-sessions gauge
@@ -34,6 +35,7 @@ from typing import Any
 
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_name_for_segment, check_text, encode_json, plain, ttl_ms
+from agent_memory.cache.scripts import REFRESH_THREAD
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
@@ -97,21 +99,25 @@ class SessionCore:
                 del self._live[key]
             return len(self._live)
 
+    def refresh(self, key: str) -> Command:
+        """The command that refreshes the thread ``key``'s TTL (without a TTL, only asks
+        whether it exists): 1 a thread, 0 no such key, -1 a key of another type, which
+        it leaves untouched (:data:`~agent_memory.cache.scripts.REFRESH_THREAD`)."""
+        ttl = "" if self.ttl_ms is None else str(self.ttl_ms)
+        # after the batch's scripts even when the server did not know them yet
+        return Command(("EVAL", REFRESH_THREAD, "1", key, ttl), after_scripts=True)
+
     def _access(
         self, key: str, command: Command, counter: str | None, *, read: bool = False
     ) -> Operation[Any]:
-        """Run ``command`` on the thread ``key`` with its TTL refresh (or, without a TTL,
-        an ``EXISTS``), whose reply says whether the thread exists afterwards.
+        """Run ``command`` on the thread ``key`` with its TTL refresh (:meth:`refresh`),
+        whose reply says whether the thread exists afterwards.
 
         A ``read`` of a key another writer left holding another type answers ``None``
         (reported as unreadable), so a damaged thread reads as empty; a write to it
         raises :class:`~agent_memory.errors.WrongTypeError` (``destroy_thread`` clears
-        it)."""
-        probe = (  # after a script even when the server did not know it yet
-            Command(("PEXPIRE", key, self.ttl_ms), after_scripts=True)
-            if self.ttl_ms is not None
-            else Command(("EXISTS", key), after_scripts=True)
-        )
+        it). Either way that key keeps the TTL it had."""
+        probe = self.refresh(key)
         counts = {counter: 1} if counter else None
         got = yield from batch_with_stats(
             self.tier.layout, self.tier.buffer, [command, probe], counts
@@ -182,13 +188,10 @@ class SessionCore:
 
     def touch(self, thread_id: str) -> Operation[bool]:
         hkey = self._key(thread_id)
-        command = (
-            Command(("PEXPIRE", hkey, self.ttl_ms))
-            if self.ttl_ms is not None
-            else Command(("EXISTS", hkey))
-        )
-        got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [command])
+        got = yield from batch_with_stats(self.tier.layout, self.tier.buffer, [self.refresh(hkey)])
         raise_first_error(got)
-        alive = replies.integer(got[0]) > 0
-        self._seen(hkey, alive=alive)
-        return alive
+        found = replies.integer(got[0])
+        if found < 0:  # another writer's key: not a thread, and left as it is
+            self.tier.unreadable(hkey, "the thread's key holds another type")
+        self._seen(hkey, alive=found > 0)
+        return found > 0

@@ -236,7 +236,8 @@ class SyncSessionStore(SyncTier):
 
     A thread whose key another writer gave another type reads as empty (logged and
     counted as ``corrupt_entries``); writes to it raise ``WrongTypeError`` until
-    :meth:`destroy_thread` clears it.
+    :meth:`destroy_thread` clears it. No read, write or touch changes such a key (its
+    TTL included).
 
     Raises:
         InvalidInputError: a blocking client, a bad name (one holding ``:session``
@@ -279,7 +280,8 @@ class SyncSessionStore(SyncTier):
         return self._run(self._core.destroy_thread(thread_id))
 
     def touch(self, thread_id: str) -> bool:
-        """Refresh the thread's TTL; True if the thread exists."""
+        """Refresh the thread's TTL; True if the thread exists (a key another writer gave
+        another type is no thread: False, logged and counted, its TTL left as it is)."""
         return self._run(self._core.touch(thread_id))
 
     def stats(self) -> CacheStats:

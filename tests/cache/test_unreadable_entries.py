@@ -310,6 +310,29 @@ async def test_a_thread_key_of_another_type_reads_as_empty_and_destroy_clears_it
     assert await sessions.get("t1", "k") == "v"
 
 
+@pytest.mark.parametrize("ttl", [100.0, None])
+async def test_a_thread_key_of_another_type_keeps_its_ttl(env: Env, ttl: float | None) -> None:
+    """No read, write or touch of a thread changes a key another writer gave another
+    type: its TTL (none, or the one it had) stays; ``touch`` reports it as no thread."""
+    registry = CollectorRegistry()
+    sessions = env.make(SessionStore, SyncSessionStore, registry=registry, ttl=ttl)
+    forever, expiring = (_core(sessions).tier.layout.session(t) for t in ("s", "l"))
+    env.raw.set(forever, "not a hash")
+    env.raw.rpush(expiring, "not", "a hash")
+    env.raw.pexpire(expiring, 5_000)
+    for thread in ("s", "l"):
+        assert await sessions.get(thread, "k") is None
+        assert await sessions.get_all(thread) == {}
+        assert await sessions.touch(thread) is False
+        for write in (sessions.set(thread, "k", "v"), sessions.delete(thread, "k")):
+            with pytest.raises(WrongTypeError):
+                await write
+    assert env.raw.pttl(forever) == -1 and env.raw.get(forever) == "not a hash"
+    assert 0 < env.raw.pttl(expiring) <= 5_000
+    assert env.raw.lrange(expiring, 0, -1) == ["not", "a hash"]
+    assert env.events(registry, "corrupt_entries") == 6  # two reads and a touch each
+
+
 async def test_an_entry_key_of_another_type_is_a_miss_and_a_store_replaces_it(env: Env) -> None:
     await _entry_of_another_type_is_a_miss_until_stored_again(env)
 

@@ -383,7 +383,7 @@ def test_every_script_has_a_scenario() -> None:
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
         scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE, scripts.DELETE_IF_HOLDS,
-        cache_scripts.POP_IF_TAIL,
+        cache_scripts.POP_IF_TAIL, cache_scripts.REFRESH_THREAD,
         # registered by the pydantic-ai conversation store (imported above)
         conversations.WRITE, conversations.DELETE, conversations.CHAIN, conversations.ENTRY,
         conversations.RECORDS,
@@ -454,6 +454,17 @@ def pop_if_tail(draw: Any) -> Scenario:
 @given(pop_if_tail())
 def test_pop_if_tail_twin(server: ServerInfo, sc: Scenario) -> None:
     _run_both(server, sc)
+
+
+@pytest.mark.parametrize("held", ["a hash", "a string", "a list", "absent"])
+@pytest.mark.parametrize("ttl", ["5000", ""])
+def test_refresh_thread_twin(server: ServerInfo, held: str, ttl: str) -> None:
+    """A thread's hash gets the TTL; a key of another type keeps its own (none)."""
+    sc = Scenario(cache_scripts.REFRESH_THREAD, ["thread"], [ttl],
+                  hashes={"thread": {"k": "1"}} if held == "a hash" else {},
+                  strings={"thread": "x"} if held == "a string" else {},
+                  lists={"thread": ["x"]} if held == "a list" else {})  # fmt: skip
+    assert _run_both(server, sc) == {"a hash": 1, "absent": 0}.get(held, -1)
 
 
 _COSTS = (12, 12.7, -1.5, True, 0, 1e20, 10**15, 10**15 + 1, "7", None)

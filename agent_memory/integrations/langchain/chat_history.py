@@ -162,9 +162,8 @@ def _append(core: SessionCore, session_id: str, key: str, payload: str) -> Opera
 def _put(core: SessionCore, session_id: str, key: str, payload: str) -> Operation[None]:
     """Replace the field with ``payload`` (the text :func:`encode_messages` made)."""
     hkey = core.tier.layout.session(session_id)
-    commands = [Command(("HSET", hkey, key, payload))]
-    if core.ttl_ms is not None:
-        commands.append(Command(("PEXPIRE", hkey, str(core.ttl_ms))))
+    # the refresh leaves a key of another type (HSET refused) as it is
+    commands = [Command(("HSET", hkey, key, payload)), core.refresh(hkey)]
     got = yield from batch_with_stats(
         core.tier.layout, core.tier.buffer, commands, {"session:writes": 1}
     )
