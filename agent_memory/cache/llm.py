@@ -35,11 +35,36 @@ MAX_TOKENS = 10**9
 MAX_STORED_AT_MS = 2**53
 """A stored ``storedAt`` beyond this (about 285,000 years) is damage."""
 
-_TOKEN_ALIASES = (
-    ("input", "output"),
-    ("input_tokens", "output_tokens"),
-    ("prompt_tokens", "completion_tokens"),
-)
+_TOKEN_SPELLINGS = {
+    "input": ("input", "input_tokens", "prompt_tokens"),
+    "output": ("output", "output_tokens", "completion_tokens"),
+}
+"""The keys a usage mapping may give each side's count under (this library's and
+agent-cache's, Anthropic's and OpenAI Responses', OpenAI Chat Completions')."""
+
+
+def _check_count(value: Any, label: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise InvalidInputError(
+            f"token count {label} must be an integer in [0, {MAX_TOKENS}], got {value!r:.40}",
+            field="tokens",
+        )
+    return value
+
+
+def _side(tokens: Mapping[str, Any], side: str) -> int:
+    """One side's count: from whichever of its spellings the mapping gives (``None``
+    counts as not given); 0 when none. Two spellings giving different counts are
+    refused: which one the provider meant cannot be told."""
+    given = {
+        k: _check_count(tokens[k], k) for k in _TOKEN_SPELLINGS[side] if tokens.get(k) is not None
+    }
+    if len(set(given.values())) > 1:
+        listed = ", ".join(f"{k}={v}" for k, v in given.items())
+        raise InvalidInputError(
+            f"tokens gives the {side} count twice, and differently ({listed})", field="tokens"
+        )
+    return next(iter(given.values()), 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,33 +80,29 @@ class TokenUsage:
     output: int = 0
 
     def __post_init__(self) -> None:
-        for label in ("input", "output"):
-            value = getattr(self, label)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or not 0 <= value <= MAX_TOKENS
-            ):
-                raise InvalidInputError(
-                    f"token count {label} must be an integer in [0, {MAX_TOKENS}], got {value!r:.40}",
-                    field="tokens",
-                )
+        _check_count(self.input, "input")
+        _check_count(self.output, "output")
 
     @classmethod
     def parse(cls, tokens: TokenUsage | Mapping[str, Any] | None) -> TokenUsage | None:
-        """Accept a TokenUsage or a mapping keyed ``input``/``output``,
-        ``input_tokens``/``output_tokens`` (Anthropic) or ``prompt_tokens``/
-        ``completion_tokens`` (OpenAI).
+        """Accept a TokenUsage or a mapping giving the input count as ``input``,
+        ``input_tokens`` (Anthropic, OpenAI Responses) or ``prompt_tokens`` (OpenAI Chat
+        Completions) and the output count as ``output``, ``output_tokens`` or
+        ``completion_tokens``. Each side is read from whichever of its spellings is
+        given, whatever the other side uses (``{"input": 3, "output_tokens": 4}`` is 3
+        and 4); a side given under none (or as ``None``) is 0. A side given under two
+        spellings must give the same count under both.
 
         Raises:
-            InvalidInputError: none of those key pairs, or bad counts.
+            InvalidInputError: none of those keys, bad counts, or one side given twice
+                with different counts.
         """
         if tokens is None or isinstance(tokens, TokenUsage):
             return tokens
-        if isinstance(tokens, Mapping):
-            for first, second in _TOKEN_ALIASES:
-                if first in tokens or second in tokens:
-                    return cls(tokens.get(first) or 0, tokens.get(second) or 0)
+        if isinstance(tokens, Mapping) and any(
+            k in tokens for spellings in _TOKEN_SPELLINGS.values() for k in spellings
+        ):
+            return cls(_side(tokens, "input"), _side(tokens, "output"))
         raise InvalidInputError(
             "tokens must be a TokenUsage or a mapping with input/output token counts",
             field="tokens",

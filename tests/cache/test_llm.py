@@ -213,6 +213,33 @@ async def test_wrap_custom_usage(env: Env) -> None:
     assert (await cache.check(PARAMS)).tokens == TokenUsage(10, 1)
 
 
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"input": 3, "output_tokens": 4},
+        {"prompt_tokens": 3, "output": 4},
+        {"input_tokens": 3, "completion_tokens": 4},
+        {"prompt_tokens": 3, "completion_tokens": None, "output_tokens": 4},
+        {"input": 3, "input_tokens": 3, "output": 4},  # two spellings that agree
+    ],
+)
+async def test_mixed_token_spellings_are_read_side_by_side(env: Env, usage: dict[str, Any]) -> None:
+    """Each side's count comes from whichever of its spellings the usage gives."""
+    cache = llm(env)
+    await cache.wrap(lambda **p: {"text": "t", "usage": usage})(**PARAMS)
+    assert (await cache.check(PARAMS)).tokens == TokenUsage(3, 4)
+    await cache.store(PARAMS, "x", tokens=usage)
+    assert (await cache.check(PARAMS)).tokens == TokenUsage(3, 4)
+
+
+async def test_one_side_given_twice_differently_is_refused(env: Env) -> None:
+    cache = llm(env)
+    with pytest.raises(InvalidInputError, match="input count twice") as info:
+        await cache.store(PARAMS, "x", tokens={"input": 3, "prompt_tokens": 5, "output": 1})
+    assert info.value.field == "tokens"
+    assert env.keys() == []
+
+
 async def test_invalid_input_writes_nothing(env: Env) -> None:
     cache = llm(env)
     for bad in ({"messages": []}, {**PARAMS, "temperature": float("nan")}):
