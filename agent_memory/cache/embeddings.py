@@ -19,7 +19,9 @@ a two-dimensional array) of vectors, a vector that is empty, not one-dimensional
 finite or beyond float32's range, or an embed function returning the wrong number of
 vectors (nothing is written then). A key another writer gave another type, or a value
 that is not finite float32s (NaN and infinities included), is read as a miss, logged and
-counted (``corrupt_entries``); the next write replaces it.
+counted (``corrupt_entries``); the next write replaces it. ``embed_many`` and ``wrap``
+return the vectors the embed function made even when caching them fails (logged and
+counted in ``store_failures``, as the LLM cache's ``wrap`` keeps a paid-for response).
 """
 
 from __future__ import annotations
@@ -30,13 +32,18 @@ from typing import Any
 import numpy as np
 
 from agent_memory.cache._bulk import scan_and_unlink
-from agent_memory.cache._tier import TierCore
+from agent_memory.cache._tier import TierCore, logger
 from agent_memory.cache.keys import check_text, digest, glob_escape, ttl_ms
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, call
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import InvalidInputError, ReplyParseError, WrongTypeError
+from agent_memory.errors import (
+    AgentMemoryError,
+    InvalidInputError,
+    ReplyParseError,
+    WrongTypeError,
+)
 
 DEFAULT_EMBEDDING_TTL = 7 * 86_400.0
 Vector = list[float]
@@ -184,7 +191,12 @@ class EmbeddingCore:
         batched: bool,
     ) -> Operation[list[Vector]]:
         """Counts one hit per text served without an embedding call (a cached text, or a
-        repeat of a text in ``texts``) and one miss per text embedded."""
+        repeat of a text in ``texts``) and one miss per text embedded.
+
+        Vectors the embed function returned are returned even when caching them fails
+        (the server failed meanwhile): as :meth:`~agent_memory.cache.llm.LlmCore.cached_call` keeps a paid-for
+        response, the failed write is logged and counted (``store_failures``), never
+        raised. The lookup before the call still raises when the server fails."""
         items = _texts(texts)
         found = yield from self._lookup(embedder_id, items)
         missing = list(dict.fromkeys(t for t, v in zip(items, found, strict=True) if v is None))
@@ -201,7 +213,17 @@ class EmbeddingCore:
                 field="embed",
             )
         blobs = [_blob(v, "embed") for v in fresh]
-        yield from self._write(embedder_id, missing, blobs, self.ttl_ms)
+        try:
+            yield from self._write(embedder_id, missing, blobs, self.ttl_ms)
+        except AgentMemoryError as exc:  # logged and counted; the paid-for vectors are kept
+            logger.warning(
+                "cache %s: %d embedding(s) could not be stored (%s: %s); returned uncached",
+                self.tier.layout.name,
+                len(missing),
+                type(exc).__name__,
+                exc,
+            )
+            self.tier.buffer.note("store_failures")
         computed = {
             t: [float(x) for x in np.frombuffer(b, dtype="<f4")]
             for t, b in zip(missing, blobs, strict=True)

@@ -346,8 +346,10 @@ class EmbeddingCache(AsyncTier):
     ) -> list[Vector]:
         """Vectors of ``texts``, calling ``embed(list_of_texts)`` (sync or async) once with
         only the distinct texts that were not cached (it may return a list of vectors or
-        a two-dimensional array); caches what it returns. Raises InvalidInputError (texts,
-        or what ``embed`` returned) before anything is written."""
+        a two-dimensional array); caches what it returns (a write that fails is logged
+        and counted in ``store_failures``, the vectors returned all the same). Raises
+        InvalidInputError (texts, or what ``embed`` returned) before anything is
+        written."""
         return await self._run(self._core.embed_many(embedder_id, texts, embed, True))
 
     def wrap(
@@ -355,7 +357,8 @@ class EmbeddingCache(AsyncTier):
     ) -> Callable[..., Awaitable[Any]]:
         """Wrap ``embed`` (sync or async) so only cache misses reach it. ``batched=False``:
         ``embed(text) -> vector`` and the wrapper takes one text; ``batched=True``:
-        ``embed(texts) -> vectors`` and the wrapper takes a list. Raises
+        ``embed(texts) -> vectors`` and the wrapper takes a list. A failed cache write
+        is logged and counted (``store_failures``); the vectors are returned. Raises
         InvalidInputError for an empty ``embedder_id`` or an ``embed`` that is not
         callable."""
         check_text(embedder_id, field="embedder_id")

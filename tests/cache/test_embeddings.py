@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 import pytest
+from prometheus_client import CollectorRegistry
 
 from agent_memory.cache import EmbeddingCache, SyncEmbeddingCache
 from agent_memory.errors import InvalidInputError
@@ -87,6 +89,33 @@ async def test_embed_many_and_batched_wrap(env: Env) -> None:
         "embedding:hits": "4",
         "embedding:misses": "2",
     }
+
+
+async def test_vectors_whose_write_fails_are_returned_and_counted(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server refuses writes (out of memory) once the embedder has run: the vectors
+    paid for are returned all the same, the failed write logged and counted
+    (``store_failures``), as the LLM cache's ``wrap`` does."""
+    registry = CollectorRegistry()
+    cache = embeddings(env, registry=registry)
+    saved = env.raw.config_get("maxmemory*")
+
+    def embed_batch(texts: list[str]) -> list[list[float]]:
+        env.raw.config_set("maxmemory-policy", "noeviction")
+        env.raw.config_set("maxmemory", "1")  # every write is refused from here on
+        return [fake_embed(t) for t in texts]
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="agent_memory.cache"):
+            vectors = await cache.embed_many("m", ["a", "bb", "a"], embed_batch)
+        assert vectors == [pytest.approx(fake_embed(t)) for t in ["a", "bb", "a"]]
+    finally:
+        env.raw.config_set("maxmemory", saved["maxmemory"])
+        env.raw.config_set("maxmemory-policy", saved["maxmemory-policy"])
+    assert "could not be stored" in caplog.text
+    assert env.events(registry, "store_failures") == 1
+    assert await cache.get_many("m", ["a", "bb"]) == [None, None]  # nothing was cached
 
 
 async def test_clear(env: Env) -> None:
