@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agent_memory.cache.llm import LlmCore
+from agent_memory.cache.scripts import REFRESH_THREAD
 from agent_memory.cache.session import SessionCore
 from agent_memory.cache.stats import parse_stats
 from agent_memory.core.effects import Batch, Operation
@@ -118,7 +119,8 @@ def test_counter_errors_are_logged_not_raised(caplog: pytest.LogCaptureFixture) 
     with caplog.at_level(logging.WARNING):
         value, (batch,) = drive(core.get("t", "k"), [[b'"v"', 1, ServerResponseError("WRONGTYPE")]])
     assert value == "v"
-    assert names(batch) == [("HGET", "k"), ("PEXPIRE", 10_000), ("HINCRBY", "session:reads")]
+    assert names(batch) == [("HGET", "k"), ("EVAL",), ("HINCRBY", "session:reads")]
+    assert batch.commands[1].args == ("EVAL", REFRESH_THREAD, "1", "n:session:t", "10000")
     assert "counter update failed" in caplog.text
 
 
