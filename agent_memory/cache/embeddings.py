@@ -33,7 +33,7 @@ import numpy as np
 
 from agent_memory.cache._bulk import scan_and_unlink
 from agent_memory.cache._tier import TierCore, logger
-from agent_memory.cache.keys import check_text, digest, glob_escape, ttl_ms
+from agent_memory.cache.keys import check_name_for_tier, check_text, digest, ttl_ms
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation, call
@@ -118,6 +118,7 @@ class EmbeddingCore:
 
     def __init__(self, name: str, ttl: float | None) -> None:
         self.tier = TierCore(name)
+        check_name_for_tier(self.tier.layout.name, "embedding")
         self.ttl_ms = ttl_ms(ttl)
 
     def _key(self, embedder_id: str, text: str) -> str:
@@ -231,6 +232,5 @@ class EmbeddingCore:
         return [v if v is not None else computed[t] for t, v in zip(items, found, strict=True)]
 
     def clear(self) -> Operation[int]:
-        pattern = f"{glob_escape(self.tier.layout.name)}:emb:" + "?" * 64
-        removed = yield from scan_and_unlink(pattern)
+        removed = yield from scan_and_unlink(self.tier.layout.embedding_pattern())
         return removed

@@ -12,6 +12,10 @@ Key layout (``{name}`` is the cache name, used verbatim):
 * ``{name}:emb:{sha256}``             float32 embedding blob
 * ``{name}:__stats``                  hash of counters (BetterDB field names)
 
+No two names share a key: each tier refuses the names whose keys could be another
+name's (:func:`check_name_for_tier`), and the SCAN globs of ``clear`` and the
+invalidations match digests only (:data:`DIGEST_GLOB`).
+
 Digests are lower-case hex SHA-256 of UTF-8 canonical JSON: objects with sorted keys,
 compact separators, no ASCII escaping, integral floats written as integers (so ``1`` and
 ``1.0`` hash alike), tuples as lists. NaN, infinities, integers beyond the range of a
@@ -39,6 +43,9 @@ DIGEST_CHARS = 64
 _PLAIN_TOOL = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _GLOB_SPECIAL = re.compile(r"([\\*?\[\]])")
 MAX_NAME_CHARS = 256
+DIGEST_GLOB = "[0-9a-f]" * DIGEST_CHARS
+"""A SCAN glob matching one digest (lower-case hex) only: a key of another name or tier
+(a thread id, say) that merely has as many characters never matches."""
 
 
 MAX_JSON_DEPTH = 100
@@ -243,6 +250,31 @@ def check_name_for_segment(name: str, segment: str) -> str:
     return name
 
 
+def check_name_for_tier(name: str, tier: str) -> str:
+    """``name`` (already checked) when no key of the ``tier`` (``"llm"``, ``"tool"``,
+    ``"session"`` or ``"embedding"``) under it can be a key of another tier under another
+    name (pure). Thread ids are any text, so every key under ``a:session`` or
+    ``a:session:...`` would be a thread of ``SessionStore("a")``; a tool entry is
+    ``{name}:tool:{tool}:{digest}``, so the LLM entry ``a:tool:llm:{digest}``, the
+    embedding ``a:tool:emb:{digest}`` and the thread ``a:tool:session:{digest}`` would
+    be tool entries of ``ToolCache("a")`` (tools ``llm``, ``emb``, ``session``). The tool
+    cache's own keys under ``a:tool`` never have that shape.
+
+    Raises:
+        InvalidInputError: (field ``name``) the name holds ``:session`` followed by
+            ``:`` or at its end, or, for a tier other than the tool cache, ends with
+            ``:tool``.
+    """
+    check_name_for_segment(name, "session")
+    if tier != "tool" and name.endswith(":tool"):
+        raise InvalidInputError(
+            f"the name of {'an' if tier == 'llm' else 'a'} {tier} cache must not end with "
+            f"':tool' (its keys would be tool entries of the name before it), got {name!r}",
+            field="name",
+        )
+    return name
+
+
 def check_text(value: object, *, field: str, max_chars: int = 1024) -> str:
     """Validate an identifier given by the user (tool name, thread id, embedder id).
 
@@ -291,17 +323,20 @@ class KeyLayout:
         return f"{self.name}:llm:{sha}"
 
     def llm_pattern(self) -> str:
-        return f"{glob_escape(self.name)}:llm:" + "?" * DIGEST_CHARS
+        return f"{glob_escape(self.name)}:llm:{DIGEST_GLOB}"
 
     def tool(self, tool: str, sha: str) -> str:
         return f"{self.name}:tool:{tool_segment(tool)}:{sha}"
 
     def tool_pattern(self, tool: str) -> str:
         segment = glob_escape(tool_segment(tool))
-        return f"{glob_escape(self.name)}:tool:{segment}:" + "?" * DIGEST_CHARS
+        return f"{glob_escape(self.name)}:tool:{segment}:{DIGEST_GLOB}"
 
     def session(self, thread_id: str) -> str:
         return f"{self.name}:session:{thread_id}"
 
     def embedding(self, sha: str) -> str:
         return f"{self.name}:emb:{sha}"
+
+    def embedding_pattern(self) -> str:
+        return f"{glob_escape(self.name)}:emb:{DIGEST_GLOB}"

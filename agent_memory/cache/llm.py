@@ -15,7 +15,7 @@ from typing import Any
 
 from agent_memory.cache._bulk import get_values, scan_and_unlink, unlink_keys
 from agent_memory.cache._tier import TierCore, logger, read_entry
-from agent_memory.cache.keys import encode_json, plain, ttl_ms
+from agent_memory.cache.keys import check_name_for_tier, encode_json, plain, ttl_ms
 from agent_memory.cache.llm_params import model_of, request_digest
 from agent_memory.cache.prices import (
     ModelPrice,
@@ -144,6 +144,7 @@ class LlmCore:
         clock: Callable[[], float],
     ) -> None:
         self.tier = TierCore(name)
+        check_name_for_tier(self.tier.layout.name, "llm")
         self.ttl_ms = ttl_ms(ttl)
         self.prices = resolve_prices(prices)
         if not callable(clock):

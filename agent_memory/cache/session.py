@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_memory.cache._tier import TierCore
-from agent_memory.cache.keys import check_name_for_segment, check_text, encode_json, plain, ttl_ms
+from agent_memory.cache.keys import check_name_for_tier, check_text, encode_json, plain, ttl_ms
 from agent_memory.cache.scripts import REFRESH_THREAD
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
@@ -73,7 +73,7 @@ class SessionCore:
         self.tier = TierCore(name)
         # Thread ids are any text: a name holding ":session:" would share keys with
         # another name's threads.
-        check_name_for_segment(self.tier.layout.name, "session")
+        check_name_for_tier(self.tier.layout.name, "session")
         self.ttl_ms = ttl_ms(ttl)
         self._clock = clock
         self._live: dict[str, float] = {}  # session key -> when its TTL runs out

@@ -40,7 +40,9 @@ class SyncLlmCache(SyncTier):
         clock: time source in seconds.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name, TTL, price or clock.
+        InvalidInputError: a blocking client, a bad name (one another tier's keys
+            could share: see :func:`~agent_memory.cache.keys.check_name_for_tier`), TTL,
+            price or clock.
     """
 
     __slots__ = ("_core",)
@@ -156,8 +158,8 @@ class SyncToolCache(SyncTier):
         clock: time source in seconds.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name, TTL, refresh interval or
-            clock.
+        InvalidInputError: a blocking client, a bad name (one holding ``:session``
+            followed by ``:`` or at its end), TTL, refresh interval or clock.
     """
 
     __slots__ = ("_core",)
@@ -241,7 +243,7 @@ class SyncSessionStore(SyncTier):
 
     Raises:
         InvalidInputError: a blocking client, a bad name (one holding ``:session``
-            followed by ``:`` or at its end included) or TTL.
+            followed by ``:`` or at its end, or ending with ``:tool``, included) or TTL.
     """
 
     __slots__ = ("_core",)
@@ -302,7 +304,9 @@ class SyncEmbeddingCache(SyncTier):
         ttl: entry lifetime in seconds (default 7 days; ``None``: never expires).
 
     Raises:
-        InvalidInputError: a blocking client, a bad name or TTL.
+        InvalidInputError: a blocking client, a bad name (one another tier's keys
+            could share: see :func:`~agent_memory.cache.keys.check_name_for_tier`) or
+            TTL.
     """
 
     __slots__ = ("_core",)

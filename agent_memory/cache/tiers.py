@@ -46,7 +46,9 @@ class LlmCache(AsyncTier):
         clock: time source in seconds.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name, TTL, price or clock.
+        InvalidInputError: a blocking client, a bad name (one another tier's keys
+            could share: see :func:`~agent_memory.cache.keys.check_name_for_tier`), TTL,
+            price or clock.
     """
 
     __slots__ = ("_core",)
@@ -162,8 +164,8 @@ class ToolCache(AsyncTier):
         clock: time source in seconds.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name, TTL, refresh interval or
-            clock.
+        InvalidInputError: a blocking client, a bad name (one holding ``:session``
+            followed by ``:`` or at its end), TTL, refresh interval or clock.
     """
 
     __slots__ = ("_core",)
@@ -247,7 +249,7 @@ class SessionStore(AsyncTier):
 
     Raises:
         InvalidInputError: a blocking client, a bad name (one holding ``:session``
-            followed by ``:`` or at its end included) or TTL.
+            followed by ``:`` or at its end, or ending with ``:tool``, included) or TTL.
     """
 
     __slots__ = ("_core",)
@@ -308,7 +310,9 @@ class EmbeddingCache(AsyncTier):
         ttl: entry lifetime in seconds (default 7 days; ``None``: never expires).
 
     Raises:
-        InvalidInputError: a blocking client, a bad name or TTL.
+        InvalidInputError: a blocking client, a bad name (one another tier's keys
+            could share: see :func:`~agent_memory.cache.keys.check_name_for_tier`) or
+            TTL.
     """
 
     __slots__ = ("_core",)

@@ -30,7 +30,15 @@ from typing import Any
 
 from agent_memory.cache._bulk import scan_and_unlink
 from agent_memory.cache._tier import TierCore, read_entry
-from agent_memory.cache.keys import check_text, digest, encode_json, plain, tool_segment, ttl_ms
+from agent_memory.cache.keys import (
+    check_name_for_tier,
+    check_text,
+    digest,
+    encode_json,
+    plain,
+    tool_segment,
+    ttl_ms,
+)
 from agent_memory.cache.stats import batch_with_stats, parse_stats, unreadable_field
 from agent_memory.core import replies
 from agent_memory.core.checks import check_ttl_seconds
@@ -157,6 +165,7 @@ class ToolCore:
         clock: Callable[[], float],
     ) -> None:
         self.tier = TierCore(name)
+        check_name_for_tier(self.tier.layout.name, "tool")
         self.ttl = ttl
         self.ttl_ms = ttl_ms(ttl)
         if isinstance(policy_refresh, bool) or not isinstance(policy_refresh, (int, float)):
