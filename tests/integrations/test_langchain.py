@@ -46,6 +46,7 @@ from agent_memory.errors import (
     CapabilityError,
     InvalidInputError,
     ReplyParseError,
+    WrongTypeError,
 )
 from agent_memory.integrations.langchain import (
     AgentMemoryByteStore,
@@ -359,6 +360,18 @@ async def test_history_setter_replaces(histories: Histories) -> None:
     history.add_messages(CONVERSATION)
     history.messages = [HumanMessage("only this")]
     assert await history.aget_messages() == [HumanMessage("only this")]
+
+
+async def test_history_replace_leaves_a_thread_key_of_another_type_as_it_is(
+    histories: Histories, raw: Any
+) -> None:
+    """Replacing the messages of a thread whose key another writer gave another type
+    raises WrongTypeError and changes nothing there, its TTL (none) included."""
+    key = f"{histories.name}:session:foreign"
+    raw.set(key, "not a hash")
+    with pytest.raises(WrongTypeError):
+        histories.make("foreign").messages = [HumanMessage("x")]
+    assert raw.pttl(key) == -1 and raw.get(key) == "not a hash"
 
 
 async def test_history_concurrent_appends_lose_nothing(histories: Histories) -> None:
