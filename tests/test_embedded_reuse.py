@@ -337,6 +337,24 @@ def test_an_orphan_whose_record_is_gone_is_not_doubled(folder: Path) -> None:
     again.stop()
 
 
+def test_an_older_releases_server_whose_record_is_gone_is_not_doubled(folder: Path) -> None:
+    # An older release started the server as this one does but held no server.running
+    # lock: once its server.json is removed, only the process itself tells it runs.
+    binary = find_server_binary()
+    assert binary is not None
+    older = start_server(binary, folder, appendonly=True, log_name="server.log")
+    try:
+        refused = str(_refused(folder))
+        pid = older.process.pid
+        assert str(folder) in refused and f"pid {pid}" in refused, refused
+        assert _servers_of(folder) == [pid]
+    finally:
+        older.stop()
+    again = open_embedded(folder)  # once it stopped, the folder opens again
+    assert again.owned
+    again.stop()
+
+
 def test_a_crashed_server_leaves_the_folder_free_for_the_next(folder: Path) -> None:
     # The owner lives on; its server crashed: the folder is not taken by anything.
     first = open_embedded(folder)

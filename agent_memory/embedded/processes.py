@@ -62,6 +62,26 @@ def serves(pid: int, folder: Path) -> bool:
     return any("-server" in Path(program).name for program in programs)
 
 
+def servers_of(folder: Path) -> list[int]:
+    """The pids of the live server processes of ``folder`` (see :func:`serves`), found
+    by their working directory in ``/proc``; ``[]`` without ``/proc`` (macOS), where no
+    scan can tell, and for another user's processes, whose directory cannot be read."""
+    proc = Path("/proc")
+    if not (proc / "self").is_dir():
+        return []
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:  # exited meanwhile, or not ours to read
+            continue
+        if Path(cwd) == folder and serves(int(entry.name), folder):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
 def started(pid: int) -> str | None:
     """When process ``pid`` started, as a token another process later given the same
     pid does not share (``None``: no such process, or this system cannot tell).

@@ -21,8 +21,10 @@ process or of the record. An opener that finds no running server recorded but th
 held raises :class:`~agent_memory.errors.ServerUnavailableError` naming the folder and
 the pid noted in the file, rather than start a second writer on the same append-only
 file; stopping that pid frees the folder. The lock, unlike a scan for processes, works
-alike with and without ``/proc``; a server of an older release holds no such lock, so
-only its record guards it. Neither lock file may be removed while a server runs.
+alike with and without ``/proc``. A server of an older release holds no such lock: where
+there is ``/proc`` it is found by its working directory (a ``*-server`` process in the
+folder) and refused alike; elsewhere only its record guards it. Neither lock file may be
+removed while a server runs.
 
 The owner (the process that started the server) stops it on
 :meth:`EmbeddedServer.stop` or at interpreter exit; other openers leave it running. An
@@ -61,7 +63,7 @@ from pathlib import Path
 
 from agent_memory.embedded.binaries import find_search_module, find_server_binary
 from agent_memory.embedded.launcher import ServerProcess, server_pid, start_server
-from agent_memory.embedded.processes import orphaned, pid_running, serves, started
+from agent_memory.embedded.processes import orphaned, pid_running, servers_of, serves, started
 from agent_memory.errors import (
     AgentMemoryError,
     CapabilityError,
@@ -417,6 +419,26 @@ def _still_running(folder: Path) -> str:
     )
 
 
+def _refuse_unrecorded(folder: Path) -> None:
+    """Refuse to start a server beside one of ``folder`` that neither the record nor
+    :data:`RUNNING_FILE` shows: a server of an older release, which holds no such lock,
+    whose ``server.json`` was removed. Found by its working directory where there is
+    ``/proc``; elsewhere such a server cannot be seen.
+
+    Raises:
+        ServerUnavailableError: naming the pid(s) of the folder's running server.
+    """
+    pids = servers_of(folder)
+    if pids:
+        named = ", ".join(map(str, pids))
+        raise ServerUnavailableError(
+            f"{folder} is still served by pid {named}, which {folder / STATE_FILE} does not "
+            f"record (removed by hand, or written by an older release); a second server is "
+            f"not started on the same data. Stop pid {named} (SIGTERM: it saves its data), "
+            "then open the folder again"
+        )
+
+
 def _start(folder: Path, port: int | None) -> EmbeddedServer:
     binary = find_server_binary(prefer=_written_by(folder))
     if binary is None:
@@ -427,6 +449,7 @@ def _start(folder: Path, port: int | None) -> EmbeddedServer:
     module = find_search_module()
     held = _hold_running(folder)
     try:
+        _refuse_unrecorded(folder)
         process = start_server(
             binary, folder, port=port, module=module, appendonly=True, log_name=LOG_FILE,
             pass_fds=(held,),
