@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from agent_memory.embedded import processes
+from agent_memory.embedded import launcher, processes
 from agent_memory.embedded import server as server_module
 from agent_memory.embedded.binaries import find_search_module, find_server_binary
 from agent_memory.embedded.launcher import free_port, server_pid, start_server
@@ -366,6 +366,27 @@ def test_a_crashed_server_leaves_the_folder_free_for_the_next(folder: Path) -> N
         again.stop()
     finally:
         first.stop()
+
+
+def test_an_open_interrupted_during_start_up_leaves_no_server(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C while the server starts (loading a large file, say): the server is in a
+    # session of its own, so the interrupt does not reach it; the opener must stop it.
+    started_pids: list[int] = []
+
+    def interrupted(probe: object) -> bool:
+        started_pids.append(probe.pid)  # type: ignore[attr-defined]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(launcher._OwnServerProbe, "__call__", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        open_embedded(folder)
+    assert started_pids and _wait_gone(started_pids[0]), f"server {started_pids} left running"
+    monkeypatch.undo()
+    again = open_embedded(folder)  # nothing holds the folder
+    assert again.owned
+    again.stop()
 
 
 def _wait_gone(pid: int) -> bool:

@@ -150,7 +150,8 @@ def start_server(
     ``module_args`` are passed to the module (``--use-coordinator``, say): the server's
     command line takes no module argument that starts with ``--``, so the module is then
     loaded from a one-line configuration file in ``data_dir``. ``pass_fds`` are left open
-    in the server process (a lock it is to hold for its whole life, say).
+    in the server process (a lock it is to hold for its whole life, say). Interrupted
+    while waiting (``KeyboardInterrupt``), it stops the server before re-raising.
 
     Raises:
         ServerUnavailableError: the process exited (``port`` taken, say) or did not
@@ -204,6 +205,11 @@ def start_server(
             f"port {port} is already served by another server (pid {probe.foreign}); the "
             f"one started there (pid {process.pid}) could not take it: {exc}"
         ) from exc
+    except BaseException:
+        # Interrupted while waiting (Ctrl-C, a cancelled task). In a session of its own
+        # the server did not get the signal, and nobody has recorded it: stop it here.
+        server.stop()
+        raise
 
 
 def wait_until_ready(
