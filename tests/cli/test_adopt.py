@@ -37,6 +37,9 @@ def test_adopt_takes_over_a_peer_store_only_when_asked(cli: Any, search_url: str
 def test_adopt_on_a_store_that_does_not_exist(cli: Any, search_url: str) -> None:
     run = cli("--url", search_url, "--name", unique("none"), "adopt")
     assert run.code == 0 and "nothing to adopt" in run.out
+    as_json = cli("--url", search_url, "--name", unique("none"), "adopt", "--json")
+    assert as_json.code == 0, as_json.err
+    assert as_json.json() == {"adopted": 0, "skipped": 0, "index_replaced": False}
 
 
 @pytest.mark.parametrize("width", ["abc", "0", "-3"])

@@ -75,18 +75,16 @@ def run(args: argparse.Namespace, inv: Invocation) -> int:
     with probe:
         dim = _stored_dim(probe.client, args.name)
     if dim is None:
-        out(f"store '{args.name}' has no index and no identity record: nothing to adopt")
+        if args.json:
+            emit_json({"adopted": 0, "skipped": 0, "index_replaced": False})
+        else:
+            out(f"store '{args.name}' has no index and no identity record: nothing to adopt")
         return 0
     with SyncMemoryStore.from_url(inv.url, name=args.name, embed=StoredVectorsOnly(dim)) as store:
         report = store.adopt_foreign(replace_index=args.replace_index)
     if args.json:
-        emit_json(
-            {
-                "adopted": report.adopted,
-                "skipped": report.skipped,
-                "index_replaced": report.index_replaced,
-            }
-        )
+        emit_json({"adopted": report.adopted, "skipped": report.skipped,
+                   "index_replaced": report.index_replaced})  # fmt: skip
         return 0
     if report.index_replaced:
         out(f"replaced the foreign index {args.name}:mem:idx with agent-memory's")
