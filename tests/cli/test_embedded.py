@@ -3,11 +3,15 @@ command (or reused, and left running, when another process already serves it).""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agent_memory.embedded.server import open_embedded
 from tests.cli.conftest import MEMORIES, seed
@@ -86,6 +90,44 @@ def test_serve_runs_until_sigterm(tmp_path: Path) -> None:
             serve.kill()
             serve.wait()
     assert not (tmp_path / "server.json").exists()
+
+
+def test_serve_json_says_where_it_serves_in_one_line(tmp_path: Path) -> None:
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "agent_memory.cli.main", "--path", str(tmp_path), "--json",
+         "serve"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None
+        served = json.loads(serve.stdout.readline())
+        assert served["path"] == str(tmp_path), serve.stderr
+        port = json.loads((tmp_path / "server.json").read_text())["port"]
+        assert served["url"] == f"redis://127.0.0.1:{port}"
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=30) == 0
+    finally:
+        if serve.poll() is None:
+            serve.terminate()  # stops its server too, unlike a kill
+            serve.wait(timeout=30)
+
+
+def test_serve_stops_cleanly_on_a_sigterm_sent_as_it_says_where(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A supervisor stopping the server as soon as it reads the line: the signal lands
+    # while the line is still being written.
+    from agent_memory.cli.commands import serve
+
+    def write_then_terminated(text: str = "") -> None:
+        sys.stdout.write(text + "\n")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(serve, "out", write_then_terminated)
+    run = cli("--path", str(tmp_path), "serve")
+    assert run.code == 0, run.err
+    assert run.out.startswith(f"serving {tmp_path} at redis://127.0.0.1:")
+    assert not (tmp_path / "server.json").exists()  # stopped
 
 
 def test_serve_on_a_chosen_port(tmp_path: Path) -> None:

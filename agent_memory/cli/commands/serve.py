@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import time
@@ -47,14 +48,19 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 def run(args: argparse.Namespace, inv: Invocation) -> int:
     if args.url:
         raise UsageError("serve runs the embedded server of --path; it takes no --url")
-    server = inv.open_embedded(port=args.port)
-    url = server.url
-    if not server.owned:
-        raise CliError(f"{args.path} is already served at {url} by another process")
+    # Installed first: a SIGTERM while the server starts or while the line below is
+    # written (a supervisor that stops it as soon as it reads the line) stops it too.
     previous = signal.signal(signal.SIGTERM, _stop)
-    out(f"serving {args.path} at {url} (Ctrl-C to stop)")
-    sys.stdout.flush()
     try:
+        server = inv.open_embedded(port=args.port)
+        url = server.url
+        if not server.owned:
+            raise CliError(f"{args.path} is already served at {url} by another process")
+        if args.json:  # one line, so that a script can read it while the server runs
+            out(json.dumps({"path": args.path, "url": url}, separators=(",", ":")))
+        else:
+            out(f"serving {args.path} at {url} (Ctrl-C to stop)")
+        sys.stdout.flush()
         while True:
             time.sleep(3600)
     except _Terminated:
