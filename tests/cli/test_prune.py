@@ -62,3 +62,10 @@ def test_prune_policy_options(cli: Any, search_url: str) -> None:
 def test_prune_requires_an_explicit_policy(cli: Any, seeded: Seeded) -> None:
     run = cli(*_opts(seeded.url, seeded.name), "prune")
     assert run.code == 2 and "--half-life" in run.err
+
+
+def test_prune_help_gives_the_bounds_defaults_relative_to_the_half_life(cli: Any) -> None:
+    # The library derives them from the half-life: "1" and "365" days hold for 30 only.
+    shown = " ".join(cli("prune", "--help").out.split())
+    assert "(default: the half-life / 30;" in shown
+    assert "(default: the half-life * 365 / 30;" in shown

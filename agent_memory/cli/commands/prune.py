@@ -48,8 +48,14 @@ def register(add_parser: AddParser) -> None:
         "--half-life", type=_days, metavar="DAYS", required=True,
         help="base half-life in days (the library's default is 30)",
     )  # fmt: skip
-    policy.add_argument("--min-half-life", type=_days, metavar="DAYS", help="(default: 1)")
-    policy.add_argument("--max-half-life", type=_days, metavar="DAYS", help="(default: 365)")
+    policy.add_argument(
+        "--min-half-life", type=_days, metavar="DAYS",
+        help="(default: the half-life / 30; 1 day for 30)",
+    )  # fmt: skip
+    policy.add_argument(
+        "--max-half-life", type=_days, metavar="DAYS",
+        help="(default: the half-life * 365 / 30; 365 days for 30)",
+    )  # fmt: skip
     policy.add_argument(
         "--retention-threshold",
         type=_share,
