@@ -305,7 +305,8 @@ class SyncExecutor:
     def scan(self, scan: ScanKeys) -> list[Any]:
         # scan_iter covers every primary on ValkeyCluster/RedisCluster.
         with map_client_errors("SCAN"):
-            return list(self.client.scan_iter(match=scan.match, count=scan.count))
+            options = _RAW if scan.binary else _DECODED
+            return list(self.client.scan_iter(match=scan.match, count=scan.count, **options))
 
 
 class AsyncExecutor:
@@ -399,7 +400,9 @@ class AsyncExecutor:
 
     async def scan(self, scan: ScanKeys) -> list[Any]:
         with map_client_errors("SCAN"):
-            return [key async for key in self.client.scan_iter(match=scan.match, count=scan.count)]
+            options = _RAW if scan.binary else _DECODED
+            keys = self.client.scan_iter(match=scan.match, count=scan.count, **options)
+            return [key async for key in keys]
 
 
 def _sha_batch(b: Batch) -> Batch:

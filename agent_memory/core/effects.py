@@ -85,12 +85,15 @@ class Call:
 class ScanKeys:
     """All keys matching a glob pattern, on every primary of a cluster.
 
-    Resolves to a ``list`` of keys (``str`` or ``bytes`` as the client decodes). Costs
-    one SCAN cursor walk per primary; use only for maintenance, never on a hot path.
+    Resolves to a ``list`` of keys (``str`` or ``bytes`` as the client decodes; always
+    ``bytes`` with ``binary``, so that a key another writer made that is not UTF-8 is
+    one key to skip, not a failed walk). Costs one SCAN cursor walk per primary; use
+    only for maintenance, never on a hot path.
     """
 
     match: str
     count: int = 1000
+    binary: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,9 +131,10 @@ def execute_batch(commands: Sequence[Command], *, atomic: bool = False) -> Opera
     return list(replies)
 
 
-def scan_keys(match: str, *, count: int = 1000) -> Operation[list[Any]]:
-    """Sub-operation: every key matching ``match`` (all primaries of a cluster)."""
-    keys = yield ScanKeys(match, count)
+def scan_keys(match: str, *, count: int = 1000, binary: bool = False) -> Operation[list[Any]]:
+    """Sub-operation: every key matching ``match`` (all primaries of a cluster); as
+    ``bytes`` whatever the client decodes with ``binary``."""
+    keys = yield ScanKeys(match, count, binary)
     return list(keys)
 
 

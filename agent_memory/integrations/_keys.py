@@ -35,4 +35,21 @@ def check_name(name: object) -> str:
     return name
 
 
-__all__ = ["check_name", "check_name_for_segment", "digest", "digest_of_parts"]
+def keys_after(found: Sequence[object], prefix: str) -> tuple[list[str], int]:
+    """The rest of every key of a binary ``SCAN`` (``scan_keys(..., binary=True)``) that
+    starts with ``prefix``, in the order found, and how many keys were not UTF-8 text
+    (another writer's: skipped, for the caller to log and count) (pure)."""
+    keys: list[str] = []
+    unreadable = 0
+    for raw in found:
+        try:
+            text = bytes(raw).decode("utf-8") if not isinstance(raw, str) else raw  # type: ignore[call-overload]
+        except UnicodeDecodeError:
+            unreadable += 1
+            continue
+        if text.startswith(prefix):
+            keys.append(text[len(prefix) :])
+    return keys, unreadable
+
+
+__all__ = ["check_name", "check_name_for_segment", "digest", "digest_of_parts", "keys_after"]

@@ -645,6 +645,33 @@ async def test_store_bad_input(stores: tuple[Any, Any]) -> None:
     assert [k async for k in only_sync.ayield_keys()] == ["k"]
 
 
+async def test_store_skips_and_counts_keys_another_writer_made(
+    stores: tuple[Any, Any], raw: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A key under the namespace that is not UTF-8, or that holds another type than a
+    string, fails no call: yield_keys skips it, mget reads it as absent, both log and
+    count it (whatever the client's decode_responses)."""
+    client, aclient = stores
+    registry = CollectorRegistry()
+    name = _name()
+    store = AgentMemoryByteStore(client=client, async_client=aclient, name=name, registry=registry)
+    store.mset([("a", b"1"), ("é", b"2")])
+    raw.execute_command("SET", f"{name}:kv:default:".encode() + b"\xff\xfe", "x")
+    raw.hset(f"{name}:kv:default:h", "f", "v")
+    with caplog.at_level(logging.WARNING):
+        assert sorted(store.yield_keys()) == ["a", "h", "é"]
+        assert sorted([k async for k in store.ayield_keys()]) == ["a", "h", "é"]
+        assert store.mget(["a", "h"]) == [b"1", None]
+        assert await store.amget(["h", "é"]) == [None, b"2"]
+    assert "not UTF-8" in caplog.text and "another type" in caplog.text
+    counted = registry.get_sample_value(
+        "agent_memory_events_total", {"name": name, "event": "corrupt_entries"}
+    )
+    assert counted == 4
+    store.mset([("h", b"3")])  # a write replaces the foreign value
+    assert store.mget(["h"]) == [b"3"]
+
+
 async def test_store_from_url(target: Target) -> None:
     store = AgentMemoryByteStore.from_url(target.url, name=_name(), namespace="docs")
     await store.amset([("k", b"v")])

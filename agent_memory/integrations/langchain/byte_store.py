@@ -18,6 +18,9 @@ their name and namespace are equal.
   ``prefix``, read with ``SCAN MATCH`` on every primary (in no particular order) when
   iteration starts.
 * ``ttl``: lifetime of the values written, in seconds (``None``: kept until deleted).
+* A key under the namespace that another writer left and that is not UTF-8 text, or
+  that holds another type than a string, fails no call: ``yield_keys`` skips it,
+  ``mget`` reads it as absent, and both log it and count it (``corrupt_entries``).
 
 A key that is not valid text raises :class:`InvalidStoreKeyError`, which is both the
 library's :class:`~agent_memory.errors.InvalidInputError` and LangChain's
@@ -26,6 +29,7 @@ library's :class:`~agent_memory.errors.InvalidInputError` and LangChain's
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -38,9 +42,11 @@ from agent_memory.core import replies
 from agent_memory.core.checks import check_str
 from agent_memory.core.effects import Command, Operation, execute_batch, scan_keys
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import InvalidInputError
-from agent_memory.integrations._keys import check_name_for_segment
+from agent_memory.errors import InvalidInputError, WrongTypeError
+from agent_memory.integrations._keys import check_name_for_segment, keys_after
 from agent_memory.integrations._runners import Runners, clients_from_url
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACE = "default"
 #: The longest key accepted, in UTF-8 bytes.
@@ -91,8 +97,20 @@ class KvCore:
 
     def mget(self, keys: list[str]) -> Operation[list[bytes | None]]:
         got = yield from execute_batch([Command(("GET", key), binary=True) for key in keys])
+        # a key another writer gave another type holds no value of ours: read as absent
+        # (logged, counted), as a string store's reader would, not a failed call
+        foreign = [
+            key for key, value in zip(keys, got, strict=True) if isinstance(value, WrongTypeError)
+        ]
+        if foreign:
+            self._unreadable(foreign, "holds another type than a string; read as absent")
+        got = [None if isinstance(value, WrongTypeError) else value for value in got]
         raise_first_error(got)
         return [None if value is None else replies.raw_bytes(value) for value in got]
+
+    def _unreadable(self, keys: Sequence[object], why: str) -> None:
+        logger.warning("byte store: %d key(s) %s: %.200r", len(keys), why, list(keys))
+        self.tier.buffer.note("corrupt_entries", len(keys))
 
     def mset(self, pairs: list[tuple[str, bytes]]) -> Operation[None]:
         expiry: tuple[int, ...] = () if self.ttl_ms is None else (self.ttl_ms,)
@@ -116,8 +134,20 @@ class KvCore:
         return glob_escape(self.prefix + start) + "*"
 
     def keys(self, pattern: str) -> Operation[list[str]]:
-        found = yield from scan_keys(pattern)
-        return [replies.text(key)[len(self.prefix) :] for key in found]
+        found = yield from scan_keys(pattern, binary=True)
+        keys, unreadable = keys_after(found, self.prefix)
+        if unreadable:
+            bad = [k for k in found if not _is_utf8(k)]
+            self._unreadable(bad, "are not UTF-8 text; skipped")
+        return keys
+
+
+def _is_utf8(raw: object) -> bool:
+    try:
+        bytes(raw).decode("utf-8")  # type: ignore[call-overload]
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _pairs(core: KvCore, key_value_pairs: Sequence[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
