@@ -525,6 +525,18 @@ def test_corrupt_entries_reach_the_metrics(client: Any, name: str, raw: Any) -> 
     assert sample == 1
 
 
+async def test_get_keys_skips_and_counts_keys_that_are_not_utf8(
+    chat: AgentMemoryChatStore, raw: Any
+) -> None:
+    """A key another writer made under the name that is not UTF-8 fails no listing
+    (whatever the client's decode_responses): it is skipped, logged and counted."""
+    chat.add_message("é", _m("a"))
+    raw.execute_command("RPUSH", chat.chat_key("a")[:-1].encode() + b"\xff", "x")
+    assert chat.get_keys() == ["é"]
+    assert await chat.aget_keys() == ["é"]
+    assert chat.skipped == 2
+
+
 def test_memorys_blocking_methods_work_through_a_sync_store(client: Any, name: str) -> None:
     """``Memory.put`` / ``get`` run each call in an event loop of their own: the block
     serves them through its ``sync_store`` (an asyncio client could not)."""

@@ -431,6 +431,15 @@ async def test_corrupt_entries_are_skipped_and_counted(
     assert await _get(ours, status=ARCHIVED) == ["a", "b"]
 
 
+async def test_get_keys_skips_and_counts_keys_that_are_not_utf8(
+    ours: AgentMemoryDBChatStore, raw: Any
+) -> None:
+    await ours.add_message("é", _m("a"))
+    raw.execute_command("ZADD", ours.chat_key("a")[:-1].encode() + b"\xff", 1, "x")
+    assert await ours.get_keys() == ["é"]
+    assert ours.skipped == 1
+
+
 async def test_ttl_slides_and_no_ttl_persists(
     client: Any, aclient: Any, name: str, raw: Any
 ) -> None:

@@ -220,8 +220,10 @@ class AgentMemoryChatStore(BaseChatStore):
 
     def get_keys(self) -> list[str]:
         """Every key of this ``name`` that holds messages, sorted (``SCAN`` on every
-        primary)."""
-        return self._runners.run(lambda: ops.list_keys(self.name))
+        primary); a key that is not UTF-8 (another writer's) is skipped, logged and
+        counted in :attr:`skipped`."""
+        found = self._runners.run(lambda: ops.list_keys(self.name))
+        return self._taken(found, ops.chat_key(self.name, "*"))  # type: ignore[no-any-return]
 
     # -- asyncio -------------------------------------------------------------------------
 
@@ -272,7 +274,8 @@ class AgentMemoryChatStore(BaseChatStore):
 
     async def aget_keys(self) -> list[str]:
         """Async :meth:`get_keys`."""
-        return await self._runners.arun(lambda: ops.list_keys(self.name))
+        found = await self._runners.arun(lambda: ops.list_keys(self.name))
+        return self._taken(found, ops.chat_key(self.name, "*"))  # type: ignore[no-any-return]
 
     # -- lifecycle -----------------------------------------------------------------------
 

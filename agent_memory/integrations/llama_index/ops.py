@@ -23,8 +23,8 @@ from agent_memory.cache.keys import glob_escape
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core.effects import Command, Operation, scan_keys
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import ReplyParseError
 from agent_memory.integrations import _list_log
+from agent_memory.integrations._keys import keys_after
 from agent_memory.integrations.llama_index import scripts
 from agent_memory.integrations.llama_index.codec import decode_message
 
@@ -131,33 +131,21 @@ def pop_last(
     return _list_log.pop_latest(tier, key, ttl_ms, decode_message)
 
 
-def list_keys(name: str) -> Operation[list[str]]:
+def list_keys(name: str) -> Operation[tuple[list[str], int]]:
     """The chat keys of ``name`` that hold messages, sorted (``SCAN`` on every primary;
-    the prefix is glob-escaped, so only this name's chats match).
-
-    Raises:
-        ReplyParseError: a key that is not UTF-8 text.
-    """
+    the prefix is glob-escaped, so only this name's chats match), and how many keys
+    were not UTF-8 text (skipped: see :func:`keys_under`)."""
     return keys_under(chat_key(name, ""))
 
 
-def keys_under(prefix: str) -> Operation[list[str]]:
+def keys_under(prefix: str) -> Operation[tuple[list[str], int]]:
     """The rest of every key that starts with ``prefix``, sorted (``SCAN`` on every
-    primary; the prefix is glob-escaped).
-
-    Raises:
-        ReplyParseError: a key that is not UTF-8 text.
-    """
-    found = yield from scan_keys(glob_escape(prefix) + "*")
-    keys: set[str] = set()
-    for raw in found:
-        try:
-            text = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
-        except UnicodeDecodeError as exc:
-            raise ReplyParseError(f"SCAN returned a key that is not UTF-8: {raw!r}") from exc
-        if text.startswith(prefix):
-            keys.add(text[len(prefix) :])
-    return sorted(keys)
+    primary; the prefix is glob-escaped), and how many keys another writer made that
+    are not UTF-8 text (skipped, for the caller to log and count), whatever the
+    client's ``decode_responses``."""
+    found = yield from scan_keys(glob_escape(prefix) + "*", binary=True)
+    keys, unreadable = keys_after(found, prefix)
+    return sorted(set(keys)), unreadable
 
 
 __all__ = [

@@ -240,13 +240,14 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
 
     async def get_keys(self) -> list[str]:
         """Every key of this ``name`` that holds messages, sorted (``SCAN`` on every
-        primary).
+        primary); a key that is not UTF-8 (another writer's) is skipped, logged and
+        counted in :attr:`skipped`.
 
         Raises:
             AgentMemoryError: a failure of the server.
         """
         prefix = chat_key(self.name, "")
-        return await self._arun(lambda: ops.keys_under(prefix))
+        return self._note(await self._arun(lambda: ops.keys_under(prefix)), prefix + "*")
 
     # -- writes --------------------------------------------------------------------------
 
