@@ -478,6 +478,31 @@ def test_a_refused_op_refuses_the_whole_batch(store: AgentMemoryStore) -> None:
     assert store.get(ns, "old") == before
 
 
+def test_a_lone_surrogate_in_a_namespace_or_key_is_refused_by_name(
+    store: AgentMemoryStore,
+) -> None:
+    """A namespace label or key that is not valid Unicode raises InvalidInputError naming
+    it (not a UnicodeEncodeError from inside the store), and nothing is written."""
+    ns = ("docs",)
+    store.put(ns, "k", {"text": "precious"})
+    calls = [
+        (lambda: store.put(("a\ud800",), "k", {"x": 1}), "namespace"),
+        (lambda: store.put(ns, "k\ud800", {"x": 1}), "key"),
+        (lambda: store.get(("a\ud800",), "k"), "namespace"),
+        (lambda: store.get(ns, "\udfff"), "key"),
+        (lambda: store.delete(ns, "k\ud800"), "key"),
+        (lambda: store.search(("a\ud800",)), "namespace"),
+        (lambda: store.list_namespaces(prefix=("a\ud800",)), "namespace"),
+        (lambda: store.batch([PutOp(ns, "k", None), GetOp(ns, "\ud800")]), "key"),
+    ]
+    for call, field in calls:
+        with pytest.raises(InvalidInputError) as caught:
+            call()
+        assert caught.value.field == field
+    assert store.get(ns, "k") is not None
+    assert store.list_namespaces() == [ns]
+
+
 @pytest.mark.parametrize(
     "config",
     [

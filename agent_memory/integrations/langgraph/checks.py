@@ -28,6 +28,7 @@ from agent_memory.integrations.langgraph.values import (  # noqa: E402
     FILTER_OPERATORS,
     MAX_VALUE_DEPTH,
     check_namespace,
+    check_unicode,
     fits_float,
 )
 from agent_memory.store.validation import check_importance  # noqa: E402
@@ -217,6 +218,7 @@ def check_op(op: Op) -> None:
 def _check_key(key: object) -> None:
     if not isinstance(key, str):
         raise InvalidInputError(f"key must be a string, got {type(key).__name__}", field="key")
+    check_unicode(key, what="key", field="key")
 
 
 def check_config(ttl: object, importance: object) -> None:

@@ -47,6 +47,19 @@ def check_namespace(namespace: tuple[str, ...], *, what: str, allow_empty: bool)
             raise InvalidInputError(
                 f"{what} labels must be non-empty strings, got {label!r}", field="namespace"
             )
+        check_unicode(label, what=f"{what} label", field="namespace")
+
+
+def check_unicode(text: str, *, what: str, field: str) -> None:
+    """Refuse a lone surrogate: the item's id digests the text as UTF-8 and its metadata
+    stores it as JSON text, neither of which can hold one."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"{what} is not valid Unicode (lone surrogate at {exc.start}): {text!r:.80}",
+            field=field,
+        ) from None
 
 
 def to_datetime(epoch_seconds: float) -> datetime:
