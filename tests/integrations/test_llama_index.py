@@ -406,6 +406,22 @@ async def test_a_flushed_text_over_the_limit_is_cut_and_the_flush_kept(
     assert sample == 1
 
 
+async def test_a_flushed_text_the_store_refuses_is_cleaned_and_the_flush_kept(
+    aclient: Any, name: str
+) -> None:
+    """A flushed message holding a control character or a lone surrogate (which the
+    store refuses in a memory) is remembered with a space / U+FFFD in their place, and
+    the rest of the flush with it: ``Memory`` has archived it already."""
+    store = MemoryStore(aclient, name, HashingEmbedder(), default_threshold=2.0)
+    await store.ensure_index()
+    scope = Scope(namespace="acme", agent_id="assistant")
+    block = AgentMemoryBlock(store=store, scope=scope)
+    turns = [_m("I prefer dark mode."), _m("nul\x00here"), _m("bad \ud800 half"), _m("\x07")]
+    await block.aput(turns)
+    contents = {item.content for item in (await store.list(scope=scope, limit=50)).items}
+    assert contents == {"I prefer dark mode.", "nul here", "bad \ufffd half"}
+
+
 def test_a_flushed_text_over_the_limit_is_cut_through_a_sync_store(client: Any, name: str) -> None:
     sync = SyncMemoryStore(client, name, HashingEmbedder(), default_threshold=2.0,
                            max_content_bytes=1000)  # fmt: skip

@@ -25,6 +25,8 @@ call through it, in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, TextBlock
@@ -38,6 +40,8 @@ from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.write import MemoryInput
 from agent_memory.store.sync_store import SyncMemoryStore
 
+logger = logging.getLogger(__name__)
+
 _OWNER = "AgentMemoryBlock"
 _LOOP_NOTE = "LlamaIndex's Memory calls its blocks on its event loop"
 
@@ -45,6 +49,20 @@ _LOOP_NOTE = "LlamaIndex's Memory calls its blocks on its event loop"
 def message_text(message: ChatMessage) -> str:
     """The text blocks of ``message`` joined by newlines, stripped (pure)."""
     return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
+
+
+# What the store refuses in a memory's content: ASCII controls but tab, newline, return.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> tuple[str, bool]:
+    """``text`` with each control character the store refuses (ASCII controls but tab,
+    newline and return) made a space and each lone surrogate U+FFFD, and whether any
+    was (pure): one such message must not fail the flush of all the others."""
+    # a str holds astral characters whole: any surrogate code point in it is a lone one
+    cleaned = _SURROGATE.sub("\ufffd", _CONTROL.sub(" ", text))
+    return cleaned, cleaned != text
 
 
 def fit_text(text: str, max_bytes: int) -> tuple[str, bool]:
@@ -153,11 +171,16 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
         """Remember the text of each message whose role is in ``roles`` (one batch);
         a text over the store's limit is cut to it (logged and counted)."""
         serving: MemoryStore | SyncMemoryStore = self.sync_store or self.store
-        limit, cut = serving.max_content_bytes, 0
+        limit, cut, cleaned = serving.max_content_bytes, 0, 0
         items = []
         for message in messages:
             text, role = message_text(message), _role(message)
             if not text or role not in self.roles:
+                continue
+            text, was_cleaned = clean_text(text)
+            cleaned += was_cleaned
+            text = text.strip()
+            if not text:
                 continue
             text, was_cut = fit_text(text, limit)
             cut += was_cut
@@ -172,10 +195,16 @@ class AgentMemoryBlock(BaseMemoryBlock[str]):
             )
         if cut:
             serving.report_truncated("flushed LlamaIndex message text(s)", cut)
+        if cleaned:
+            logger.warning(
+                "%d flushed LlamaIndex message text(s) held control characters or lone "
+                "surrogates the store refuses: remembered with spaces / U+FFFD instead",
+                cleaned,
+            )
         if items and self.sync_store is not None:
             await asyncio.to_thread(self.sync_store.remember_many, items)
         elif items:
             await self.store.remember_many(items)
 
 
-__all__ = ["AgentMemoryBlock", "fit_text", "message_text"]
+__all__ = ["AgentMemoryBlock", "clean_text", "fit_text", "message_text"]
