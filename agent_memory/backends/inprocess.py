@@ -74,9 +74,9 @@ class InProcessClient:
     def pipeline(self, transaction: bool = True) -> _SyncPipeline:
         return _SyncPipeline(self.keyspace)
 
-    def scan_iter(self, match: str = "*", count: int = 1000) -> Iterator[str]:
+    def scan_iter(self, match: str = "*", count: int = 1000, **options: Any) -> Iterator[Any]:
         with self.keyspace.lock:
-            return iter(self.keyspace.keys(match))
+            return iter(_scanned(self.keyspace.keys(match), options))
 
     def close(self) -> None:
         """Nothing to release."""
@@ -94,14 +94,22 @@ class AsyncInProcessClient:
     def pipeline(self, transaction: bool = True) -> _AsyncPipeline:
         return _AsyncPipeline(self.keyspace)
 
-    async def scan_iter(self, match: str = "*", count: int = 1000) -> Any:
+    async def scan_iter(self, match: str = "*", count: int = 1000, **options: Any) -> Any:
         with self.keyspace.lock:
-            keys = self.keyspace.keys(match)
+            keys = _scanned(self.keyspace.keys(match), options)
         for key in keys:
             yield key
 
     async def aclose(self) -> None:
         """Nothing to release."""
+
+
+def _scanned(keys: list[str], options: dict[str, Any]) -> list[Any]:
+    """The keys a ``SCAN`` returns: ``str``, or their bytes when the caller asked for
+    undecoded replies (redis-py's ``NEVER_DECODE``), as a server client would."""
+    if options.get("NEVER_DECODE"):
+        return [key.encode("utf-8", "surrogateescape") for key in keys]
+    return keys
 
 
 def is_in_process(client: object) -> bool:
