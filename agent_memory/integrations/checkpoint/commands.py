@@ -244,7 +244,8 @@ class Stored(Generic[V]):
         value: what it decodes to; ``None`` when it is damaged or gone.
         problem: why it is damaged (empty when it reads or is gone).
         raw_id: the id as stored (a page's cursor, whether it reads or not).
-        gone: the lane's ids name it, but no record (another writer's id): left out.
+        gone: the lane's ids named it, but no record (another client's id, or a record
+            evicted): left out, and dropped from the ids by the read's script.
     """
 
     checkpoint_id: str
@@ -263,6 +264,12 @@ def _listed(raw: Any) -> Stored[Any] | None:
     if replies.lenient_text(raw) is None:
         return Stored(printable(raw), None, NOT_UTF8, replies.raw_bytes(raw))
     return None
+
+
+def _gone(raw: Any) -> Stored[Any]:
+    """The :class:`Stored` of an id naming no record (the read's script dropped it from
+    the lane's ids)."""
+    return Stored(printable(raw), None, "", replies.raw_bytes(raw), True)
 
 
 def _loads(serde: SerializerProtocol, raw: Any) -> Any:
@@ -335,7 +342,7 @@ def records(reply: Any, lane: Lane, serde: SerializerProtocol) -> list[Stored[Ch
     its own, so one damaged record (a checkpoint, metadata, channel value or pending
     write that does not decode, or decodes to something else than LangGraph's shapes,
     or an id that is not UTF-8) is marked, not fatal to the others; an id naming no
-    record is marked ``gone``.
+    record (which the script dropped from the lane's ids) is marked ``gone``.
 
     Raises:
         ReplyParseError: a reply this library's script does not make.
@@ -346,10 +353,10 @@ def records(reply: Any, lane: Lane, serde: SerializerProtocol) -> list[Stored[Ch
         if len(rec) not in (1, 6):
             raise ReplyParseError("a checkpoint record has the wrong shape")
         damaged = _listed(rec[0])
-        if damaged is not None:
+        if len(rec) == 1:
+            found.append(_gone(rec[0]))
+        elif damaged is not None:
             found.append(damaged)
-        elif len(rec) == 1:
-            found.append(Stored(replies.text(rec[0]), None, "", replies.raw_bytes(rec[0]), True))
         else:
             cid = replies.text(rec[0])
             found.append(_decoded(rec[0], partial(_tuple, rec, cid, lane, serde)))
@@ -368,11 +375,11 @@ def metadata_page(reply: Any, serde: SerializerProtocol) -> list[Stored[dict[str
 
 
 def _metadata_of(cid: Any, raw: Any, serde: SerializerProtocol) -> Stored[dict[str, Any]]:
+    if raw is None:
+        return _gone(cid)
     damaged = _listed(cid)
     if damaged is not None:
         return damaged
-    if raw is None:  # the id names no record
-        return Stored(replies.text(cid), None, "", replies.raw_bytes(cid), True)
     return _decoded(cid, partial(_metadata, serde, raw))
 
 

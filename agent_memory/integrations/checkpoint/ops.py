@@ -45,8 +45,9 @@ PAGE = 100
 
 V = TypeVar("V")
 
-Report = Callable[[Lane, str, str], None]
-"""Told of each damaged checkpoint a read met: ``(lane, checkpoint id, problem)``."""
+Report = Callable[[Lane, cmds.Stored[Any]], None]
+"""Told of each checkpoint a read met and left out: damaged (its ``problem`` says why)
+or ``gone`` (an id naming no record, which the read dropped from the lane's ids)."""
 
 Unreadable = Callable[[str], None]
 """Told of each entry of a thread's namespaces another writer left unreadable (not
@@ -56,21 +57,19 @@ UTF-8): what it is, for the log."""
 def readable_pairs(
     found: Sequence[cmds.Stored[V]], lane: Lane, report: Report
 ) -> list[tuple[str, V]]:
-    """``(checkpoint id, value)`` of the checkpoints that decoded; each damaged one is
-    reported."""
+    """``(checkpoint id, value)`` of the checkpoints that decoded; each other one
+    (damaged or gone) is reported."""
     pairs: list[tuple[str, V]] = []
     for stored in found:
-        if stored.gone:
-            continue  # an id naming no record: nothing to read
         if stored.value is None:
-            report(lane, stored.checkpoint_id, stored.problem)
+            report(lane, stored)
         else:
             pairs.append((stored.checkpoint_id, stored.value))
     return pairs
 
 
 def readable(found: Sequence[cmds.Stored[V]], lane: Lane, report: Report) -> list[V]:
-    """The values of the checkpoints that decoded; each damaged one is reported."""
+    """The values of the checkpoints that decoded; each other one is reported."""
     return [value for _, value in readable_pairs(found, lane, report)]
 
 
@@ -195,9 +194,9 @@ def get_tuple(
     (reply,) = yield from _batch([cmds.pick_command(lane, [where.checkpoint_id], refresh_ms)])
     for stored in cmds.records(reply, lane, serde):
         if stored.gone:
-            continue
+            continue  # a pick returns records only: never met
         if stored.value is None:
-            report(lane, stored.checkpoint_id, stored.problem)
+            report(lane, stored)
             raise ReplyParseError(
                 f"checkpoint {stored.checkpoint_id!r} of thread {lane.thread_id!r} "
                 f"(namespace {lane.checkpoint_ns!r}) is damaged: {stored.problem}"
@@ -210,7 +209,7 @@ def _latest(
     lane: Lane, serde: SerializerProtocol, refresh_ms: int, report: Report
 ) -> Operation[CheckpointTuple | None]:
     """The newest checkpoint of ``lane`` that reads: one record first (the common case),
-    then pages past damaged ones."""
+    then pages past damaged and gone ones."""
     before: bytes | None = None
     count = 1
     while True:
@@ -220,8 +219,7 @@ def _latest(
         for stored in found:
             if stored.value is not None:
                 return stored.value
-            if not stored.gone:
-                report(lane, stored.checkpoint_id, stored.problem)
+            report(lane, stored)
         if len(found) < count:
             return None
         before, count = found[-1].raw_id, PAGE
@@ -380,9 +378,10 @@ class ListPlan:
     """``list`` as a series of page operations: :meth:`page` reads the next page (one
     round trip: the first may resolve the namespaces or threads, a filtered page reads
     metadata first), until :attr:`done`. Damaged checkpoints (an id that is not UTF-8
-    included) are told to ``report`` and left out, as are, silently, ids naming no
-    record; a page may then be short, the next one goes on. Namespace entries that are
-    not UTF-8 are told to ``unreadable`` and left out.
+    included) and ids naming no record (dropped from the index by the read) are told
+    to ``report`` and left out; a page may then be short, the next one goes on.
+    Namespace entries and thread keys that are not UTF-8 are told to ``unreadable``
+    and left out.
 
     Raises (at construction):
         InvalidInputError: a bad config, ``before``, ``filter`` or ``limit``.

@@ -28,10 +28,15 @@ from agent_memory.core.runner import run_async, run_sync
 from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
 from agent_memory.integrations._keys import check_name
 from agent_memory.integrations.checkpoint import ops
+from agent_memory.integrations.checkpoint.commands import Stored
 from agent_memory.integrations.checkpoint.layout import DEFAULT_NAME, Lane, Layout
 from agent_memory.telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
+
+#: The event counting checkpoint ids dropped from a lane's index because they name no
+#: record (the name the memory store and the conversation store give such entries).
+GHOST_ENTRIES = "ghost_entries"
 
 
 class AgentMemorySaver(BaseCheckpointSaver[str]):
@@ -53,7 +58,8 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         serde: LangGraph serializer (default ``JsonPlusSerializer``), used through
             ``dumps_typed`` / ``loads_typed``; values are stored as binary.
         registry: a ``prometheus_client.CollectorRegistry`` counting damaged checkpoints
-            (``agent_memory_events{event="corrupt_records"}``); ``None``: no metric.
+            (``agent_memory_events{event="corrupt_records"}``) and dropped index entries
+            (``ghost_entries``); ``None``: no metric.
 
     Raises:
         InvalidInputError: no client, a client of the wrong kind, or a bad option.
@@ -65,7 +71,10 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
     ``get_tuple`` of the newest checkpoint; ``get_tuple`` naming exactly that checkpoint
     raises ``ReplyParseError``. An entry of a thread's namespaces that is not UTF-8 is
     logged, counted the same way and left out of ``list``, ``delete_thread``, ``prune``
-    and ``copy_thread``; a checkpoint id naming no record is left out.
+    and ``copy_thread``. A checkpoint id naming no record (another client's, or its record
+    evicted) is left out, dropped from the thread's index by the read that met it (the
+    saver writes an id and its record in one script, so it is never a write in
+    flight), logged and counted in the metric as ``ghost_entries``.
 
     Capabilities (every one the conformance suite knows): ``put``, ``put_writes``,
     ``get_tuple``, ``list``, ``delete_thread``, ``delete_for_runs``, ``copy_thread``,
@@ -148,12 +157,23 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
         or refused by ``get_tuple`` of that checkpoint); each one read is counted."""
         return self._skipped
 
-    def _damaged(self, lane: Lane, checkpoint_id: str, problem: str) -> None:
-        """Log and count a checkpoint another writer damaged (see the class docstring)."""
+    def _damaged(self, lane: Lane, stored: Stored[Any]) -> None:
+        """Log and count a checkpoint a read left out: one another writer damaged, or an
+        id naming no record, which the read dropped from the index (see the class
+        docstring)."""
+        if stored.gone:
+            logger.warning(
+                "checkpointer %s: checkpoint id %r of thread %r (namespace %r) names no "
+                "record (another client's, or evicted), dropped from the index",
+                self._layout.name, stored.checkpoint_id, lane.thread_id, lane.checkpoint_ns,
+            )  # fmt: skip
+            self._telemetry.count(GHOST_ENTRIES)
+            return
         logger.warning(
             "checkpointer %s: checkpoint %r of thread %r (namespace %r) is unreadable, "
             "left out: %s",
-            self._layout.name, checkpoint_id, lane.thread_id, lane.checkpoint_ns, problem,
+            self._layout.name, stored.checkpoint_id, lane.thread_id, lane.checkpoint_ns,
+            stored.problem,
         )  # fmt: skip
         with self._lock:
             self._skipped += 1

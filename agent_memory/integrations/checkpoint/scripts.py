@@ -69,13 +69,19 @@ else
     for i = 1, #ids do fields[i] = 'm:' .. ids[i] end
     local metas = hmget(KEYS[2], fields)
     for i = 1, #ids do
-      out[#out + 1] = ids[i]; out[#out + 1] = metas[i] or false
-      if metas[i] then found = true end
+      local meta = metas[i]
+      if not meta and redis.call('HEXISTS', KEYS[2], 'c:' .. ids[i]) == 1 then meta = '' end
+      out[#out + 1] = ids[i]; out[#out + 1] = meta or false
+      if meta then found = true else redis.call('ZREM', KEYS[1], ids[i]) end
     end
   else
     for i = 1, #ids do
       local rec = record(ids[i])
-      if rec then out[#out + 1] = rec; found = true else out[#out + 1] = {ids[i]} end
+      if rec then
+        out[#out + 1] = rec; found = true
+      else
+        out[#out + 1] = {ids[i]}; redis.call('ZREM', KEYS[1], ids[i])
+      end
     end
   end
 end
@@ -87,9 +93,11 @@ return out
 and ``count`` (-1: all), newest first -> full records; ``meta``: the same range ->
 flat ``[id, metadata, ...]``; ``pick``: checkpoint ids -> full records of those that
 exist. A full record is ``[id, checkpoint, metadata, parent, [field, value, ...],
-[write, ...]]``; an id of the range naming no record (another writer's) is ``[id]``, or
-``id, nil`` in ``meta``, so the caller pages past it. A read that finds a checkpoint
-restarts the lane's TTL."""
+[write, ...]]`` (a record is its ``c:`` field: missing metadata reads as ``''``). An id
+of the range naming no record (another client's, or a record evicted) is ``[id]``, or
+``id, nil`` in ``meta``, so the caller pages past it, and is removed from the ids: this
+library's scripts add an id and its record together, so none is a write in flight. A
+read that finds a checkpoint restarts the lane's TTL."""
 
 PUT = (
     _HELPERS
