@@ -145,3 +145,29 @@ async def test_a_thread_key_that_is_not_utf8_is_skipped_logged_and_counted(
     finally:
         raw.close()
         await _close(client)
+
+
+@pytest.mark.parametrize("package", ["valkey", "redis"])
+def test_a_thread_key_that_is_not_utf8_is_skipped_on_a_cluster(
+    cluster_url: str, package: str
+) -> None:
+    """The same on a 3-primary cluster, through a decoding cluster client (SCAN walks
+    every primary undecoded)."""
+    if package == "valkey":
+        from valkey.cluster import ValkeyCluster as Cluster
+    else:
+        from redis.cluster import RedisCluster as Cluster  # type: ignore[assignment]
+    client = Cluster.from_url(cluster_url, decode_responses=True)
+    saver = AgentMemorySaver(client, name=_name())
+    try:
+        threads = [f"thread-{i}" for i in range(6)]  # spread over the primaries
+        for thread in threads:
+            saver.put(generate_config(thread), generate_checkpoint(), generate_metadata(), {})
+        foreign = f"{Layout(saver.name).prefix}:{{".encode() + b"\xff\xfe}:ns"
+        client.hset(foreign, "", "thread-0")
+        listed = {t.config["configurable"]["thread_id"] for t in saver.list(None)}
+        assert listed == set(threads)
+        assert saver.skipped == 1
+        client.delete(foreign)
+    finally:
+        client.close()

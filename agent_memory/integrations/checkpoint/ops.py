@@ -253,8 +253,17 @@ def _lanes(
 
 
 def _all_lanes(layout: Layout, unreadable: Unreadable) -> Operation[list[Lane]]:
-    """Every lane of every thread (SCAN: a maintenance path)."""
-    keys = [replies.text(k) for k in (yield from scan_keys(layout.namespaces_pattern()))]
+    """Every lane of every thread (SCAN: a maintenance path). A key whose name is not
+    UTF-8 (another client's: this library names them with hex digests) is told to
+    ``unreadable`` and left out."""
+    found = yield from scan_keys(layout.namespaces_pattern(), binary=True)
+    keys: list[str] = []
+    for raw in sorted(set(map(replies.raw_bytes, found))):  # SCAN may repeat a key
+        key = replies.lenient_text(raw)
+        if key is None:
+            unreadable(f"thread key '{cmds.printable(raw)}' is not valid UTF-8")
+        else:
+            keys.append(key)
     got = yield from _read_namespaces(keys)
     lanes: list[Lane] = []
     for key, reply in zip(keys, got, strict=True):

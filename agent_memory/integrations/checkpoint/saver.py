@@ -71,7 +71,8 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
     ``get_tuple`` of the newest checkpoint; ``get_tuple`` naming exactly that checkpoint
     raises ``ReplyParseError``. An entry of a thread's namespaces that is not UTF-8 is
     logged, counted the same way and left out of ``list``, ``delete_thread``, ``prune``
-    and ``copy_thread``. A checkpoint id naming no record (another client's, or its record
+    and ``copy_thread``, as is a thread key whose name is not UTF-8 from ``list``
+    across threads. A checkpoint id naming no record (another client's, or its record
     evicted) is left out, dropped from the thread's index by the read that met it (the
     saver writes an id and its record in one script, so it is never a write in
     flight), logged and counted in the metric as ``ghost_entries``.
