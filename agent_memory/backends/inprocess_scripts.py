@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_memory.backends.inprocess_keyspace import (
+    COMMANDS,
     Hash,
     Keyspace,
     SortedSet,
@@ -356,6 +357,13 @@ def _pop_if_tail(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _list_with_lifetime(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
+    # the command fails on a key of another type before the lifetime changes, as in Lua
+    reply = COMMANDS[_s(argv[1]).upper()](ks, [keys[0], *argv[2:]])
+    _expire(0.001)(ks, [keys[0], argv[0]])
+    return reply
+
+
 def _counted_get(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     hits = int(_s(argv[0]))
     hit, cost = 0, 0
@@ -523,6 +531,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     cache_scripts.COUNTED_GET: _counted_get,
     cache_scripts.POP_IF_TAIL: _pop_if_tail,
     cache_scripts.REFRESH_THREAD: _refresh_thread,
+    cache_scripts.LIST_WITH_LIFETIME: _list_with_lifetime,
     scripts.COMPLETE: _complete,
     scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
     scripts.FEEDBACK: _feedback,

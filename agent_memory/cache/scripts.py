@@ -71,3 +71,24 @@ return 1
 """KEYS = [list]; ARGV = the elements expected at its tail, oldest first. Removes them
 and returns 1 if the list ends with exactly those, else changes nothing and returns 0.
 One key: atomic, in one slot (used by :mod:`agent_memory.integrations._list_log`)."""
+
+LIST_WITH_LIFETIME = """
+local key, command, reply = KEYS[1], string.upper(ARGV[2]), nil
+if command == 'RPUSH' then
+  for i = 3, #ARGV, 1000 do
+    reply = redis.call('RPUSH', key, unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
+else
+  reply = redis.call(command, key, unpack(ARGV, 3))
+end
+redis.call('PEXPIRE', key, ARGV[1])
+return reply
+"""
+"""KEYS = [list]; ARGV = [ttl ms, command (``LRANGE``, ``RPUSH`` or ``RPOP``), its
+arguments after the key...]: run the command, then restart the key's lifetime, in one
+atomic step. A key of another type fails the command, so the script stops before the
+``PEXPIRE``: another client's key is refused and keeps its own lifetime (a ``PEXPIRE``
+pipelined beside the command would apply anyway). ``RPUSH`` pushes in chunks of 1000
+(Lua's ``unpack`` has a stack limit); the reply is the command's (for ``RPUSH``, the
+last chunk's: the list's new length). Used by :mod:`agent_memory.integrations._list_log`.
+"""

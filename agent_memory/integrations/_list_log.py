@@ -17,8 +17,11 @@ log lives in one cluster slot:
   trips, and no valid element is ever dropped or reordered.
 * :func:`clear`: ``UNLINK``.
 
-With a TTL, a ``PEXPIRE`` rides in the same round trip as every command but ``UNLINK``
-(a sliding lifetime, as on the session tier). Each call also counts itself as
+With a TTL, every command but ``UNLINK`` and the guarded pop runs in
+:data:`LIST_WITH_LIFETIME`, a script that restarts the key's lifetime once the command
+succeeded (a sliding lifetime, as on the session tier): a key of another type (another
+client's) fails the command and keeps its own lifetime; a ``PEXPIRE`` pipelined beside
+the command gave it one, and the server deleted it later. Each call also counts itself as
 ``session:reads`` or ``session:writes`` in ``{name}:__stats`` in that round trip.
 
 The adapter gives the codec: ``decode`` turns one stored element into an entry, or
@@ -31,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from agent_memory.cache._tier import TierCore
-from agent_memory.cache.scripts import POP_IF_TAIL
+from agent_memory.cache.scripts import LIST_WITH_LIFETIME, POP_IF_TAIL
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
@@ -69,10 +72,12 @@ def decode_entries(raw: object, decode: Decode[Entry]) -> tuple[list[Entry], int
 def _access(
     tier: TierCore, key: str, command: Command, ttl_ms: int | None, counter: str | None
 ) -> Operation[Any]:
-    commands = [command]
     if ttl_ms is not None:
-        # after the script even when the server did not know it yet (sent again)
-        commands.append(Command(("PEXPIRE", key, ttl_ms), after_scripts=True))
+        name, _, *rest = command.args
+        command = Command(
+            ("EVAL", LIST_WITH_LIFETIME, 1, key, ttl_ms, name, *rest), binary=command.binary
+        )
+    commands = [command]
     counts = {counter: 1} if counter else None
     got = yield from batch_with_stats(tier.layout, tier.buffer, commands, counts)
     raise_first_error(got)
@@ -162,7 +167,8 @@ def pop_latest(
         if not taken:
             return None, dropped  # the list is empty now
         guarded = Command(("EVAL", POP_IF_TAIL, 1, key, *taken))
-        removed = yield from _access(tier, key, guarded, ttl_ms, None)
+        # no lifetime of its own: this call's RPOP and reads restarted it just before
+        removed = yield from _access(tier, key, guarded, None, None)
         if removed == 1:
             return entry, dropped + len(taken) - (1 if index >= 0 else 0)
         # another client changed the tail meanwhile: pop again from the top (an RPOP
@@ -176,6 +182,7 @@ def clear(tier: TierCore, key: str) -> Operation[None]:
 
 __all__ = [
     "FIRST_WINDOW",
+    "LIST_WITH_LIFETIME",
     "POP_IF_TAIL",
     "READS",
     "WRITES",

@@ -383,7 +383,7 @@ def test_every_script_has_a_scenario() -> None:
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
         scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE, scripts.DELETE_IF_HOLDS,
-        cache_scripts.POP_IF_TAIL, cache_scripts.REFRESH_THREAD,
+        cache_scripts.POP_IF_TAIL, cache_scripts.REFRESH_THREAD, cache_scripts.LIST_WITH_LIFETIME,
         # registered by the pydantic-ai conversation store (imported above)
         conversations.WRITE, conversations.DELETE, conversations.CHAIN, conversations.ENTRY,
         conversations.RECORDS,
@@ -465,6 +465,26 @@ def test_refresh_thread_twin(server: ServerInfo, held: str, ttl: str) -> None:
                   strings={"thread": "x"} if held == "a string" else {},
                   lists={"thread": ["x"]} if held == "a list" else {})  # fmt: skip
     assert _run_both(server, sc) == {"a hash": 1, "absent": 0}.get(held, -1)
+
+
+@st.composite
+def list_with_lifetime(draw: Any) -> Scenario:
+    """A list (or a string in its place, another client's) and one list command of a
+    session log with its lifetime."""
+    elements = draw(st.lists(ELEMENTS, max_size=5))
+    command = draw(st.sampled_from([
+        ["LRANGE", str(draw(st.integers(-6, 2))), "-1"], ["LRANGE", "0", "-1"],
+        ["RPUSH", *draw(st.lists(ELEMENTS, min_size=1, max_size=3))], ["RPOP"],
+    ]))  # fmt: skip
+    strings = {"log": "a string"} if not elements and draw(st.booleans()) else {}
+    return Scenario(cache_scripts.LIST_WITH_LIFETIME, ["log"], ["60000", *command],
+                    lists={"log": elements}, strings=strings)  # fmt: skip
+
+
+@SETTINGS
+@given(list_with_lifetime())
+def test_list_with_lifetime_twin(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
 
 
 _COSTS = (12, 12.7, -1.5, True, 0, 1e20, 10**15, 10**15 + 1, "7", None)

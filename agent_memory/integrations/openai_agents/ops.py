@@ -4,8 +4,9 @@ A session is the list ``{name}:oai_session:{session_id}``, one JSON item per ele
 oldest first (:mod:`.items`), run by :mod:`agent_memory.integrations._list_log`:
 ``get_items(limit)`` is an ``LRANGE`` (widened past corrupt elements), ``add_items`` one
 ``RPUSH``, ``pop_item`` an ``RPOP`` (a corrupt element is dropped and the next one
-popped), ``clear_session`` an ``UNLINK``; each one atomic round trip, with a sliding TTL
-when one is set.
+popped), ``clear_session`` an ``UNLINK``; each one atomic round trip. With a TTL each
+command runs in a script that also restarts the lifetime (a key of another type is
+refused and keeps its own).
 """
 
 from __future__ import annotations

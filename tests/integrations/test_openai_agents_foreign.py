@@ -1,0 +1,45 @@
+"""The OpenAI Agents SDK session meeting another client's key at its own name, on real
+servers: a key of another type is refused and left exactly as it was."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from agent_memory.errors import WrongTypeError
+from agent_memory.integrations.openai_agents import AgentMemorySession
+
+pytestmark = pytest.mark.integration
+
+
+async def test_a_key_of_another_type_is_refused_and_keeps_its_lifetime(
+    aclient: Any, raw: Any
+) -> None:
+    """Another client's string at the session's key: every call raises WrongTypeError
+    and the key keeps its value and its (absent) expiry; the sliding TTL's PEXPIRE,
+    sent beside the refused command, gave another client's key a lifetime, so the
+    server deleted it later."""
+    session = AgentMemorySession("s", client=aclient, name=f"oa{uuid.uuid4().hex[:10]}", ttl=60)
+    raw.set(session.key, "another client's value")
+    for call in (
+        session.get_items,
+        lambda: session.get_items(limit=2),
+        lambda: session.add_items([{"role": "user", "content": "x"}]),
+        session.pop_item,
+    ):
+        with pytest.raises(WrongTypeError):
+            await call()
+        assert raw.pttl(session.key) == -1
+    assert raw.get(session.key) == "another client's value"
+
+
+async def test_a_long_append_with_a_lifetime_is_whole(aclient: Any, raw: Any) -> None:
+    """Ten thousand items in one ``add_items`` with a TTL: one script pushes them in
+    chunks (Lua's ``unpack`` has a stack limit) and restarts the lifetime."""
+    session = AgentMemorySession("s", client=aclient, name=f"oa{uuid.uuid4().hex[:10]}", ttl=60)
+    items = [{"role": "user", "content": str(i)} for i in range(10_000)]
+    await session.add_items(items)  # type: ignore[arg-type]
+    assert await session.get_items() == items
+    assert 0 < raw.pttl(session.key) <= 60_000
