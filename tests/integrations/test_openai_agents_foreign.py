@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory.errors import WrongTypeError
+from agent_memory.errors import InvalidInputError, WrongTypeError
 from agent_memory.integrations.openai_agents import AgentMemorySession
 
 pytestmark = pytest.mark.integration
@@ -43,3 +43,22 @@ async def test_a_long_append_with_a_lifetime_is_whole(aclient: Any, raw: Any) ->
     await session.add_items(items)  # type: ignore[arg-type]
     assert await session.get_items() == items
     assert 0 < raw.pttl(session.key) <= 60_000
+
+
+async def test_session_settings_set_after_construction_are_read_as_the_sdk_reads_them(
+    aclient: Any,
+) -> None:
+    """``session_settings`` is a public attribute of the SDK's protocol, and the SDK's
+    own sessions resolve it with ``resolve_session_limit`` (a dict of its fields, or
+    ``None``, is accepted): assigned a dict it raised AttributeError from get_items;
+    junk raises InvalidInputError, before any I/O."""
+    session = AgentMemorySession("s", client=aclient, name=f"oa{uuid.uuid4().hex[:10]}")
+    await session.add_items([{"role": "user", "content": str(i)} for i in range(4)])  # type: ignore[list-item]
+    session.session_settings = {"limit": 2}  # type: ignore[assignment]
+    assert [i["content"] for i in await session.get_items()] == ["2", "3"]  # type: ignore[typeddict-item]
+    session.session_settings = None
+    assert len(await session.get_items()) == 4
+    for junk in ({"limit": "many"}, {"unknown": 1}, 5):
+        session.session_settings = junk  # type: ignore[assignment]
+        with pytest.raises(InvalidInputError):
+            await session.get_items()

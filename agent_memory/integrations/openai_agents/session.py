@@ -203,15 +203,18 @@ class AgentMemorySession:
         and ``session_settings.limit`` are ``None``; none when the limit is ``<= 0``).
 
         Raises:
-            InvalidInputError: ``limit`` is not an int or None.
+            InvalidInputError: ``limit`` is not an int or None, or ``session_settings``
+                is not a ``SessionSettings``, a dict of its fields or None.
             StoreClosedError: :meth:`close` closed the client this session created.
             AgentMemoryError: a failure of the server (unavailable, timeout, a key of
                 another type...).
         """
         self._check_open()
         wanted = _limit(limit)
-        if wanted is None and self.session_settings is not None:
-            wanted = _limit(self.session_settings.limit)
+        if wanted is None:
+            # read as the SDK's sessions read the public attribute (resolve_session_limit):
+            # a caller may have assigned a dict of its fields, or None
+            wanted = _limit(_settings(self.session_settings).limit)
         tier, key = self._runner.tier, self.key
         items = await self._runner.run(ops.get_items(tier, key, wanted, self._ttl_ms))
         return cast("list[TResponseInputItem]", items)
