@@ -9,7 +9,7 @@ import pytest
 
 from agent_memory import Scope
 from agent_memory.cache._tier import TierCore
-from agent_memory.cache.scripts import POP_IF_TAIL
+from agent_memory.cache.scripts import LIST_WITH_LIFETIME, POP_IF_TAIL
 from agent_memory.core.effects import Batch, Operation, T
 from agent_memory.errors import InvalidInputError, ReplyParseError
 from agent_memory.integrations import _keys, _list_log, _memory_tools
@@ -125,6 +125,11 @@ class FakeList:
         if name == "UNLINK":
             self.elements.clear()
             return 1
+        if name == "EVAL" and args[1] == LIST_WITH_LIFETIME:  # the command, then PEXPIRE
+            _, _, _, key, ttl, command, *rest = args
+            reply = self.reply((command, key, *rest))
+            self.sent.append(("PEXPIRE", key, ttl))
+            return reply
         if name == "EVAL":  # POP_IF_TAIL: remove the expected tail if it is unchanged
             assert args[1] == POP_IF_TAIL
             expected = list(args[4:])
