@@ -20,23 +20,13 @@ from prometheus_client import CollectorRegistry
 from agent_memory.integrations.checkpoint import AgentMemorySaver, Layout
 from tests.cache.conftest import FLAVOURS, Flavour
 from tests.conftest import _Servers
+from tests.integrations.test_langgraph_checkpoint import _call
 
 pytestmark = pytest.mark.integration
 
 
 def _name() -> str:
     return f"cp{uuid.uuid4().hex[:10]}"
-
-
-async def _call(saver: AgentMemorySaver, method: str, *args: Any, **kwargs: Any) -> Any:
-    """Call the async method of an async saver, the sync one otherwise."""
-    if saver._async is not None and saver._sync is None:
-        if method == "list":
-            return [t async for t in saver.alist(*args, **kwargs)]
-        return await getattr(saver, "a" + method)(*args, **kwargs)
-    if method == "list":
-        return list(saver.list(*args, **kwargs))
-    return getattr(saver, method)(*args, **kwargs)
 
 
 async def _history(saver: AgentMemorySaver, thread: str, steps: int) -> list[str]:
