@@ -437,3 +437,50 @@ async def test_tiers_sharing_the_callers_client_stay_usable_after_the_agent_clos
         assert not (await LlmCache(client, name).check(_REQUEST)).hit
     finally:
         await client.aclose()
+
+
+def test_a_beat_held_up_past_close_leaves_no_heartbeat(
+    server: ServerInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A beat the server holds up longer than close() used to wait for it (interval +
+    5 s) must not re-announce the agent after close() withdrew its heartbeats."""
+    agent = SyncAgentMemory.from_url(
+        server.url, name=_name(), embed=TableEmbedder(), heartbeat_interval=0.05
+    )
+    agent.initialize()
+    in_flight, release = threading.Event(), threading.Event()
+    real_heartbeat = discovery.heartbeat
+
+    def held_heartbeat(*args: Any, **kwargs: Any) -> Any:  # a stalled server, then the write
+        in_flight.set()
+        while not release.is_set():
+            yield Sleep(0.01)
+        return (yield from real_heartbeat(*args, **kwargs))
+
+    monkeypatch.setattr(discovery, "heartbeat", held_heartbeat)
+    assert in_flight.wait(10)
+    raw = redis.Redis.from_url(server.url, decode_responses=True)
+    keys = [discovery.heartbeat_key(f) for f in (f"{agent.name}:mem", agent.name)]
+
+    def release_when_withdrawn_or_late() -> None:
+        # The old close() gave up on the beat after 5.05 s and deleted the heartbeats;
+        # the beat is released once they are gone (or after 8 s, when close() waits).
+        for _ in range(800):
+            if raw.exists(*keys) == 0:
+                break
+            release.wait(0.01)
+        release.set()
+
+    beats = agent._heartbeat._thread
+    assert beats is not None
+    releaser = threading.Thread(target=release_when_withdrawn_or_late)
+    releaser.start()
+    try:
+        agent.close()
+        releaser.join()
+        beats.join()  # the held beat has finished, whenever close() returned
+        assert raw.exists(*keys) == 0
+    finally:
+        release.set()
+        releaser.join()
+        raw.close()

@@ -16,8 +16,9 @@ class AsyncHeartbeat:
 
     A failing beat (whatever it raises) is logged and counted through ``on_failure``;
     the loop goes on, so discovery recovers by itself after a server restart. ``stop()`` lets a beat in
-    flight finish (bounded) rather than cancelling it mid-command, which could leave a
-    pooled connection half-read.
+    flight finish rather than cancelling it mid-command, which could leave a pooled
+    connection half-read, or leave its write queued on a stalled server, to land after
+    the caller deleted the heartbeat.
     """
 
     def __init__(
@@ -50,20 +51,19 @@ class AsyncHeartbeat:
                 self._on_failure(exc)
 
     async def stop(self) -> None:
+        """Return once no beat runs or will run: after it, the caller may delete what
+        the beats write. A beat in flight is waited for, as long as its commands take
+        (bounded by the client's timeouts); cancelling ``stop()`` leaves it running."""
         task, self._task = self._task, None
         if task is None or self._stopping is None:
             return
         self._stopping.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(task), timeout=self._interval + 10)
-        except asyncio.TimeoutError:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await asyncio.shield(task)
 
 
 class SyncHeartbeat:
-    """Calls ``beat()`` every ``interval`` seconds from a daemon thread until stopped."""
+    """Calls ``beat()`` every ``interval`` seconds from a daemon thread until stopped
+    (a failing beat is handled as :class:`AsyncHeartbeat` does)."""
 
     def __init__(
         self, beat: Callable[[], None], interval: float, on_failure: Callable[[Exception], None]
@@ -91,7 +91,11 @@ class SyncHeartbeat:
                 self._on_failure(exc)
 
     def stop(self) -> None:
+        """Return once no beat runs or will run: after it, the caller may delete what
+        the beats write. A beat in flight is waited for, as long as its commands take
+        (bounded by the client's timeouts): given up on, its write could land after
+        that delete, on a server that stalled."""
         self._stopping.set()
         thread, self._thread = self._thread, None
         if thread is not None:
-            thread.join(timeout=self._interval + 5)
+            thread.join()

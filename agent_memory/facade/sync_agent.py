@@ -301,8 +301,10 @@ class SyncAgentMemory:
 
         Closes the client only if this object created it, and stops the embedded server
         only if this process started it (the async facade waits for that in a worker
-        thread, off the event loop). A failure to delete the heartbeat is logged:
-        it expires by itself within 60 s.
+        thread, off the event loop). A beat in flight is waited for first (as long as
+        its commands take, bounded by the client's timeouts), so no late beat announces
+        the closed agent again. A failure to delete the heartbeat is logged: it expires
+        by itself within 60 s.
         """
         if self._closed:
             return
