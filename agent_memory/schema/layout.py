@@ -132,6 +132,11 @@ RETENTION_FIELDS: tuple[str, ...] = (
 FILTER_FIELDS: tuple[str, ...] = (F_AGENT, F_THREAD, F_SESSION, F_TAGS, F_SOURCE, F_LABELS)
 
 
+INDEX_SEGMENT = "mem"
+"""The segment after the name in a memory's key ``{name}:mem:{id}``: the store's index
+prefix is ``{name}:mem:``."""
+
+
 class Keys:
     """Every key of one store, derived from its ``name``."""
 
@@ -142,14 +147,14 @@ class Keys:
 
     @property
     def prefix(self) -> str:
-        return f"{self.name}:mem:"
+        return f"{self.name}:{INDEX_SEGMENT}:"
 
     @property
     def index(self) -> str:
-        return f"{self.name}:mem:idx"
+        return f"{self.prefix}idx"
 
     def memory(self, memory_id: str) -> str:
-        return f"{self.name}:mem:{memory_id}"
+        return f"{self.prefix}{memory_id}"
 
     def id_of(self, key: str) -> str:
         return key[len(self.prefix) :] if key.startswith(self.prefix) else key

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from agent_memory.core.checks import check_str, check_ttl_seconds
 from agent_memory.errors import InvalidInputError
+from agent_memory.schema.layout import INDEX_SEGMENT
 from agent_memory.schema.types import Scope
 
 MAX_TAGS = 64
@@ -60,11 +61,26 @@ def require_scope(scope: object) -> Scope:
 
 
 def check_name(name: object) -> str:
-    """Store names become key prefixes and index names: no hash tags, no spaces."""
+    """Store names become key prefixes and index names: no hash tags, no spaces, and no
+    name whose keys lie under another store's index prefix ``{other}:mem:``.
+
+    Every key of store ``name`` starts with ``{name}:``, so it lies under ``{other}:mem:``
+    exactly when ``{name}:`` holds ``:mem:`` after a first character (``other`` is the
+    text before it): ``a:mem`` or ``a:mem:b`` would have their memories indexed and
+    recalled by store ``a``. With a shorter name the overlap cannot reach a hash (ids and
+    tokens hold no ``:``), which is all an index reads.
+    """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise InvalidInputError(
             "name must be 1-128 characters of letters, digits, '_', '.', '-' or ':' "
             f"(no braces, which would be a cluster hash tag); got {name!r}",
+            field="name",
+        )
+    if f"{name}:".find(f":{INDEX_SEGMENT}:", 1) != -1:
+        raise InvalidInputError(
+            f"name must not contain ':{INDEX_SEGMENT}' followed by ':' or at its end: its "
+            f"keys would lie under the index prefix of the store named by the text before "
+            f"it; got {name!r}",
             field="name",
         )
     return name
