@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio
 
 from agent_memory import (
     AgentMemory,
@@ -484,3 +485,29 @@ def test_a_beat_held_up_past_close_leaves_no_heartbeat(
         release.set()
         releaser.join()
         raw.close()
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cache-on", "cache-off"])
+@pytest.mark.parametrize("cls", [AgentMemory, SyncAgentMemory])
+@pytest.mark.parametrize(
+    "ttl",
+    [-1, 0, float("nan"), float("inf"), "x", True, 10**400],
+    ids=["negative", "zero", "nan", "inf", "str", "bool", "int-beyond-float"],
+)
+def test_a_bad_embedding_cache_ttl_is_refused_whether_or_not_the_cache_is_on(
+    cls: Any, cached: bool, ttl: object
+) -> None:
+    """With the cache off it passed silently; with it on the error named ``ttl``."""
+    client = redis.Redis() if cls is SyncAgentMemory else redis.asyncio.Redis()
+    with pytest.raises(InvalidInputError) as info:
+        cls(client, "n", _identified(), embedding_cache=cached, embedding_cache_ttl=ttl)
+    assert info.value.field == "embedding_cache_ttl"
+
+
+@pytest.mark.parametrize("ttl", [None, 1, 0.5, 3600.0])
+def test_a_good_embedding_cache_ttl_is_kept(ttl: float | None) -> None:
+    agent = SyncAgentMemory(
+        redis.Redis(), "n", _identified(), embedding_cache=True, embedding_cache_ttl=ttl
+    )
+    assert agent.embeddings is not None
+    assert agent.embeddings._core.ttl_ms == (None if ttl is None else round(ttl * 1000))

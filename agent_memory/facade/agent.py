@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from agent_memory.cache import CacheStats, EmbeddingCache, LlmCache, SessionStore, ToolCache
 from agent_memory.cache._tier import close_tier
 from agent_memory.cache.session import DEFAULT_SESSION_TTL
+from agent_memory.core.checks import check_ttl_seconds
 from agent_memory.core.client_factory import (
     client_from_url,
     close_async_client,
@@ -68,6 +69,8 @@ class AgentMemory:
             re-querying a text costs no embedding call; calls saved are counted in
             ``{name}:__stats`` (``embedding:hits``). The embedder must have an ``id``
             (a str naming the model and its settings; the built-in embedders have one).
+        embedding_cache_ttl: seconds a cached embedding lives, in (0, 10 years], or
+            ``None`` for no expiry; checked even when ``embedding_cache`` is off.
         heartbeat_interval: seconds between heartbeats, at most 30: a heartbeat expires
             60 s after it is written, so a longer interval (or a late beat) would show
             the instance as gone between beats.
@@ -89,13 +92,15 @@ class AgentMemory:
         discovery: bool = True,
         heartbeat_interval: float = protocol.HEARTBEAT_INTERVAL_SECONDS,
         embedding_cache: bool = False,
-        embedding_cache_ttl: float = 7 * 86400.0,
+        embedding_cache_ttl: float | None = 7 * 86400.0,
     ) -> None:
         per_tier = cache_options(cache)
         heartbeat_interval = check_interval(
             heartbeat_interval, "heartbeat_interval", maximum=protocol.MAX_HEARTBEAT_INTERVAL
         )
         discovery = check_flag(discovery, "discovery")
+        # Checked even with the cache off, so a bad value never passes silently.
+        embedding_ttl = check_ttl_seconds(embedding_cache_ttl, field="embedding_cache_ttl")
         memory_options = tier_options(memory, "memory", MemoryStore.__init__)
         tiers = {
             tier: tier_options(per_tier.get(tier), f"cache[{tier!r}]", cls.__init__)
@@ -104,9 +109,7 @@ class AgentMemory:
         self.embeddings: EmbeddingCache | None = None
         if check_flag(embedding_cache, "embedding_cache"):
             embedder_id = _embedder_id(embed)
-            self.embeddings = EmbeddingCache(
-                client, name, ttl=embedding_cache_ttl, registry=registry
-            )
+            self.embeddings = EmbeddingCache(client, name, ttl=embedding_ttl, registry=registry)
             embed, memory_options = _cached_embedder(
                 self.embeddings, embed, embedder_id, memory_options
             )

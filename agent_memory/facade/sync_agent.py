@@ -22,6 +22,7 @@ from agent_memory.cache import (
 )
 from agent_memory.cache._tier import close_tier
 from agent_memory.cache.session import DEFAULT_SESSION_TTL
+from agent_memory.core.checks import check_ttl_seconds
 from agent_memory.core.client_factory import (
     client_from_url,
     close_sync_client,
@@ -74,6 +75,8 @@ class SyncAgentMemory:
             re-querying a text costs no embedding call; calls saved are counted in
             ``{name}:__stats`` (``embedding:hits``). The embedder must have an ``id``
             (a str naming the model and its settings; the built-in embedders have one).
+        embedding_cache_ttl: seconds a cached embedding lives, in (0, 10 years], or
+            ``None`` for no expiry; checked even when ``embedding_cache`` is off.
         heartbeat_interval: seconds between heartbeats, at most 30: a heartbeat expires
             60 s after it is written, so a longer interval (or a late beat) would show
             the instance as gone between beats.
@@ -95,13 +98,15 @@ class SyncAgentMemory:
         discovery: bool = True,
         heartbeat_interval: float = protocol.HEARTBEAT_INTERVAL_SECONDS,
         embedding_cache: bool = False,
-        embedding_cache_ttl: float = 7 * 86400.0,
+        embedding_cache_ttl: float | None = 7 * 86400.0,
     ) -> None:
         per_tier = cache_options(cache)
         heartbeat_interval = check_interval(
             heartbeat_interval, "heartbeat_interval", maximum=protocol.MAX_HEARTBEAT_INTERVAL
         )
         discovery = check_flag(discovery, "discovery")
+        # Checked even with the cache off, so a bad value never passes silently.
+        embedding_ttl = check_ttl_seconds(embedding_cache_ttl, field="embedding_cache_ttl")
         memory_options = tier_options(memory, "memory", SyncMemoryStore.__init__)
         tiers = {
             tier: tier_options(per_tier.get(tier), f"cache[{tier!r}]", cls.__init__)
@@ -114,9 +119,7 @@ class SyncAgentMemory:
         self.embeddings: SyncEmbeddingCache | None = None
         if check_flag(embedding_cache, "embedding_cache"):
             embedder_id = _embedder_id(embed)
-            self.embeddings = SyncEmbeddingCache(
-                client, name, ttl=embedding_cache_ttl, registry=registry
-            )
+            self.embeddings = SyncEmbeddingCache(client, name, ttl=embedding_ttl, registry=registry)
             embed, memory_options = _cached_embedder(
                 self.embeddings, embed, embedder_id, memory_options
             )
