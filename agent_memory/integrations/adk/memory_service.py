@@ -17,9 +17,12 @@ from agent_memory.core.replies import integer, raise_first_error
 from agent_memory.core.runner import run_async
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations.adk import memory_mapping as mapping
+from agent_memory.schema.types import Scope
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.write import MemoryInput
 from agent_memory.store.validation import check_id, check_importance, check_threshold
+
+_PAGE = 10_000  # the most memories one listing of a session's memories returns
 
 
 class AgentMemoryMemoryService(BaseMemoryService):
@@ -29,7 +32,8 @@ class AgentMemoryMemoryService(BaseMemoryService):
     ``Scope(namespace=app_name, agent_id=user_id, thread_id=session_id)``, with the
     event's author, timestamp, id and role in its metadata and an id derived from
     ``(app, user, session, event id)``: adding a session again re-writes the same
-    memories rather than duplicating them. ``search_memory`` is the store's hybrid
+    memories rather than duplicating them, and deletes those of its events that are no
+    longer in it (as ADK's ``InMemoryMemoryService`` replaces a session's events). ``search_memory`` is the store's hybrid
     recall restricted to ``(namespace=app_name, agent_id=user_id)``, so one
     ``(app, user)`` never sees another's memories (see
     :mod:`agent_memory.integrations.adk.memory_mapping`).
@@ -84,10 +88,13 @@ class AgentMemoryMemoryService(BaseMemoryService):
             self._ensured = True
         return self._store
 
-    async def _write(self, items: list[MemoryInput]) -> None:
-        if items:
-            store = await self._ready()
-            await store.remember_many(items)
+    async def _write(self, items: list[MemoryInput]) -> list[str]:
+        """The ids the memories were stored under (with the store's ``dedupe``, an
+        equal memory's already in the scope)."""
+        if not items:
+            return []
+        store = await self._ready()
+        return await store.remember_many(items)
 
     async def _run(self, op: Operation[T]) -> T:
         return await run_async(op, self._executor)
@@ -100,21 +107,37 @@ class AgentMemoryMemoryService(BaseMemoryService):
 
     @override
     async def add_session_to_memory(self, session: Session) -> None:
-        """Store every event of ``session`` that has text (one memory each; adding the
-        same session again overwrites them). One embedding batch, pipelined writes.
+        """Store every event of ``session`` that has text, one memory each, replacing
+        what the session stored before, as ADK's ``InMemoryMemoryService`` does: the
+        memories of this session's thread (written by this service) whose event is no
+        longer in it, a rewound session's say, are deleted once the session's memories
+        are written. One embedding batch and pipelined writes, then one listing of the
+        session's memories and, when some are stale, one batch deleting them. A session
+        without an id is only added (its memories have no thread to replace).
 
         Raises:
             InvalidInputError: not a Session, or a bad app name / user id.
-            AgentMemoryError: the embedder or the server failed.
+            AgentMemoryError: the embedder or the server failed (before the stale
+                memories are deleted: the session's earlier memories stay).
         """
         if not isinstance(session, Session):
             raise InvalidInputError("session must be an ADK Session", field="session")
-        await self.add_events_to_memory(
-            app_name=session.app_name,
-            user_id=session.user_id,
-            events=session.events,
-            session_id=session.id,
-        )
+        app_name, user_id = session.app_name, session.user_id
+        written = await self._add_events(app_name, user_id, session.events, session.id, None)
+        if session.id:
+            await self._forget_all_but(mapping.scope_of(app_name, user_id, session.id), written)
+
+    async def _forget_all_but(self, scope: Scope, kept: set[str]) -> None:
+        """Delete the memories this service wrote in ``scope`` whose ids are not ``kept``."""
+        store = await self._ready()
+        stale: list[str] = []
+        offset, total = 0, 1
+        while offset < total:
+            page = await store.list(scope, limit=_PAGE, offset=offset, include_suppressed=True)
+            stale += [i.id for i in page.items if i.source == mapping.SOURCE and i.id not in kept]
+            offset, total = offset + _PAGE, page.total
+        if stale:
+            await store.forget_many(stale)
 
     @override
     async def add_events_to_memory(
@@ -137,6 +160,18 @@ class AgentMemoryMemoryService(BaseMemoryService):
                 written.
             AgentMemoryError: the embedder or the server failed.
         """
+        await self._add_events(app_name, user_id, events, session_id, custom_metadata)
+
+    async def _add_events(
+        self,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None,
+        custom_metadata: Mapping[str, object] | None,
+    ) -> set[str]:
+        """Store the events that have text; returns the ids their memories are stored
+        under (an event whose memory ``delete_memory`` removed is not written)."""
         mapping.scope_of(app_name, user_id, session_id or None)
         if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
             raise InvalidInputError("events must be a sequence of ADK Events", field="events")
@@ -152,7 +187,7 @@ class AgentMemoryMemoryService(BaseMemoryService):
             key = self._forgotten_key(app_name, user_id)
             forgotten = await self._run(_members(key, [i.id or "" for i in items]))
             items = [i for i, gone in zip(items, forgotten, strict=True) if not gone]
-        await self._write(items)
+        return set(await self._write(items))
 
     @override
     async def add_memory(
