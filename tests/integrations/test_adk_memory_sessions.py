@@ -1,6 +1,6 @@
 """``AgentMemoryMemoryService.add_session_to_memory`` on real servers: adding a session
 replaces what it stored before (ADK's ``InMemoryMemoryService`` replaces the session's
-events)."""
+events), and one event over the store's text limit is cut, not fatal to the add."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from google.adk.memory.base_memory_service import BaseMemoryService
 from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.session import Session
 from google.genai import types
+from prometheus_client import CollectorRegistry
 
 from agent_memory import MemoryStore, Scope
 from agent_memory.embedders import HashingEmbedder
@@ -35,7 +36,7 @@ async def client(request: pytest.FixtureRequest, servers: _Servers) -> AsyncIter
     await c.aclose()
 
 
-def _service(client: Any, registry: Any = None) -> AgentMemoryMemoryService:
+def _service(client: Any, registry: CollectorRegistry | None = None) -> AgentMemoryMemoryService:
     name = f"adk{uuid.uuid4().hex[:10]}"
     store = MemoryStore(client, name, HashingEmbedder(), adopt_interval=None, registry=registry)
     return AgentMemoryMemoryService(store)
@@ -83,3 +84,19 @@ async def test_adding_a_rewound_session_replaces_its_memories(client: Any) -> No
     )  # fmt: skip
     await ours.add_session_to_memory(_session([]))  # every event of s1 gone
     assert await _texts(ours) == ["note kept", "note one", "note three", "note two"]
+
+
+async def test_an_event_over_the_text_limit_is_cut_and_the_rest_stored(client: Any) -> None:
+    registry = CollectorRegistry()
+    service = _service(client, registry)
+    limit = service.store.max_content_bytes
+    long_text = "é" * limit  # twice the limit in UTF-8 bytes
+    events = [_event("note before", "a"), _event(long_text, "b"), _event("note after", "c")]
+    await service.add_session_to_memory(_session(events))
+    texts = await _texts(service)
+    assert texts[:2] == ["note after", "note before"]
+    assert texts[2] == "é" * (limit // 2)  # cut at a character boundary
+    sample = registry.get_sample_value(
+        "agent_memory_events_total", {"name": service.store.name, "event": "truncated_contents"}
+    )
+    assert sample == 1

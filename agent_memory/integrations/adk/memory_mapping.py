@@ -25,6 +25,7 @@ from google.genai import types
 
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations._keys import digest_of_parts
+from agent_memory.integrations._texts import fit_text
 from agent_memory.schema.types import MemoryItem, Scope
 from agent_memory.store.ops.write import MemoryInput
 
@@ -79,13 +80,21 @@ def options(custom_metadata: Mapping[str, object] | None) -> dict[str, Any]:
 
 
 def event_input(
-    app_name: str, user_id: str, session_id: str, event: Event, opts: Mapping[str, Any]
-) -> MemoryInput | None:
-    """The memory stored for one event, or ``None`` when the event has no text; without
-    a session (``""``) the memory has no thread."""
-    text = content_text(event.content)
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    event: Event,
+    opts: Mapping[str, Any],
+    *,
+    max_bytes: int,
+) -> tuple[MemoryInput | None, bool]:
+    """The memory stored for one event (``None`` when the event has no text; without a
+    session, ``""``, the memory has no thread), and whether its text was cut to
+    ``max_bytes`` UTF-8 bytes (the store's limit): one long event (a large tool result)
+    keeps its beginning rather than fail the whole session's add."""
+    text, cut = fit_text(content_text(event.content), max_bytes)
     if not text:
-        return None
+        return None, False
     role = event.content.role if event.content else None
     metadata = {"author": event.author, "timestamp": event.timestamp, "event_id": event.id}
     if role:
@@ -97,7 +106,7 @@ def event_input(
         metadata=metadata,
         id=derived_id("event", app_name, user_id, session_id, event.id),
         **opts,
-    )
+    ), cut
 
 
 def entry_input(

@@ -153,7 +153,9 @@ class AgentMemoryMemoryService(BaseMemoryService):
 
         ``custom_metadata`` may carry ``ttl`` (seconds), ``importance`` and ``tags``;
         other keys are ignored. Without ``session_id`` (``None`` or ``""``) the memories
-        have no thread.
+        have no thread. An event's text over the store's ``max_content_bytes`` (32 KiB
+        by default) is cut to it at a character boundary, logged and counted
+        (``truncated_contents``), and the other events are stored as they are.
 
         Raises:
             InvalidInputError: a bad app name, user id, event or option; nothing was
@@ -176,17 +178,23 @@ class AgentMemoryMemoryService(BaseMemoryService):
         if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
             raise InvalidInputError("events must be a sequence of ADK Events", field="events")
         opts = self._options(custom_metadata)
-        items = []
+        items, cut = [], 0
         for event in events:
             if not isinstance(event, Event):
                 raise InvalidInputError("events must be ADK Event objects", field="events")
-            item = mapping.event_input(app_name, user_id, session_id or "", event, opts)
+            item, was_cut = mapping.event_input(
+                app_name, user_id, session_id or "", event, opts,
+                max_bytes=self._store.max_content_bytes,
+            )  # fmt: skip
             if item is not None:
                 items.append(item)
+                cut += was_cut
         if items:
             key = self._forgotten_key(app_name, user_id)
             forgotten = await self._run(_members(key, [i.id or "" for i in items]))
             items = [i for i, gone in zip(items, forgotten, strict=True) if not gone]
+        if cut:
+            self._store.report_truncated("ADK event text(s)", cut)
         return set(await self._write(items))
 
     @override
