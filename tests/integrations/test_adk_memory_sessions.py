@@ -100,3 +100,22 @@ async def test_an_event_over_the_text_limit_is_cut_and_the_rest_stored(client: A
         "agent_memory_events_total", {"name": service.store.name, "event": "truncated_contents"}
     )
     assert sample == 1
+
+
+async def test_an_event_with_characters_the_store_refuses_is_cleaned_and_the_rest_stored(
+    client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tool's output with ANSI colours (an escape character) or a lone surrogate: the
+    store refuses those characters, so the whole add failed; they become a space and
+    U+FFFD, logged, and every event is stored."""
+    service = _service(client)
+    events = [
+        _event("note before", "a"),
+        _event("\x1b[32mok\x1b[0m", "b"),
+        _event("half \ud83d pair", "c"),
+    ]
+    await service.add_session_to_memory(_session(events))
+    assert sorted(await _texts(service)) == sorted(
+        ["note before", " [32mok [0m", "half \ufffd pair"]
+    )
+    assert "2 ADK event text(s) held control characters" in caplog.text

@@ -25,7 +25,7 @@ from google.genai import types
 
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations._keys import digest_of_parts
-from agent_memory.integrations._texts import fit_text
+from agent_memory.integrations._texts import clean_text, fit_text
 from agent_memory.schema.types import MemoryItem, Scope
 from agent_memory.store.ops.write import MemoryInput
 
@@ -87,26 +87,33 @@ def event_input(
     opts: Mapping[str, Any],
     *,
     max_bytes: int,
-) -> tuple[MemoryInput | None, bool]:
+) -> tuple[MemoryInput | None, bool, bool]:
     """The memory stored for one event (``None`` when the event has no text; without a
-    session, ``""``, the memory has no thread), and whether its text was cut to
-    ``max_bytes`` UTF-8 bytes (the store's limit): one long event (a large tool result)
-    keeps its beginning rather than fail the whole session's add."""
-    text, cut = fit_text(content_text(event.content), max_bytes)
-    if not text:
-        return None, False
+    session, ``""``, the memory has no thread), whether its text was cut to
+    ``max_bytes`` UTF-8 bytes (the store's limit), and whether characters the store
+    refuses (ASCII controls but tab and line breaks, lone surrogates) were replaced by a
+    space / U+FFFD: one long or odd event (a large tool result, ANSI colours in a
+    command's output) keeps its text rather than fail the whole session's add."""
+    text, cleaned = clean_text(content_text(event.content))
+    text, cut = fit_text(text, max_bytes)
+    if not text.strip():
+        return None, False, False
     role = event.content.role if event.content else None
     metadata = {"author": event.author, "timestamp": event.timestamp, "event_id": event.id}
     if role:
         metadata["role"] = role
-    return MemoryInput(
-        content=text,
-        scope=scope_of(app_name, user_id, session_id or None),
-        source=SOURCE,
-        metadata=metadata,
-        id=derived_id("event", app_name, user_id, session_id, event.id),
-        **opts,
-    ), cut
+    return (
+        MemoryInput(
+            content=text,
+            scope=scope_of(app_name, user_id, session_id or None),
+            source=SOURCE,
+            metadata=metadata,
+            id=derived_id("event", app_name, user_id, session_id, event.id),
+            **opts,
+        ),
+        cut,
+        cleaned,
+    )
 
 
 def entry_input(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,6 +22,8 @@ from agent_memory.schema.types import Scope
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.ops.write import MemoryInput
 from agent_memory.store.validation import check_id, check_importance, check_threshold
+
+logger = logging.getLogger(__name__)
 
 _PAGE = 10_000  # the most memories one listing of a session's memories returns
 
@@ -178,23 +181,30 @@ class AgentMemoryMemoryService(BaseMemoryService):
         if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
             raise InvalidInputError("events must be a sequence of ADK Events", field="events")
         opts = self._options(custom_metadata)
-        items, cut = [], 0
+        items, cut, cleaned = [], 0, 0
         for event in events:
             if not isinstance(event, Event):
                 raise InvalidInputError("events must be ADK Event objects", field="events")
-            item, was_cut = mapping.event_input(
+            item, was_cut, was_cleaned = mapping.event_input(
                 app_name, user_id, session_id or "", event, opts,
                 max_bytes=self._store.max_content_bytes,
             )  # fmt: skip
             if item is not None:
                 items.append(item)
                 cut += was_cut
+                cleaned += was_cleaned
         if items:
             key = self._forgotten_key(app_name, user_id)
             forgotten = await self._run(_members(key, [i.id or "" for i in items]))
             items = [i for i, gone in zip(items, forgotten, strict=True) if not gone]
         if cut:
             self._store.report_truncated("ADK event text(s)", cut)
+        if cleaned:
+            logger.warning(
+                "%d ADK event text(s) held control characters or lone surrogates the store "
+                "refuses: remembered with spaces / U+FFFD instead",
+                cleaned,
+            )
         return set(await self._write(items))
 
     @override
