@@ -84,11 +84,13 @@ end
 redis.call('PEXPIRE', key, ARGV[1])
 return reply
 """
-"""KEYS = [list]; ARGV = [ttl ms, command (``LRANGE``, ``RPUSH`` or ``RPOP``), its
-arguments after the key...]: run the command, then restart the key's lifetime, in one
-atomic step. A key of another type fails the command, so the script stops before the
-``PEXPIRE``: another client's key is refused and keeps its own lifetime (a ``PEXPIRE``
-pipelined beside the command would apply anyway). ``RPUSH`` pushes in chunks of 1000
+"""KEYS = [list]; ARGV = [ttl ms, command (``LRANGE``, ``RPUSH``, ``RPOP``, or any other
+command whose only key is its first argument, e.g. the DB chat store's ``ZRANGE`` /
+``ZCOUNT``), its arguments after the key...]: run the command, then restart the key's
+lifetime, in one atomic step. A key of another type fails the command, so the script
+stops before the ``PEXPIRE``: another client's key is refused and keeps its own lifetime
+(a ``PEXPIRE`` pipelined beside the command would apply anyway). ``RPUSH`` pushes in chunks of 1000
 (Lua's ``unpack`` has a stack limit); the reply is the command's (for ``RPUSH``, the
-last chunk's: the list's new length). Used by :mod:`agent_memory.integrations._list_log`.
+last chunk's: the list's new length). Used by :mod:`agent_memory.integrations._list_log`
+and the LlamaIndex chat stores.
 """

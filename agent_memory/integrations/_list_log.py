@@ -69,9 +69,19 @@ def decode_entries(raw: object, decode: Decode[Entry]) -> tuple[list[Entry], int
     return entries, len(raw) - len(entries)
 
 
-def _access(
+def access(
     tier: TierCore, key: str, command: Command, ttl_ms: int | None, counter: str | None
 ) -> Operation[Any]:
+    """Run the single-key ``command`` (its first argument ``key``) and return its reply,
+    in one round trip with the ``counter`` increment (none when ``None``); with
+    ``ttl_ms``, inside :data:`LIST_WITH_LIFETIME`, so the key's lifetime restarts only
+    when the command succeeded (any single-key command: the chat stores send sorted-set
+    ones through it too).
+
+    Raises:
+        AgentMemoryError: the command failed (mapped by the client layer), e.g.
+            WrongTypeError for a key of another type, whose lifetime is then unchanged.
+    """
     if ttl_ms is not None:
         name, _, *rest = command.args
         command = Command(
@@ -99,7 +109,7 @@ def read_latest(
     counter: str | None = READS
     while True:
         start = 0 if window is None else -window
-        raw = yield from _access(tier, key, Command(("LRANGE", key, start, -1)), ttl_ms, counter)
+        raw = yield from access(tier, key, Command(("LRANGE", key, start, -1)), ttl_ms, counter)
         counter = None  # one read per call, however many windows it takes
         entries, skipped = decode_entries(raw, decode)
         if window is None or limit is None or len(entries) >= limit or len(raw) < window:
@@ -111,7 +121,7 @@ def append(
     tier: TierCore, key: str, encoded: Sequence[str | bytes], ttl_ms: int | None
 ) -> Operation[None]:
     """Append the encoded entries atomically (one ``RPUSH``)."""
-    yield from _access(tier, key, Command(("RPUSH", key, *encoded)), ttl_ms, WRITES)
+    yield from access(tier, key, Command(("RPUSH", key, *encoded)), ttl_ms, WRITES)
     tier.note_stored(sum(len(e.encode("utf-8")) if isinstance(e, str) else len(e) for e in encoded))
 
 
@@ -143,7 +153,7 @@ def pop_latest(
     while True:
         # binary: a corrupt element need not be UTF-8, and the guard compares bytes
         pop = Command(("RPOP", key), binary=True)
-        raw = yield from _access(tier, key, pop, ttl_ms, counter)
+        raw = yield from access(tier, key, pop, ttl_ms, counter)
         counter = None
         if raw is None:
             return None, dropped
@@ -156,7 +166,7 @@ def pop_latest(
         window = FIRST_WINDOW
         while True:
             read = Command(("LRANGE", key, -window, -1), binary=True)
-            tail = yield from _access(tier, key, read, ttl_ms, None)
+            tail = yield from access(tier, key, read, ttl_ms, None)
             if not isinstance(tail, (list, tuple)):
                 raise ReplyParseError(f"LRANGE replied with a {type(tail).__name__}, not a list")
             index, entry = newest_valid(tail, decode)
@@ -168,7 +178,7 @@ def pop_latest(
             return None, dropped  # the list is empty now
         guarded = Command(("EVAL", POP_IF_TAIL, 1, key, *taken))
         # no lifetime of its own: this call's RPOP and reads restarted it just before
-        removed = yield from _access(tier, key, guarded, None, None)
+        removed = yield from access(tier, key, guarded, None, None)
         if removed == 1:
             return entry, dropped + len(taken) - (1 if index >= 0 else 0)
         # another client changed the tail meanwhile: pop again from the top (an RPOP
@@ -177,7 +187,7 @@ def pop_latest(
 
 def clear(tier: TierCore, key: str) -> Operation[None]:
     """Delete the log's list."""
-    yield from _access(tier, key, Command(("UNLINK", key)), None, WRITES)
+    yield from access(tier, key, Command(("UNLINK", key)), None, WRITES)
 
 
 __all__ = [
@@ -187,6 +197,7 @@ __all__ = [
     "READS",
     "WRITES",
     "Decode",
+    "access",
     "append",
     "clear",
     "decode_entries",

@@ -30,7 +30,12 @@ from llama_index.core.storage.chat_store.sql import MessageStatus
 
 from agent_memory import MemoryStore, Scope, SyncMemoryStore
 from agent_memory.embedders import HashingEmbedder
-from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
+from agent_memory.errors import (
+    AgentMemoryError,
+    CapabilityError,
+    InvalidInputError,
+    WrongTypeError,
+)
 from agent_memory.integrations.llama_index import AgentMemoryBlock, AgentMemoryChatStore
 from agent_memory.integrations.llama_index.memory_block import fit_text
 from tests.conftest import _Servers
@@ -256,6 +261,43 @@ def test_a_key_of_another_type_is_a_library_error(chat: AgentMemoryChatStore, ra
         chat.get_messages("k")
     with pytest.raises(AgentMemoryError):
         chat.add_message("k", _m("a"), idx=0)
+
+
+def test_a_key_of_another_type_is_refused_and_keeps_its_lifetime(
+    client: Any, name: str, raw: Any
+) -> None:
+    """Another client's string at a chat's key, with a TTL: every call raises
+    WrongTypeError and the key keeps its value and its (absent) expiry. The scripts'
+    ``PEXPIRE`` was pipelined beside them, so inserts and deletes by index gave another
+    client's key a lifetime (the server deleted it later), and ``set_messages`` deleted
+    it outright."""
+    chat = AgentMemoryChatStore(client=client, name=name, ttl=60)
+    key = chat.chat_key("k")
+    raw.set(key, "another client's value")
+    for call in (
+        lambda: chat.get_messages("k"),
+        lambda: chat.add_message("k", _m("a")),
+        lambda: chat.add_message("k", _m("a"), idx=0),
+        lambda: chat.set_messages("k", [_m("a")]),
+        lambda: chat.delete_message("k", 0),
+        lambda: chat.delete_last_message("k"),
+        lambda: chat.delete_messages("k"),
+    ):
+        with pytest.raises(WrongTypeError):
+            call()
+        assert raw.pttl(key) == -1
+    assert raw.get(key) == "another client's value"
+
+
+def test_a_long_rewrite_with_a_lifetime_is_whole(client: Any, name: str, raw: Any) -> None:
+    """Ten thousand messages in one ``set_messages`` / insert with a TTL: the script runs
+    inside the lifetime wrapper, which hands it every argument but the TTL."""
+    chat = AgentMemoryChatStore(client=client, name=name, ttl=60)
+    chat.set_messages("k", [_m(str(i)) for i in range(10_000)])
+    chat.add_message("k", _m("first"), idx=0)
+    got = [m.content for m in chat.get_messages("k")]
+    assert got == ["first", *map(str, range(10_000))]
+    assert 0 < raw.pttl(chat.chat_key("k")) <= 60_000
 
 
 async def test_from_url_owns_and_closes(target: Target, name: str) -> None:

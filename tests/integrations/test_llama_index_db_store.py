@@ -25,7 +25,12 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 
-from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
+from agent_memory.errors import (
+    AgentMemoryError,
+    CapabilityError,
+    InvalidInputError,
+    WrongTypeError,
+)
 from agent_memory.integrations.llama_index import AgentMemoryDBChatStore
 from tests.conftest import _Servers
 from tests.integrations.targets import KINDS, PACKAGES, Package, Target
@@ -530,6 +535,34 @@ async def test_a_key_of_another_type_is_a_library_error(
         with pytest.raises(AgentMemoryError):
             await call()
     assert raw.lrange(key, 0, -1) == ["a list element"]  # untouched
+
+
+async def test_a_key_of_another_type_is_refused_and_keeps_its_lifetime(
+    client: Any, aclient: Any, name: str, raw: Any
+) -> None:
+    """Another client's list at a chat's key, with a TTL: every call but ``delete_messages``
+    of the whole chat raises WrongTypeError and the key keeps its value and its (absent)
+    expiry. The ``PEXPIRE`` was pipelined beside each command, so every refused call
+    gave another client's key a lifetime (the server deleted it later), and
+    ``set_messages`` deleted it outright."""
+    timed = AgentMemoryDBChatStore(client=client, async_client=aclient, name=name, ttl=60)
+    key = timed.chat_key("k")
+    raw.rpush(key, "a list element")
+    for call in (
+        lambda: timed.get_messages("k"),
+        lambda: timed.get_messages("k", status=None),
+        lambda: timed.count_messages("k"),
+        lambda: timed.add_message("k", _m("a")),
+        lambda: timed.set_messages("k", [_m("a")]),
+        lambda: timed.archive_oldest_messages("k", 1),
+        lambda: timed.delete_oldest_messages("k", 1),
+        lambda: timed.delete_message("k", 1),
+        lambda: timed.delete_messages("k", status=ACTIVE),
+    ):
+        with pytest.raises(WrongTypeError):
+            await call()
+        assert raw.pttl(key) == -1
+    assert raw.lrange(key, 0, -1) == ["a list element"]
 
 
 async def test_concurrent_adds_lose_nothing(ours: AgentMemoryDBChatStore) -> None:

@@ -487,6 +487,34 @@ def test_list_with_lifetime_twin(server: ServerInfo, sc: Scenario) -> None:
     _run_both(server, sc)
 
 
+@st.composite
+def zset_with_lifetime(draw: Any) -> Scenario:
+    """A sorted set (or a list in its place, another client's) and one command of the
+    LlamaIndex DB chat store with its lifetime."""
+    members = draw(
+        st.dictionaries(
+            st.sampled_from(["1:a", "2:b", "3:ü"]),
+            st.sampled_from([-2.0, -1.0, 1.0, 3.0]),
+            max_size=3,
+        )
+    )
+    # (the in-process keyspace has no ZRANGE ... BYSCORE: its backend does not serve
+    # the DB chat store, whose scripts have no twins)
+    command = draw(st.sampled_from([
+        ["ZRANGE", "0", "-1"], ["ZCOUNT", "(0", "+inf"], ["ZCOUNT", "-inf", "(0"], ["ZCARD"],
+        ["ZREMRANGEBYSCORE", "-inf", "(0"],
+    ]))  # fmt: skip
+    lists = {"chat": ["x"]} if not members and draw(st.booleans()) else {}
+    return Scenario(cache_scripts.LIST_WITH_LIFETIME, ["chat"], ["60000", *command],
+                    zsets={"chat": members}, lists=lists)  # fmt: skip
+
+
+@SETTINGS
+@given(zset_with_lifetime())
+def test_list_with_lifetime_twin_on_sorted_sets(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
 _COSTS = (12, 12.7, -1.5, True, 0, 1e20, 10**15, 10**15 + 1, "7", None)
 
 

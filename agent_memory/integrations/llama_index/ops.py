@@ -4,9 +4,10 @@ A key's messages are the list ``{name}:li_chat:{key}``, one JSON message per ele
 oldest first (:mod:`.codec`). Reads, appends and the last-message pop are run by
 :mod:`agent_memory.integrations._list_log`; whole-list rewrites are one script each
 (:mod:`.scripts`). Each operation is one round trip of single-key commands (plus the
-cache's stats counters), so it is atomic and cluster-safe; with a TTL a ``PEXPIRE``
-rides along (a sliding lifetime). :func:`list_keys` walks the keyspace with ``SCAN`` on
-every primary. :func:`on_key`, :func:`script_on_key` and :func:`keys_under` serve the DB
+cache's stats counters), so it is atomic and cluster-safe; with a TTL the command or
+script restarts the key's lifetime in the same script (a sliding lifetime), only when it
+succeeded: a key of another type is refused and keeps its own lifetime.
+:func:`list_keys` walks the keyspace with ``SCAN`` on every primary. :func:`on_key`, :func:`script_on_key` and :func:`keys_under` serve the DB
 chat store (:mod:`.db_chat_store`) too.
 """
 
@@ -20,9 +21,7 @@ from llama_index.core.llms import ChatMessage
 
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import glob_escape
-from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core.effects import Command, Operation, scan_keys
-from agent_memory.core.replies import raise_first_error
 from agent_memory.integrations import _list_log
 from agent_memory.integrations._keys import keys_after
 from agent_memory.integrations.llama_index import scripts
@@ -43,26 +42,28 @@ def chat_key(name: str, key: str) -> str:
 def on_key(
     tier: TierCore, key: str, command: Command, ttl_ms: int | None, counter: str
 ) -> Operation[Any]:
-    """Run ``command`` on ``key`` and return its reply, in one round trip with a
-    ``PEXPIRE`` of ``key`` (when ``ttl_ms`` is set) and the ``counter`` increment.
+    """Run ``command`` (whose only key is its first argument, ``key``) and return its
+    reply, in one round trip with the ``counter`` increment; with ``ttl_ms``, the
+    command and the restart of ``key``'s lifetime are one script, so a command the
+    server refuses (a key of another type) leaves the key's lifetime as it was.
 
     Raises:
         AgentMemoryError: the command failed (mapped by the client layer).
     """
-    commands = [command]
-    if ttl_ms is not None:
-        # after the script even when the server did not know it yet (sent again)
-        commands.append(Command(("PEXPIRE", key, ttl_ms), after_scripts=True))
-    got = yield from batch_with_stats(tier.layout, tier.buffer, commands, {counter: 1})
-    raise_first_error(got)
-    return got[0]
+    return _list_log.access(tier, key, command, ttl_ms, counter)
 
 
 def script_on_key(
     tier: TierCore, key: str, source: str, args: Sequence[Any], ttl_ms: int | None, counter: str
 ) -> Operation[Any]:
-    """Run the single-key script ``source`` on ``key`` as :func:`on_key` runs a command."""
-    return on_key(tier, key, Command(("EVAL", source, "1", key, *args)), ttl_ms, counter)
+    """Run the single-key script ``source`` (of :mod:`.scripts`) on ``key`` as
+    :func:`on_key` runs a command: with ``ttl_ms``, as :func:`.scripts.with_lifetime`
+    wraps it, so the lifetime restarts only when the script succeeded."""
+    if ttl_ms is None:
+        command = Command(("EVAL", source, "1", key, *args))
+    else:
+        command = Command(("EVAL", scripts.with_lifetime(source), "1", key, ttl_ms, *args))
+    return on_key(tier, key, command, None, counter)
 
 
 def get(tier: TierCore, key: str, ttl_ms: int | None) -> Operation[Read]:

@@ -3,10 +3,51 @@
 The chat store's scripts take ``KEYS[1]`` = the list, the DB chat store's ``KEYS[1]`` =
 the sorted set; arguments are listed above each script. ``RPUSH`` / ``LPUSH`` / ``ZADD``
 / ``ZREM`` are sent in slices of at most 1,000 arguments (Lua's ``unpack`` has a stack
-limit).
+limit). A key of another type (another client's) fails every script before it changes
+anything: the scripts that would first delete the key check its type. With a TTL a
+script runs as :func:`with_lifetime` wraps it, so the lifetime restarts only after the
+script succeeded.
 """
 
 from __future__ import annotations
+
+import functools
+
+# A key of another type than ``kind`` (absent is fine) is refused as a command on it is.
+_REFUSE_OTHER_TYPE = """
+local function refuse_other_type(key, kind)
+  local held = redis.call('TYPE', key)['ok']
+  if held ~= 'none' and held ~= kind then
+    return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
+  end
+end
+"""
+
+_LIFETIME_HEAD = """
+local args = {}
+for i = 2, #ARGV do args[i - 1] = ARGV[i] end
+local reply = (function(ARGV)
+"""
+
+_LIFETIME_TAIL = """
+end)(args)
+if type(reply) == 'table' and reply.err then return reply end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return reply
+"""
+
+
+@functools.cache
+def with_lifetime(source: str) -> str:
+    """``source`` (a script of this module) taking one more first argument, a TTL in
+    milliseconds, that restarts ``KEYS[1]``'s lifetime once the script succeeded (pure).
+
+    The script runs as a function of the remaining arguments; a key of another type
+    fails it (or it returns an error), so the ``PEXPIRE`` never gives another client's
+    key a lifetime, which a ``PEXPIRE`` pipelined beside the script did.
+    """
+    return _LIFETIME_HEAD + source + _LIFETIME_TAIL
+
 
 _PUSH = """
 local function push(cmd, key, items, first, last)
@@ -19,10 +60,14 @@ local function push(cmd, key, items, first, last)
 end
 """
 
-# ARGV = [encoded messages...] -> the new length. Replaces the whole list.
+# ARGV = [encoded messages...] -> the new length. Replaces the whole list (a key of
+# another type is refused, never deleted).
 SET = (
     _PUSH
+    + _REFUSE_OTHER_TYPE
     + """
+local refused = refuse_other_type(KEYS[1], 'list')
+if refused then return refused end
 redis.call('DEL', KEYS[1])
 push('RPUSH', KEYS[1], ARGV, 1, #ARGV)
 return #ARGV
@@ -126,10 +171,14 @@ return #ARGV - 1
 )
 
 # ARGV = [sign, encoded messages...] -> how many were written. Replaces every message of
-# the chat, whatever its status (no message: the chat is deleted); ids restart at 1.
+# the chat, whatever its status (no message: the chat is deleted); ids restart at 1. A
+# key of another type is refused, never deleted.
 DB_SET = (
     _APPEND
+    + _REFUSE_OTHER_TYPE
     + """
+local refused = refuse_other_type(KEYS[1], 'zset')
+if refused then return refused end
 redis.call('DEL', KEYS[1])
 append(KEYS[1], tonumber(ARGV[1]), 0, ARGV, 2)
 return #ARGV - 1
@@ -201,4 +250,5 @@ __all__ = [
     "SET",
     "TAKE_ALL",
     "TAKE_AT",
+    "with_lifetime",
 ]

@@ -15,10 +15,11 @@ message is added (SQLite's rowid rule), so ids follow the order of addition. Hen
 * every status at once (``status=None``) is the two ranges merged by id, in a script;
 * archiving negates scores and keeps members: ``archive_oldest_messages`` is one script.
 
-Every method is one round trip on one key (plus the cache's stats counters, and a
-``PEXPIRE`` when ``ttl`` is set: a sliding lifetime refreshed by each read and write), so
-each is atomic and cluster-safe: multi-step changes are single-key scripts
-(:mod:`.scripts`). ``get_keys`` walks the keyspace with ``SCAN`` on every primary: a
+Every method is one round trip on one key (plus the cache's stats counters; when ``ttl``
+is set, the command or script restarts the chat's lifetime in one script, only when it
+succeeded: a sliding lifetime refreshed by each read and write, never given to another
+client's key of another type, which is refused), so each is atomic and cluster-safe:
+multi-step changes are single-key scripts (:mod:`.scripts`). ``get_keys`` walks the keyspace with ``SCAN`` on every primary: a
 maintenance call.
 
 Semantics are ``SQLAlchemyChatStore``'s: a status filter, then ``offset`` and ``limit``,
