@@ -400,6 +400,17 @@ def _refresh_thread(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     return 1
 
 
+def _destroy_thread(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    kind = _type(ks, keys[0])
+    if kind == "none":
+        return 0
+    if kind != "hash":  # another writer's key: left as it is
+        return -1
+    fields = len(ks.get(keys[0], Hash) or {})
+    ks.delete(keys[0])
+    return fields
+
+
 def _counted_cost(value: Any) -> int:
     """The script's reading of an entry's ``costMicros``: a whole number of micro-dollars
     in (0, ``MAX_COST_MICROS``], else nothing."""
@@ -531,6 +542,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     cache_scripts.COUNTED_GET: _counted_get,
     cache_scripts.POP_IF_TAIL: _pop_if_tail,
     cache_scripts.REFRESH_THREAD: _refresh_thread,
+    cache_scripts.DESTROY_THREAD: _destroy_thread,
     cache_scripts.LIST_WITH_LIFETIME: _list_with_lifetime,
     scripts.COMPLETE: _complete,
     scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),

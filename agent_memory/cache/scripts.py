@@ -57,6 +57,19 @@ key another writer gave another type is never changed by a read or a touch. Repl
 (a thread: refreshed), 0 (no such key), -1 (the key holds another type: left as it
 is). One key: atomic, in one slot."""
 
+DESTROY_THREAD = """
+local kind = redis.call('TYPE', KEYS[1])['ok']
+if kind == 'none' then return 0 end
+if kind ~= 'hash' then return -1 end
+local fields = redis.call('HLEN', KEYS[1])
+redis.call('UNLINK', KEYS[1])
+return fields
+"""
+"""KEYS = [a session thread's hash]; ARGV = []. Deletes the thread and returns how many
+fields it had, in one atomic step (an ``HLEN`` and ``UNLINK`` pipelined side by side
+could count a field a concurrent write added after the count, or one it removed). A key
+of another type (another writer's) is left as it is: -1. No key: 0."""
+
 POP_IF_TAIL = """
 local n = #ARGV
 if n == 0 then return 0 end

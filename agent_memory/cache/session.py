@@ -1,14 +1,14 @@
 """Session (thread) state store with a sliding TTL.
 
 A thread is one hash, ``{name}:session:{thread_id}``, one field per state key, so
-``get_all`` is one ``HGETALL`` and ``destroy_thread`` one ``UNLINK``: nothing ever
-SCANs. Values are any JSON value and are stored JSON-encoded (a ``str`` value ``"x"`` is
+``get_all`` is one ``HGETALL`` and ``destroy_thread`` one script (``HLEN`` and
+``UNLINK``, atomically): nothing ever SCANs. Values are any JSON value and are stored JSON-encoded (a ``str`` value ``"x"`` is
 stored as ``"\\"x\\""``); a field written by someone else that is not valid JSON is
 returned as its text, and one that is not even UTF-8 text is read as absent (``get``
 returns ``None``, ``get_all`` leaves it out), logged and counted (``corrupt_entries``).
 Every read or write refreshes the thread's TTL (a script in the same pipeline that
 refreshes it only while the key holds a hash: a key another writer gave another type is
-never changed by a read, a write or a touch); ``ttl=None`` keeps threads forever.
+never changed by a read, a write, a touch or ``destroy_thread``); ``ttl=None`` keeps threads forever.
 
 Counters: ``session:reads`` (get, get_all) and ``session:writes`` (set, delete,
 destroy_thread), sent in the operation's own pipeline. The active-sessions gauge
@@ -30,12 +30,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_name_for_tier, check_text, encode_json, plain, ttl_ms
-from agent_memory.cache.scripts import REFRESH_THREAD
+from agent_memory.cache.scripts import DESTROY_THREAD, REFRESH_THREAD
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
 from agent_memory.core.effects import Command, Operation
@@ -115,8 +115,8 @@ class SessionCore:
 
         A ``read`` of a key another writer left holding another type answers ``None``
         (reported as unreadable), so a damaged thread reads as empty; a write to it
-        raises :class:`~agent_memory.errors.WrongTypeError` (``destroy_thread`` clears
-        it). Either way that key keeps the TTL it had."""
+        raises :class:`~agent_memory.errors.WrongTypeError` (``destroy_thread`` leaves
+        it too: it is another writer's). Either way that key keeps the TTL it had."""
         probe = self.refresh(key)
         counts = {counter: 1} if counter else None
         got = yield from batch_with_stats(
@@ -174,17 +174,17 @@ class SessionCore:
 
     def destroy_thread(self, thread_id: str) -> Operation[int]:
         hkey = self._key(thread_id)
-        commands: Sequence[Command] = [Command(("HLEN", hkey)), Command(("UNLINK", hkey))]
+        # one script: the count is the fields deleted, whatever writes run meanwhile
+        command = Command(("EVAL", DESTROY_THREAD, "1", hkey))
         got = yield from batch_with_stats(
-            self.tier.layout, self.tier.buffer, commands, {"session:writes": 1}
+            self.tier.layout, self.tier.buffer, [command], {"session:writes": 1}
         )
-        fields = got[0]
-        if isinstance(fields, WrongTypeError):  # another writer's key: unlinked all the same
+        raise_first_error(got)
+        fields = replies.integer(got[0])
+        if fields < 0:  # another writer's key: not a thread, and left as it is
             self.tier.unreadable(hkey, "the thread's key holds another type")
-            fields = 0
-        raise_first_error([fields, *got[1:]])
         self._seen(hkey, alive=False)
-        return replies.integer(fields)
+        return max(fields, 0)
 
     def touch(self, thread_id: str) -> Operation[bool]:
         hkey = self._key(thread_id)

@@ -237,9 +237,9 @@ class SyncSessionStore(SyncTier):
             (default one day; ``None``: no expiry).
 
     A thread whose key another writer gave another type reads as empty (logged and
-    counted as ``corrupt_entries``); writes to it raise ``WrongTypeError`` until
-    :meth:`destroy_thread` clears it. No read, write or touch changes such a key (its
-    TTL included).
+    counted as ``corrupt_entries``); writes to it raise ``WrongTypeError``. No read,
+    write, touch or :meth:`destroy_thread` changes such a key (its TTL included): it is
+    another writer's, for that writer (or an operator) to delete.
 
     Raises:
         InvalidInputError: a blocking client, a bad name (one holding ``:session``
@@ -278,7 +278,9 @@ class SyncSessionStore(SyncTier):
         return self._run(self._core.delete(thread_id, key))
 
     def destroy_thread(self, thread_id: str) -> int:
-        """Delete the whole thread in one round trip; returns how many keys it had."""
+        """Delete the whole thread in one round trip, atomically; returns how many keys it
+        had (0 for a key another writer gave another type, left as it is, logged and
+        counted as ``corrupt_entries``)."""
         return self._run(self._core.destroy_thread(thread_id))
 
     def touch(self, thread_id: str) -> bool:

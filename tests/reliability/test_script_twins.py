@@ -384,6 +384,7 @@ def test_every_script_has_a_scenario() -> None:
         lexical.ADJUST_STATS, lexical.REPLACE_STATS, cache_scripts.COUNTED_GET,
         scripts.PUBLISH, scripts.FORGET_EMPTY_NAMESPACE, scripts.DELETE_IF_HOLDS,
         cache_scripts.POP_IF_TAIL, cache_scripts.REFRESH_THREAD, cache_scripts.LIST_WITH_LIFETIME,
+        cache_scripts.DESTROY_THREAD,
         # registered by the pydantic-ai conversation store (imported above)
         conversations.WRITE, conversations.DELETE, conversations.CHAIN, conversations.ENTRY,
         conversations.RECORDS,
@@ -465,6 +466,18 @@ def test_refresh_thread_twin(server: ServerInfo, held: str, ttl: str) -> None:
                   strings={"thread": "x"} if held == "a string" else {},
                   lists={"thread": ["x"]} if held == "a list" else {})  # fmt: skip
     assert _run_both(server, sc) == {"a hash": 1, "absent": 0}.get(held, -1)
+
+
+@pytest.mark.parametrize("held", ["a hash", "an empty-ish hash", "a string", "a list", "absent"])
+def test_destroy_thread_twin(server: ServerInfo, held: str) -> None:
+    """A thread's hash is deleted and its fields counted; a key of another type is left
+    as it is (-1)."""
+    fields = {"a hash": {"k": "1", "j": "{}", "i": ""}, "an empty-ish hash": {"k": ""}}
+    sc = Scenario(cache_scripts.DESTROY_THREAD, ["thread"], [],
+                  hashes={"thread": fields[held]} if held in fields else {},
+                  strings={"thread": "x"} if held == "a string" else {},
+                  lists={"thread": ["x"]} if held == "a list" else {})  # fmt: skip
+    assert _run_both(server, sc) == {"a hash": 3, "an empty-ish hash": 1, "absent": 0}.get(held, -1)
 
 
 @st.composite
