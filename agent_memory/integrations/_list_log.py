@@ -22,7 +22,8 @@ With a TTL, every command but ``UNLINK`` and the guarded pop runs in
 succeeded (a sliding lifetime, as on the session tier): a key of another type (another
 client's) fails the command and keeps its own lifetime; a ``PEXPIRE`` pipelined beside
 the command gave it one, and the server deleted it later. Each call also counts itself as
-``session:reads`` or ``session:writes`` in ``{name}:__stats`` in that round trip.
+``session:reads`` or ``session:writes`` in ``{name}:__stats`` in that round trip; a call
+the server refuses (a key of another type) takes its count back on the next one.
 
 The adapter gives the codec: ``decode`` turns one stored element into an entry, or
 ``None`` when the element is corrupt (not written by this codec).
@@ -38,7 +39,7 @@ from agent_memory.cache.scripts import LIST_WITH_LIFETIME, POP_IF_TAIL
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
-from agent_memory.errors import ReplyParseError
+from agent_memory.errors import AgentMemoryError, ReplyParseError
 
 Entry = TypeVar("Entry")
 #: Turns one stored element into an entry, or ``None`` when the element is corrupt.
@@ -78,6 +79,10 @@ def access(
     when the command succeeded (any single-key command: the chat stores send sorted-set
     ones through it too).
 
+    A command the server refuses takes its count back: the increment was already sent
+    beside it, so a decrement waits in the tier's buffer for its next round trip. Sending the increment only after a success would take a second round
+    trip, and buffering it would leave every successful call uncounted until the next.
+
     Raises:
         AgentMemoryError: the command failed (mapped by the client layer), e.g.
             WrongTypeError for a key of another type, whose lifetime is then unchanged.
@@ -90,6 +95,8 @@ def access(
     commands = [command]
     counts = {counter: 1} if counter else None
     got = yield from batch_with_stats(tier.layout, tier.buffer, commands, counts)
+    if counter and isinstance(got[0], AgentMemoryError):
+        tier.buffer.add({counter: -1})  # a refused call is no read or write
     raise_first_error(got)
     return got[0]
 

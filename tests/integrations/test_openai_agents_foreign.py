@@ -35,6 +35,26 @@ async def test_a_key_of_another_type_is_refused_and_keeps_its_lifetime(
     assert raw.get(session.key) == "another client's value"
 
 
+async def test_a_refused_call_is_not_counted(aclient: Any, raw: Any) -> None:
+    """Calls refused on another client's key (WrongTypeError) are no reads or writes:
+    their counts, sent beside them, are taken back on the session's next round trip;
+    they stayed in ``session:reads`` / ``session:writes``."""
+    name = f"oa{uuid.uuid4().hex[:10]}"
+    session = AgentMemorySession("s", client=aclient, name=name, ttl=60)
+    raw.set(session.key, "another client's value")
+    for call in (
+        session.get_items,
+        lambda: session.add_items([{"role": "user", "content": "x"}]),
+        session.pop_item,
+    ):
+        with pytest.raises(WrongTypeError):
+            await call()
+    raw.delete(session.key)  # the other client is done with it
+    assert await session.get_items() == []
+    stats = raw.hgetall(f"{name}:__stats")
+    assert (stats.get("session:reads"), stats.get("session:writes", "0")) == ("1", "0")
+
+
 async def test_a_long_append_with_a_lifetime_is_whole(aclient: Any, raw: Any) -> None:
     """Ten thousand items in one ``add_items`` with a TTL: one script pushes them in
     chunks (Lua's ``unpack`` has a stack limit) and restarts the lifetime."""
