@@ -8,8 +8,9 @@ package, mapping its errors like every other command.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -174,6 +175,19 @@ def release_unused_client(client: Any) -> None:
     before its first awaited command, so there is nothing to release."""
     if not is_async_client(client):
         close_sync_client(client)
+
+
+@contextlib.contextmanager
+def released_on_failure(*clients: Any) -> Iterator[None]:
+    """Release ``clients`` (built by :func:`client_from_url` for an owner being
+    constructed) when the block fails, whatever it raises, then re-raise: an owner
+    whose constructor refused its arguments never closes them."""
+    try:
+        yield
+    except BaseException:
+        for client in clients:
+            release_unused_client(client)
+        raise
 
 
 def close_sync_client(client: Any) -> None:

@@ -17,7 +17,12 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore, export_events
-from agent_memory.core.client_factory import client_from_url, close_async_client, close_sync_client
+from agent_memory.core.client_factory import (
+    client_from_url,
+    close_async_client,
+    close_sync_client,
+    released_on_failure,
+)
 from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import CapabilityError, InvalidInputError
@@ -181,7 +186,6 @@ def clients_from_url(url: str, **options: Any) -> tuple[Any, Any]:
     Raises:
         InvalidInputError: a bad URL or client option.
     """
-    return (
-        client_from_url(url, asyncio=False, **options),
-        client_from_url(url, asyncio=True, **options),
-    )
+    blocking = client_from_url(url, asyncio=False, **options)
+    with released_on_failure(blocking):
+        return blocking, client_from_url(url, asyncio=True, **options)

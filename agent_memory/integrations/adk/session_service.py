@@ -21,7 +21,11 @@ from google.adk.sessions.session import Session
 from typing_extensions import override
 
 from agent_memory.core.checks import check_ttl_seconds
-from agent_memory.core.client_factory import client_from_url, close_async_client
+from agent_memory.core.client_factory import (
+    client_from_url,
+    close_async_client,
+    released_on_failure,
+)
 from agent_memory.core.clients import AsyncExecutor, is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async
@@ -103,7 +107,8 @@ class AgentMemorySessionService(BaseSessionService):
         """
         check_name(name), check_ttl_seconds(ttl)  # before a client exists to be closed
         client = client_from_url(url, asyncio=True, **client_options)
-        service = cls(client, name=name, ttl=ttl)
+        with released_on_failure(client):
+            service = cls(client, name=name, ttl=ttl)
         service._owned = True
         return service
 

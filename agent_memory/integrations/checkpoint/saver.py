@@ -21,7 +21,12 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from prometheus_client import CollectorRegistry
 
-from agent_memory.core.client_factory import client_from_url, close_async_client, close_sync_client
+from agent_memory.core.client_factory import (
+    client_from_url,
+    close_async_client,
+    close_sync_client,
+    released_on_failure,
+)
 from agent_memory.core.clients import AsyncExecutor, SyncExecutor, is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.core.runner import run_async, run_sync
@@ -135,15 +140,17 @@ class AgentMemorySaver(BaseCheckpointSaver[str]):
             InvalidInputError: a bad URL or option.
         """
         sync_client = client_from_url(url, asyncio=False, **client_options)
-        async_client = client_from_url(url, asyncio=True, **client_options)
-        saver = cls(
-            sync_client,
-            async_client=async_client,
-            name=name,
-            ttl=ttl,
-            serde=serde,
-            registry=registry,
-        )
+        with released_on_failure(sync_client):
+            async_client = client_from_url(url, asyncio=True, **client_options)
+        with released_on_failure(sync_client, async_client):  # a bad name, TTL, registry...
+            saver = cls(
+                sync_client,
+                async_client=async_client,
+                name=name,
+                ttl=ttl,
+                serde=serde,
+                registry=registry,
+            )
         saver._owned = True
         return saver
 

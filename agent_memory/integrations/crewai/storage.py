@@ -104,7 +104,11 @@ class AgentMemoryStorage:
         """
         Binding(scope, ttl)  # checked before a client exists
         store = SyncMemoryStore.from_url(url, name=name, embed=embed, **store_options)
-        storage = cls(store, scope=scope, ttl=ttl)
+        try:
+            storage = cls(store, scope=scope, ttl=ttl)
+        except BaseException:
+            store.close()
+            raise
         storage._owned = True
         return storage
 

@@ -40,6 +40,7 @@ from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_text, glob_escape, tool_segment, ttl_ms
 from agent_memory.core import replies
 from agent_memory.core.checks import check_str
+from agent_memory.core.client_factory import released_on_failure
 from agent_memory.core.effects import Command, Operation, execute_batch, scan_keys
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError, WrongTypeError
@@ -224,9 +225,10 @@ class AgentMemoryByteStore(BaseStore[str, bytes]):
             InvalidInputError: a bad URL, client option, name, namespace or TTL.
         """
         client, async_client = clients_from_url(url, **client_options)
-        result = cls(
-            client=client, async_client=async_client, name=name, namespace=namespace, ttl=ttl
-        )
+        with released_on_failure(client, async_client):  # a bad name, namespace, TTL...
+            result = cls(
+                client=client, async_client=async_client, name=name, namespace=namespace, ttl=ttl
+            )
         result._runners.owned = True
         return result
 

@@ -53,6 +53,7 @@ from agent_memory.cache.keys import check_name, check_text, plain, ttl_ms
 from agent_memory.cache.session import DEFAULT_SESSION_TTL, SessionCore
 from agent_memory.cache.stats import batch_with_stats
 from agent_memory.core import replies
+from agent_memory.core.client_factory import released_on_failure
 from agent_memory.core.effects import Command, Operation
 from agent_memory.core.replies import raise_first_error
 from agent_memory.errors import InvalidInputError, ReplyParseError
@@ -245,9 +246,10 @@ class AgentMemoryChatMessageHistory(BaseChatMessageHistory):
         check_text(key, field="key")
         ttl_ms(ttl)
         client, async_client = clients_from_url(url, **client_options)
-        result = cls(
-            session_id, client=client, async_client=async_client, name=name, key=key, ttl=ttl
-        )
+        with released_on_failure(client, async_client):
+            result = cls(
+                session_id, client=client, async_client=async_client, name=name, key=key, ttl=ttl
+            )
         result._runners.owned = True
         return result
 

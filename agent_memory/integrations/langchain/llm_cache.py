@@ -48,8 +48,12 @@ from langchain_core.outputs import (
 from agent_memory.cache import LlmCache, SyncLlmCache, TokenUsage
 from agent_memory.cache.keys import plain
 from agent_memory.cache.llm import LlmCacheResult
-from agent_memory.core.client_factory import close_async_client, close_sync_client
-from agent_memory.errors import AgentMemoryError, CapabilityError, InvalidInputError
+from agent_memory.core.client_factory import (
+    close_async_client,
+    close_sync_client,
+    released_on_failure,
+)
+from agent_memory.errors import CapabilityError, InvalidInputError
 from agent_memory.integrations._runners import clients_from_url
 
 logger = logging.getLogger(__name__)
@@ -216,13 +220,10 @@ class AgentMemoryCache(BaseCache):
             InvalidInputError: a bad URL, client option, name or TTL.
         """
         client, async_client = clients_from_url(url, **client_options)
-        try:
+        with released_on_failure(client, async_client):  # whatever the failure
             result = cls(
                 SyncLlmCache(client, name), async_cache=LlmCache(async_client, name), ttl=ttl
             )
-        except AgentMemoryError:
-            close_sync_client(client)
-            raise
         result._owned = True
         return result
 

@@ -115,14 +115,18 @@ class AgentMemoryStore(OperationPlans, BaseStore):
             InvalidInputError: a bad URL or option.
         """
         sync_store = SyncMemoryStore.from_url(url, name=name, embed=embed, **store_options)
-        async_store = MemoryStore.from_url(url, name=name, embed=embed, **store_options)
-        result = cls(
-            sync_store,
-            async_store=async_store,
-            memory_namespace=memory_namespace,
-            index_fields=index_fields,
-            ttl=ttl,
-        )
+        try:
+            async_store = MemoryStore.from_url(url, name=name, embed=embed, **store_options)
+            result = cls(
+                sync_store,
+                async_store=async_store,
+                memory_namespace=memory_namespace,
+                index_fields=index_fields,
+                ttl=ttl,
+            )
+        except BaseException:  # a bad TTL, index_fields...: nothing else closes them
+            sync_store.close()  # (the asyncio store's client opened no connection)
+            raise
         result._owned = True
         return result
 

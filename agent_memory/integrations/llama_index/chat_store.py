@@ -32,10 +32,10 @@ from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_name, check_text, ttl_ms
-from agent_memory.core.client_factory import client_from_url
+from agent_memory.core.client_factory import released_on_failure
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations._keys import check_name_for_segment
-from agent_memory.integrations._runners import Runners
+from agent_memory.integrations._runners import Runners, clients_from_url
 from agent_memory.integrations.llama_index import ops
 from agent_memory.integrations.llama_index.codec import encode_message, encode_messages
 
@@ -131,13 +131,11 @@ class AgentMemoryChatStore(BaseChatStore):
         """
         check_name_for_segment(check_name(name), ops.SEGMENT)
         ttl_ms(ttl)
-        store = cls(
-            name=name,
-            client=client_from_url(url, asyncio=False, **client_options),
-            async_client=client_from_url(url, asyncio=True, **client_options),
-            ttl=ttl,
-            registry=registry,
-        )
+        client, async_client = clients_from_url(url, **client_options)
+        with released_on_failure(client, async_client):  # e.g. a bad registry
+            store = cls(
+                name=name, client=client, async_client=async_client, ttl=ttl, registry=registry
+            )
         store._runners.owned = True
         return store
 

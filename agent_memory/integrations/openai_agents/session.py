@@ -29,7 +29,11 @@ from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import AsyncTier, TierCore
 from agent_memory.cache.keys import check_name, check_text, ttl_ms
-from agent_memory.core.client_factory import client_from_url, close_async_client
+from agent_memory.core.client_factory import (
+    client_from_url,
+    close_async_client,
+    released_on_failure,
+)
 from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import InvalidInputError, StoreClosedError
@@ -170,12 +174,17 @@ class AgentMemorySession:
         Raises:
             InvalidInputError: a bad URL, client option, session id, name, TTL or settings.
         """
-        check_text(session_id, field="session_id")  # before a client exists
+        # the arguments it can check before a client exists
+        check_text(session_id, field="session_id")
+        check_name_for_segment(check_name(name), ops.SEGMENT)
+        ttl_ms(ttl)
+        _settings(session_settings)
         client = client_from_url(url, asyncio=True, **client_options)
-        session = cls(
-            session_id, client=client, name=name, ttl=ttl,
-            session_settings=session_settings, registry=registry,
-        )  # fmt: skip
+        with released_on_failure(client):  # e.g. a bad registry
+            session = cls(
+                session_id, client=client, name=name, ttl=ttl,
+                session_settings=session_settings, registry=registry,
+            )  # fmt: skip
         session._owned = True
         return session
 

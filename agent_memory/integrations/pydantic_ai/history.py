@@ -32,7 +32,12 @@ from pydantic_ai.messages import ModelMessage
 
 from agent_memory.cache._tier import AsyncTier, SyncTier, TierCore, export_events
 from agent_memory.cache.keys import check_name, check_text, ttl_ms
-from agent_memory.core.client_factory import client_from_url, close_async_client, close_sync_client
+from agent_memory.core.client_factory import (
+    client_from_url,
+    close_async_client,
+    close_sync_client,
+    released_on_failure,
+)
 from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import CapabilityError, InvalidInputError, StoreClosedError
@@ -152,7 +157,8 @@ class AgentMemoryMessageHistory:
         check_name_for_segment(check_name(name), ops.SEGMENT)
         ttl_ms(ttl)
         client = client_from_url(url, asyncio=not blocking, **client_options)
-        history = cls(conversation_id, client=client, name=name, ttl=ttl, registry=registry)
+        with released_on_failure(client):  # e.g. a bad registry
+            history = cls(conversation_id, client=client, name=name, ttl=ttl, registry=registry)
         history._owned = True
         return history
 

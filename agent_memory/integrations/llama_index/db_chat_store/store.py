@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_text, ttl_ms
+from agent_memory.core.client_factory import released_on_failure
 from agent_memory.core.effects import Operation
 from agent_memory.errors import CapabilityError
 from agent_memory.integrations._runners import Runners, clients_from_url
@@ -135,7 +136,10 @@ class AgentMemoryDBChatStore(AsyncDBChatStore):
         check_store_name(name)
         ttl_ms(ttl)
         client, async_client = clients_from_url(url, **client_options)
-        store = cls(name=name, client=client, async_client=async_client, ttl=ttl, registry=registry)
+        with released_on_failure(client, async_client):  # e.g. a bad registry
+            store = cls(
+                name=name, client=client, async_client=async_client, ttl=ttl, registry=registry
+            )
         store._runners.owned = True
         return store
 

@@ -19,7 +19,7 @@ from pydantic_ai.conversation_store import (
 
 from agent_memory.cache._tier import TierCore
 from agent_memory.cache.keys import check_name, check_text
-from agent_memory.core.client_factory import client_from_url
+from agent_memory.core.client_factory import client_from_url, released_on_failure
 from agent_memory.core.clients import is_async_client
 from agent_memory.core.effects import Operation, T
 from agent_memory.errors import InvalidInputError, StoreClosedError
@@ -133,7 +133,8 @@ class AgentMemoryConversationStore(ConversationStore):
         """
         check_name_for_segment(check_name(name), SEGMENT)  # before a client exists
         client = client_from_url(url, asyncio=True, **client_options)
-        store = cls(client=client, name=name, registry=registry)
+        with released_on_failure(client):  # e.g. a bad registry
+            store = cls(client=client, name=name, registry=registry)
         store._runners.owned = True
         return store
 
