@@ -37,6 +37,7 @@ from decimal import Decimal
 from typing import Any
 
 from agent_memory.core.checks import check_str, check_ttl_seconds
+from agent_memory.core.names import check_name_apart
 from agent_memory.errors import InvalidInputError
 
 DIGEST_CHARS = 64
@@ -233,13 +234,17 @@ def check_name(name: object, *, field: str = "name") -> str:
     return check_text(name, field=field, max_chars=MAX_NAME_CHARS)
 
 
-def check_name_for_segment(name: str, segment: str) -> str:
+def check_name_for_segment(name: str, segment: str, *, hex_keys: bool = True) -> str:
     """``name`` (already checked) when no key ``{name}:{segment}:{id}`` can equal another
     name's: the text ``:{segment}:`` must not occur in ``{name}:`` (with it, name
-    ``a:{segment}:b`` and id ``c`` would make the key of name ``a`` and id ``b:{segment}:c``).
+    ``a:{segment}:b`` and id ``c`` would make the key of name ``a`` and id ``b:{segment}:c``),
+    nor may any key of the name be another component's
+    (:func:`~agent_memory.core.names.check_name_apart`, with ``hex_keys``: whether an id
+    after ``segment`` may be 64 hex digits).
 
     Raises:
-        InvalidInputError: the name holds ``:{segment}`` that way.
+        InvalidInputError: the name holds ``:{segment}`` that way, or is refused by
+            :func:`~agent_memory.core.names.check_name_apart`.
     """
     if f":{segment}:" in f"{name}:":
         raise InvalidInputError(
@@ -247,32 +252,27 @@ def check_name_for_segment(name: str, segment: str) -> str:
             f"would be another name's), got {name!r}",
             field="name",
         )
-    return name
+    return check_name_apart(name, hex_keys=hex_keys)
 
 
 def check_name_for_tier(name: str, tier: str) -> str:
     """``name`` (already checked) when no key of the ``tier`` (``"llm"``, ``"tool"``,
-    ``"session"`` or ``"embedding"``) under it can be a key of another tier under another
-    name (pure). Thread ids are any text, so every key under ``a:session`` or
-    ``a:session:...`` would be a thread of ``SessionStore("a")``; a tool entry is
-    ``{name}:tool:{tool}:{digest}``, so the LLM entry ``a:tool:llm:{digest}``, the
-    embedding ``a:tool:emb:{digest}`` and the thread ``a:tool:session:{digest}`` would
-    be tool entries of ``ToolCache("a")`` (tools ``llm``, ``emb``, ``session``). The tool
-    cache's own keys under ``a:tool`` never have that shape.
+    ``"session"`` or ``"embedding"``) under it can be a key of another tier or component
+    under another name (pure; :func:`~agent_memory.core.names.check_name_apart`). Thread
+    ids are any text, so every key under ``a:session`` or ``a:session:...`` would be a
+    thread of ``SessionStore("a")``, and every hash under ``a:mem`` would be in store
+    ``a``'s index; a tool entry is ``{name}:tool:{tool}:{digest}``, so the LLM entry
+    ``a:tool:llm:{digest}``, the embedding ``a:tool:emb:{digest}`` and the thread
+    ``a:tool:session:{digest}`` would be tool entries of ``ToolCache("a")`` (tools
+    ``llm``, ``emb``, ``session``). The tool cache's own keys under ``a:tool`` never
+    have that shape.
 
     Raises:
-        InvalidInputError: (field ``name``) the name holds ``:session`` followed by
-            ``:`` or at its end, or, for a tier other than the tool cache, ends with
-            ``:tool``.
+        InvalidInputError: (field ``name``) the name holds an open prefix (``:session``,
+            ``:mem``, ... followed by ``:`` or at its end), or, for a tier other than the
+            tool cache, ends with ``:tool``.
     """
-    check_name_for_segment(name, "session")
-    if tier != "tool" and name.endswith(":tool"):
-        raise InvalidInputError(
-            f"the name of {'an' if tier == 'llm' else 'a'} {tier} cache must not end with "
-            f"':tool' (its keys would be tool entries of the name before it), got {name!r}",
-            field="name",
-        )
-    return name
+    return check_name_apart(name, hex_keys=tier != "tool")
 
 
 def check_text(value: object, *, field: str, max_chars: int = 1024) -> str:

@@ -164,8 +164,10 @@ class ToolCache(AsyncTier):
         clock: time source in seconds.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name (one holding ``:session``
-            followed by ``:`` or at its end), TTL, refresh interval or clock.
+        InvalidInputError: a blocking client, a bad name (one holding ``:session``,
+            ``:mem`` or another open prefix followed by ``:`` or at its end: see
+            :func:`~agent_memory.core.names.check_name_apart`), TTL, refresh interval
+            or clock.
     """
 
     __slots__ = ("_core",)
@@ -248,8 +250,10 @@ class SessionStore(AsyncTier):
     another writer's, for that writer (or an operator) to delete.
 
     Raises:
-        InvalidInputError: a blocking client, a bad name (one holding ``:session``
-            followed by ``:`` or at its end, or ending with ``:tool``, included) or TTL.
+        InvalidInputError: a blocking client, a bad name (one holding ``:session``,
+            ``:mem`` or another open prefix followed by ``:`` or at its end, or ending
+            with ``:tool``: see :func:`~agent_memory.core.names.check_name_apart`) or
+            TTL.
     """
 
     __slots__ = ("_core",)

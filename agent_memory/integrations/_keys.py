@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 from agent_memory.cache.keys import check_name_for_segment
+from agent_memory.core.names import check_name_apart
 from agent_memory.errors import InvalidInputError
 
 
@@ -23,16 +24,21 @@ def digest_of_parts(parts: Sequence[str], size: int = 32) -> str:
 
 
 def check_name(name: object) -> str:
-    """A key prefix, validated (braces would open a hash tag of their own).
+    """A key prefix of an adapter whose keys all follow a hash tag (the ADK session
+    service, the checkpointer), validated: braces would open a hash tag of their own,
+    and the name must not put its keys among another component's
+    (:func:`~agent_memory.core.names.check_name_apart`; no key of theirs is a bare
+    digest after a word, so a name ending with ``:tool`` is kept).
 
     Raises:
-        InvalidInputError: not a non-empty ``str`` without braces.
+        InvalidInputError: not a non-empty ``str`` without braces, or a name
+            :func:`~agent_memory.core.names.check_name_apart` refuses.
     """
     if not isinstance(name, str) or not name or "{" in name or "}" in name:
         raise InvalidInputError(
             f"name must be a non-empty str without braces, got {name!r}", field="name"
         )
-    return name
+    return check_name_apart(name, hex_keys=False)
 
 
 def keys_after(found: Sequence[object], prefix: str) -> tuple[list[str], int]:

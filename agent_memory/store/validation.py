@@ -12,8 +12,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from agent_memory.core.checks import check_str, check_ttl_seconds
+from agent_memory.core.names import check_name_apart
 from agent_memory.errors import InvalidInputError
-from agent_memory.schema.layout import INDEX_SEGMENT
 from agent_memory.schema.types import Scope
 
 MAX_TAGS = 64
@@ -62,13 +62,15 @@ def require_scope(scope: object) -> Scope:
 
 def check_name(name: object) -> str:
     """Store names become key prefixes and index names: no hash tags, no spaces, and no
-    name whose keys lie under another store's index prefix ``{other}:mem:``.
+    name whose keys another component's keys could be or lie under
+    (:func:`~agent_memory.core.names.check_name_apart`).
 
-    Every key of store ``name`` starts with ``{name}:``, so it lies under ``{other}:mem:``
-    exactly when ``{name}:`` holds ``:mem:`` after a first character (``other`` is the
-    text before it): ``a:mem`` or ``a:mem:b`` would have their memories indexed and
-    recalled by store ``a``. With a shorter name the overlap cannot reach a hash (ids and
-    tokens hold no ``:``), which is all an index reads.
+    Every key of store ``name`` starts with ``{name}:``: with ``:mem`` followed by ``:``
+    or at its end (``a:mem``, ``a:mem:b``) its memories lie under store ``a``'s index
+    prefix ``a:mem:`` and ``a`` would recall them; with ``:session`` so (``x:session``)
+    its index prefix ``x:session:mem:`` and every key would be threads of
+    ``SessionStore("x")``; ending with ``:tool``, a memory whose id is 64 hex digits
+    would be a tool entry of ``ToolCache("x")``.
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise InvalidInputError(
@@ -76,13 +78,8 @@ def check_name(name: object) -> str:
             f"(no braces, which would be a cluster hash tag); got {name!r}",
             field="name",
         )
-    if f"{name}:".find(f":{INDEX_SEGMENT}:", 1) != -1:
-        raise InvalidInputError(
-            f"name must not contain ':{INDEX_SEGMENT}' followed by ':' or at its end: its "
-            f"keys would lie under the index prefix of the store named by the text before "
-            f"it; got {name!r}",
-            field="name",
-        )
+    # memory ids may be 64 hex digits: hex_keys
+    check_name_apart(name, hex_keys=True)
     return name
 
 

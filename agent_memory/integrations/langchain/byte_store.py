@@ -81,7 +81,7 @@ class KvCore:
 
     def __init__(self, name: str, namespace: str, ttl: float | None) -> None:
         self.tier = TierCore(name)
-        check_name_for_segment(self.tier.layout.name, SEGMENT)
+        check_name_for_segment(self.tier.layout.name, SEGMENT, hex_keys=False)
         segment = tool_segment(check_text(namespace, field="namespace", max_chars=1024))
         self.prefix = f"{self.tier.layout.name}:{SEGMENT}:{segment}:"
         self.ttl_ms = ttl_ms(ttl)

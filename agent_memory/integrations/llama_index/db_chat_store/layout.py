@@ -8,6 +8,7 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 
 from agent_memory.cache.keys import check_name
+from agent_memory.core.names import check_name_apart
 from agent_memory.errors import InvalidInputError
 from agent_memory.integrations._list_log import log_key
 from agent_memory.integrations.llama_index.codec import decode_message
@@ -48,10 +49,13 @@ def decode_entry(raw: object) -> ChatMessage | None:
 
 def check_store_name(name: object) -> str:
     """A cache name in which ``:li_db`` cannot occur, so that no two (name, key) pairs
-    share a sorted set and a name's ``SCAN`` prefix matches only its own chats.
+    share a sorted set and a name's ``SCAN`` prefix matches only its own chats, and
+    whose keys are no other component's
+    (:func:`~agent_memory.core.names.check_name_apart`; a chat key may be 64 hex digits).
 
     Raises:
-        InvalidInputError: a bad cache name, or one containing ``:li_db``.
+        InvalidInputError: a bad cache name, one containing ``:li_db``, or one
+            :func:`~agent_memory.core.names.check_name_apart` refuses.
     """
     checked = check_name(name)
     if f":{SEGMENT}" in checked:
@@ -60,7 +64,7 @@ def check_store_name(name: object) -> str:
             f"name's), got {checked!r}",
             field="name",
         )
-    return checked
+    return check_name_apart(checked, hex_keys=True)
 
 
 __all__ = ["MAX_ID", "SEGMENT", "SIGN", "chat_key", "check_store_name", "decode_entry"]

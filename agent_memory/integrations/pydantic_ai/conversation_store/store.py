@@ -96,7 +96,7 @@ class AgentMemoryConversationStore(ConversationStore):
         self, *, client: Any, name: str, registry: CollectorRegistry | None = None
     ) -> None:
         # the name must not let two stores share a key (see check_name_for_segment)
-        self._name = check_name_for_segment(check_name(name), SEGMENT)
+        self._name = check_name_for_segment(check_name(name), SEGMENT, hex_keys=False)
         if client is None or not hasattr(client, "execute_command"):
             raise InvalidInputError(
                 "client must be a valkey / redis client (asyncio or blocking)", field="client"
@@ -131,7 +131,7 @@ class AgentMemoryConversationStore(ConversationStore):
         Raises:
             InvalidInputError: a bad URL, client option or name.
         """
-        check_name_for_segment(check_name(name), SEGMENT)  # before a client exists
+        check_name_for_segment(check_name(name), SEGMENT, hex_keys=False)  # before a client exists
         client = client_from_url(url, asyncio=True, **client_options)
         with released_on_failure(client):  # e.g. a bad registry
             store = cls(client=client, name=name, registry=registry)
