@@ -404,7 +404,8 @@ def _destroy_thread(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     kind = _type(ks, keys[0])
     if kind == "none":
         return 0
-    if kind != "hash":  # another writer's key: left as it is
+    if kind != "hash":  # not a thread: cleared for new writes all the same
+        ks.delete(keys[0])
         return -1
     fields = len(ks.get(keys[0], Hash) or {})
     ks.delete(keys[0])

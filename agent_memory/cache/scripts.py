@@ -60,7 +60,10 @@ is). One key: atomic, in one slot."""
 DESTROY_THREAD = """
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind == 'none' then return 0 end
-if kind ~= 'hash' then return -1 end
+if kind ~= 'hash' then
+  redis.call('UNLINK', KEYS[1])
+  return -1
+end
 local fields = redis.call('HLEN', KEYS[1])
 redis.call('UNLINK', KEYS[1])
 return fields
@@ -68,7 +71,8 @@ return fields
 """KEYS = [a session thread's hash]; ARGV = []. Deletes the thread and returns how many
 fields it had, in one atomic step (an ``HLEN`` and ``UNLINK`` pipelined side by side
 could count a field a concurrent write added after the count, or one it removed). A key
-of another type (another writer's) is left as it is: -1. No key: 0."""
+of another type (damage, or another writer's) is deleted too, so that destroying the
+thread clears it for new writes: -1. No key: 0."""
 
 POP_IF_TAIL = """
 local n = #ARGV

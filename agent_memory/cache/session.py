@@ -115,8 +115,8 @@ class SessionCore:
 
         A ``read`` of a key another writer left holding another type answers ``None``
         (reported as unreadable), so a damaged thread reads as empty; a write to it
-        raises :class:`~agent_memory.errors.WrongTypeError` (``destroy_thread`` leaves
-        it too: it is another writer's). Either way that key keeps the TTL it had."""
+        raises :class:`~agent_memory.errors.WrongTypeError`. Either way that key keeps
+        the TTL it had (``destroy_thread`` deletes it, clearing the thread for writes)."""
         probe = self.refresh(key)
         counts = {counter: 1} if counter else None
         got = yield from batch_with_stats(
@@ -181,8 +181,8 @@ class SessionCore:
         )
         raise_first_error(got)
         fields = replies.integer(got[0])
-        if fields < 0:  # another writer's key: not a thread, and left as it is
-            self.tier.unreadable(hkey, "the thread's key holds another type")
+        if fields < 0:  # not a thread: deleted all the same, so new writes can start
+            self.tier.unreadable(hkey, "the thread's key held another type (deleted)")
         self._seen(hkey, alive=False)
         return max(fields, 0)
 

@@ -289,8 +289,8 @@ class SessionStore(AsyncTier):
 
     async def destroy_thread(self, thread_id: str) -> int:
         """Delete the whole thread in one round trip, atomically; returns how many keys it
-        had (0 for a key another writer gave another type, left as it is, logged and
-        counted as ``corrupt_entries``)."""
+        had (0 for a key another writer gave another type, which is deleted too, so the
+        thread takes new writes: logged and counted as ``corrupt_entries``)."""
         return await self._run(self._core.destroy_thread(thread_id))
 
     async def touch(self, thread_id: str) -> bool:

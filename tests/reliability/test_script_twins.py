@@ -470,8 +470,8 @@ def test_refresh_thread_twin(server: ServerInfo, held: str, ttl: str) -> None:
 
 @pytest.mark.parametrize("held", ["a hash", "an empty-ish hash", "a string", "a list", "absent"])
 def test_destroy_thread_twin(server: ServerInfo, held: str) -> None:
-    """A thread's hash is deleted and its fields counted; a key of another type is left
-    as it is (-1)."""
+    """A thread's hash is deleted and its fields counted; a key of another type is
+    deleted too (-1)."""
     fields = {"a hash": {"k": "1", "j": "{}", "i": ""}, "an empty-ish hash": {"k": ""}}
     sc = Scenario(cache_scripts.DESTROY_THREAD, ["thread"], [],
                   hashes={"thread": fields[held]} if held in fields else {},
