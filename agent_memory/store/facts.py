@@ -52,12 +52,27 @@ def check_fact(fact: object) -> Fact:
         )
     if not isinstance(fact.subject, str) or not fact.subject.strip():
         raise InvalidInputError("a fact needs a non-empty subject", field="extract_facts")
+    # Checked as strictly as the statement: a truthy non-bool (``tombstone="no"``) would
+    # retract the subject's live fact, and a non-text date failed outside our errors.
+    if not isinstance(fact.tombstone, bool):
+        raise InvalidInputError(
+            f"a fact's tombstone must be True or False, got {type(fact.tombstone).__name__}",
+            field="extract_facts",
+        )
+    if fact.date is not None and not isinstance(fact.date, str):
+        raise InvalidInputError(
+            f"a fact's date must be ISO-8601 text or None, got {type(fact.date).__name__}",
+            field="extract_facts",
+        )
     if not fact.tombstone and (not isinstance(fact.statement, str) or not fact.statement.strip()):
         raise InvalidInputError(
             f"fact about {fact.subject!r} has no statement (use tombstone=True to retract)",
             field="extract_facts",
         )
-    parse_fact_date(fact.date)
+    try:
+        parse_fact_date(fact.date)
+    except InvalidInputError as exc:
+        raise InvalidInputError(str(exc), field="extract_facts") from exc
     return fact
 
 

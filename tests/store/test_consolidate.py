@@ -243,6 +243,33 @@ async def test_undated_facts_take_the_run_date_and_async_callbacks_work(env: Sto
     assert facts == ["ship v2 (as of 2025-06-15)"]
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Fact("home", "lives in Lyon", tombstone="no"),  # type: ignore[arg-type]
+        Fact("home", "lives in Lyon", date=20240101),  # type: ignore[arg-type]
+        Fact("home", "lives in Lyon", date="last week"),
+    ],
+    ids=["truthy-tombstone", "int-date", "unparsable-date"],
+)
+async def test_a_malformed_fact_is_refused_and_the_live_fact_stays(
+    env: StoreEnv, bad: Fact
+) -> None:
+    """An extractor's fact whose tombstone is not a bool or whose date is not ISO text
+    is refused as ``extract_facts``'s: before, ``tombstone="no"`` retracted (deleted)
+    the subject's live fact and an int date raised AttributeError."""
+    store = env.make()
+    scope = Scope(agent_id="u")
+    await store.remember("Home: lives in Paris @2023-01-05", scope=scope)
+    await store.consolidate(mode="facts", scope=scope, extract_facts=Extractor())
+    before = [(i.id, i.content) for i in await _live_facts(store, scope)]
+    await store.remember("moved again", scope=scope)
+    with pytest.raises(InvalidInputError) as refused:
+        await store.consolidate(mode="facts", scope=scope, extract_facts=lambda items: [bad])
+    assert refused.value.field == "extract_facts"
+    assert [(i.id, i.content) for i in await _live_facts(store, scope)] == before
+
+
 async def test_deprecated_alias_warns(env: StoreEnv) -> None:
     store = env.make()
     await store.remember("A: b", scope=Scope(agent_id="d"))
