@@ -43,36 +43,38 @@ def parse_fact_date(value: str | None) -> datetime | None:
     )
 
 
-def check_fact(fact: object) -> Fact:
-    """Validate one extractor output."""
+def check_fact(fact: object, position: int = 0) -> Fact:
+    """Validate one extractor output (``position``: its index in what was returned)."""
     if not isinstance(fact, Fact):
         raise InvalidInputError(
             f"extract_facts must return Fact objects, got {type(fact).__name__}",
             field="extract_facts",
         )
     if not isinstance(fact.subject, str) or not fact.subject.strip():
-        raise InvalidInputError("a fact needs a non-empty subject", field="extract_facts")
+        raise InvalidInputError(f"fact {position} needs a non-empty subject", field="extract_facts")
     # Checked as strictly as the statement: a truthy non-bool (``tombstone="no"``) would
     # retract the subject's live fact, and a non-text date failed outside our errors.
     if not isinstance(fact.tombstone, bool):
         raise InvalidInputError(
-            f"a fact's tombstone must be True or False, got {type(fact.tombstone).__name__}",
+            f"fact {position}: tombstone must be True or False, got {type(fact.tombstone).__name__}",
             field="extract_facts",
         )
     if fact.date is not None and not isinstance(fact.date, str):
         raise InvalidInputError(
-            f"a fact's date must be ISO-8601 text or None, got {type(fact.date).__name__}",
+            f"fact {position}: date must be ISO-8601 text or None, got {type(fact.date).__name__}",
             field="extract_facts",
         )
     if not fact.tombstone and (not isinstance(fact.statement, str) or not fact.statement.strip()):
         raise InvalidInputError(
-            f"fact about {fact.subject!r} has no statement (use tombstone=True to retract)",
+            # Its position, not its subject: subjects are the user's data, and error
+            # messages reach logs and span events.
+            f"fact {position} has no statement (use tombstone=True to retract)",
             field="extract_facts",
         )
     try:
         parse_fact_date(fact.date)
     except InvalidInputError as exc:
-        raise InvalidInputError(str(exc), field="extract_facts") from exc
+        raise InvalidInputError(f"fact {position}: {exc}", field="extract_facts") from exc
     return fact
 
 

@@ -270,6 +270,22 @@ async def test_a_malformed_fact_is_refused_and_the_live_fact_stays(
     assert [(i.id, i.content) for i in await _live_facts(store, scope)] == before
 
 
+async def test_a_refused_fact_is_named_by_position_not_by_its_subject(env: StoreEnv) -> None:
+    """The error of a fact without a statement quoted its subject, the user's data,
+    into logs and the consolidate span's exception event; it names its position."""
+    store = env.make()
+    scope = Scope(agent_id="u")
+    await store.remember("my bank pin is 4711", scope=scope)
+
+    def extract(items: list[MemoryItem]) -> list[Fact]:
+        return [Fact("home", "lives in Paris"), Fact("bank pin 4711", "")]
+
+    with pytest.raises(InvalidInputError) as refused:
+        await store.consolidate(mode="facts", scope=scope, extract_facts=extract)
+    assert refused.value.field == "extract_facts"
+    assert "4711" not in str(refused.value) and "fact 1 " in str(refused.value)
+
+
 async def test_deprecated_alias_warns(env: StoreEnv) -> None:
     store = env.make()
     await store.remember("A: b", scope=Scope(agent_id="d"))

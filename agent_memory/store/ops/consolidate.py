@@ -365,7 +365,7 @@ def _reconcile(
     extracted = yield from call(extract_facts, list(fresh), what="extract_facts")
     if not isinstance(extracted, Sequence) or isinstance(extracted, (str, bytes)):
         raise InvalidInputError("extract_facts must return a list of Fact", field="extract_facts")
-    facts = [check_fact(f) for f in extracted]
+    facts = [check_fact(f, position) for position, f in enumerate(extracted)]
     # Newest last: with several live facts of a subject the newest is the current one
     # (the others go in :func:`_drop_duplicates`).
     current = {subject_key(i.subject or ""): i for i in (yield from _live_facts(ctx, selection))}
