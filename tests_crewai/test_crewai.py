@@ -369,6 +369,22 @@ async def test_a_record_another_writer_damaged_is_skipped_and_counted(target: Ta
         sync_store.client.close()
 
 
+def test_an_aware_timestamp_another_writer_stored_reads_as_naive_utc(
+    storage: AgentMemoryStorage,
+) -> None:
+    storage.save([rec("a", created_at=CUTOFF), rec("b", created_at=CUTOFF)])
+    key = f"{storage.store.name}:mem:{memory_id(Binding(storage.scope), 'b')}"
+    stored = json.loads(storage.store.client.hget(key, "metadata_json"))
+    stored["crewai"]["created_at"] = "2026-01-15T02:00:00+02:00"  # CUTOFF, as an aware instant
+    storage.store.client.hset(key, "metadata_json", json.dumps(stored))
+
+    record = storage.get_record("b")
+    assert record is not None and record.created_at == CUTOFF and record.created_at.tzinfo is None
+    info = storage.get_scope_info("/")  # compared the aware one with the naive one: TypeError
+    assert (info.record_count, info.oldest_record, info.newest_record) == (2, CUTOFF, CUTOFF)
+    assert storage.delete(older_than=CUTOFF + timedelta(seconds=1)) == 2
+
+
 def test_from_url_owns_its_store_and_memory_close_closes_it(target: Target) -> None:
     storage = AgentMemoryStorage.from_url(
         target.url, name=_name(), embed=EMBED, scope=Scope(namespace="n"), ttl=60

@@ -289,6 +289,17 @@ def import_record(binding: Binding, record: Any) -> dict[str, Any]:
     }
 
 
+def _stored_time(text: object) -> datetime:
+    """A stored ISO 8601 timestamp as naive UTC (an aware one is converted).
+
+    Raises:
+        TypeError, ValueError: not ISO 8601 text.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a timestamp must be ISO 8601 text, got {type(text).__name__}")
+    return utc_naive(datetime.fromisoformat(text), "created_at")
+
+
 @dataclass(frozen=True, slots=True)
 class Stored:
     """A memory read back as a CrewAI record, with what the filters need."""
@@ -317,8 +328,10 @@ def stored_record(binding: Binding, item: MemoryItem) -> Stored | str:
             categories=list(blob["categories"]),
             metadata=dict(blob["metadata"] or {}),
             importance=item.importance,
-            created_at=datetime.fromisoformat(blob["created_at"]),
-            last_accessed=datetime.fromisoformat(blob["last_accessed"]),
+            # naive UTC whatever another writer stored: CrewAI compares them with naive
+            # cutoffs, and a naive and an aware datetime cannot be compared
+            created_at=_stored_time(blob["created_at"]),
+            last_accessed=_stored_time(blob["last_accessed"]),
             embedding=None,
             source=blob.get("source"),
             private=bool(blob.get("private", False)),
