@@ -597,6 +597,18 @@ async def test_adelete_intersects_filters(filtered: tuple[Any, list[MemoryRecord
         assert storage.get_record("newer") is not None
 
 
+def test_a_none_in_a_metadata_filter_matches_a_missing_key(any_storage: Any) -> None:
+    """CrewAI's backends compare ``record.metadata.get(key) == value``: a filter value
+    ``None`` takes in the records without that key."""
+    any_storage.save(
+        [rec("unset"), rec("none", metadata={"k": None}), rec("set", metadata={"k": 1})]
+    )
+    found = any_storage.search(vec("note"), metadata_filter={"k": None}, limit=5)
+    assert sorted(r.id for r, _ in found) == ["none", "unset"]
+    assert any_storage.delete(metadata_filter={"k": None}) == 2
+    assert [r.id for r in any_storage.list_records()] == ["set"]
+
+
 def _count_calls(store: Any, methods: tuple[str, ...]) -> dict[str, int]:
     """Count the calls of ``methods`` on ``store`` (a wrapper on the instance)."""
     calls = dict.fromkeys(methods, 0)

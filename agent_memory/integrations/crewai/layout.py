@@ -353,8 +353,9 @@ def matches(
     metadata_filter: Mapping[str, Any],
 ) -> bool:
     """Whether a record passes every given filter: within ``prefix``, in any of
-    ``categories`` (when any), created before ``older_than`` (when given), and carrying
-    every ``metadata_filter`` key with an equal value (when any)."""
+    ``categories`` (when any), created before ``older_than`` (when given), and with
+    ``metadata.get(key) == value`` for every ``metadata_filter`` pair (when any), as
+    CrewAI's own backends compare: a ``None`` value matches a missing key."""
     record = stored.record
     if not within(stored.path, prefix):
         return False
@@ -363,7 +364,7 @@ def matches(
     if older_than is not None and not record.created_at < older_than:
         return False
     meta = record.metadata
-    return all(k in meta and meta[k] == v for k, v in metadata_filter.items())
+    return all(meta.get(k) == v for k, v in metadata_filter.items())
 
 
 __all__ = [

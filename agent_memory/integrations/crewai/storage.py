@@ -155,8 +155,10 @@ class AgentMemoryStorage:
     ) -> list[tuple[Any, float]]:
         """The ``limit`` records nearest to ``query_embedding`` at or below
         ``scope_prefix`` (a path boundary: ``/app`` never matches ``/apple``), in any of
-        ``categories``, carrying every ``metadata_filter`` pair; best first, each with
-        its cosine similarity clipped to [0, 1] (at least ``min_score``). With a
+        ``categories``, passing every ``metadata_filter`` pair (``metadata.get(key) ==
+        value``, as CrewAI's backends compare: ``None`` matches a missing key); best
+        first, each with its cosine similarity clipped to [0, 1] (at least
+        ``min_score``). With a
         ``metadata_filter`` only the 1000 nearest records are filtered.
 
         Raises:
