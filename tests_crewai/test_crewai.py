@@ -609,6 +609,13 @@ def test_a_none_in_a_metadata_filter_matches_a_missing_key(any_storage: Any) -> 
     assert [r.id for r in any_storage.list_records()] == ["set"]
 
 
+def test_a_search_takes_any_positive_limit(any_storage: Any) -> None:
+    """``Memory.recall(limit=600)`` makes CrewAI's RecallFlow search with ``limit=1200``."""
+    any_storage.save([rec(f"r{i}") for i in range(3)])
+    assert len(any_storage.search(vec("note"), limit=1200)) == 3
+    assert len(any_storage.search(vec("note"), limit=100_000, metadata_filter={"x": None})) == 3
+
+
 def _count_calls(store: Any, methods: tuple[str, ...]) -> dict[str, int]:
     """Count the calls of ``methods`` on ``store`` (a wrapper on the instance)."""
     calls = dict.fromkeys(methods, 0)
@@ -903,7 +910,6 @@ def test_bad_queries(storage: AgentMemoryStorage) -> None:
         lambda: storage.search([1.0, "x"] * 16),  # type: ignore[list-item]
         lambda: storage.search([0.0] * DIM),
         lambda: storage.search(q, limit=0),
-        lambda: storage.search(q, limit=1001),
         lambda: storage.search(q, limit=True),  # type: ignore[arg-type]
         lambda: storage.search(q, min_score="0.5"),  # type: ignore[arg-type]
         lambda: storage.search(q, scope_prefix=3),  # type: ignore[arg-type]

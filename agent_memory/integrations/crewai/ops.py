@@ -10,7 +10,8 @@ scope tags (:mod:`.layout`), so nothing outside the binding is read, found or de
   vector, timestamps, categories and metadata are kept as given).
 * ``search``: one ``recall_by_vector`` (one per category when categories are given,
   merged), ranked by cosine similarity alone, no reinforcement; the score is the cosine
-  similarity clipped to ``[0, 1]``. With a ``metadata_filter`` the nearest
+  similarity clipped to ``[0, 1]``; at most :data:`CANDIDATES` results, whatever the
+  ``limit``. With a ``metadata_filter`` the nearest
   :data:`CANDIDATES` memories of the prefix are filtered.
 * ``get_record``: one ``get``; ``count``: one ``list``; ``reset`` and unfiltered
   ``delete``: one ``forget_by_scope``.
@@ -202,7 +203,8 @@ def search(
 
     Raises:
         InvalidInputError: a bad embedding (not numbers, zero length), prefix, category
-            list, filter, ``limit`` (1 to 1000) or ``min_score``.
+            list, filter, ``limit`` (an int >= 1; more than :data:`CANDIDATES` returns
+            at most that many) or ``min_score``.
         EmbeddingDimensionMismatchError: an embedding whose length is not the store's.
     """
     vector = check_embedding(query_embedding, "query_embedding")
@@ -211,7 +213,9 @@ def search(
     prefix = _prefix(scope_prefix)
     wanted = check_categories(categories)
     meta = _metadata_filter(metadata_filter)
-    k = _int(limit, "limit", 1, CANDIDATES)
+    # CrewAI passes any limit (its RecallFlow asks for twice the caller's): past the
+    # store's largest k, the CANDIDATES nearest are all there is to return.
+    k = min(_int(limit, "limit", 1), CANDIDATES)
     if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
         raise InvalidInputError("min_score must be a number", field="min_score")
     floor = float(min_score)

@@ -158,12 +158,12 @@ class AgentMemoryStorage:
         ``categories``, passing every ``metadata_filter`` pair (``metadata.get(key) ==
         value``, as CrewAI's backends compare: ``None`` matches a missing key); best
         first, each with its cosine similarity clipped to [0, 1] (at least
-        ``min_score``). With a
+        ``min_score``); at most 1000 of them, whatever the ``limit``. With a
         ``metadata_filter`` only the 1000 nearest records are filtered.
 
         Raises:
             InvalidInputError: a bad embedding, prefix, category list, filter, ``limit``
-                (1 to 1000) or ``min_score``.
+                (an int >= 1) or ``min_score``.
             EmbeddingDimensionMismatchError: (CrewAI's) a query of the wrong length.
             AgentMemoryError: a failure of the server.
         """
