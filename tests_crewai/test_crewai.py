@@ -933,6 +933,12 @@ def test_bad_queries(storage: AgentMemoryStorage) -> None:
     assert storage.count() == 1
 
 
+def test_a_nan_min_score_is_refused_by_its_name(storage: AgentMemoryStorage) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        storage.search(vec("a"), min_score=float("nan"))
+    assert refused.value.field == "min_score"
+
+
 def test_embedder_wrapper() -> None:
     wrapped = CrewAIEmbedder(EMBED)
     assert wrapped(["a b", "c"]) == EMBED.embed_many(["a b", "c"]) and wrapped([]) == []

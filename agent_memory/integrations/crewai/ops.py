@@ -24,6 +24,7 @@ scope tags (:mod:`.layout`), so nothing outside the binding is read, found or de
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -219,6 +220,8 @@ def search(
     if isinstance(min_score, bool) or not isinstance(min_score, (int, float)):
         raise InvalidInputError("min_score must be a number", field="min_score")
     floor = float(min_score)
+    if math.isnan(floor):  # else it reached the store as a NaN threshold, named so
+        raise InvalidInputError("min_score must be a number, not NaN", field="min_score")
     _check_dims([vector], (yield from _dimension(dim)))
     if floor > 1.0:
         return []
