@@ -9,7 +9,8 @@ The messages of conversation ``conversation_id`` are the list
 :mod:`.ops` and :mod:`.codec`). Conversation ids are any non-empty text up to 1024
 characters, used verbatim: two different ids are two different keys, and the same id
 under another ``name`` is another conversation. Each call is one round trip of
-single-key commands (atomic, cluster-safe); ``ttl`` gives every conversation a sliding
+single-key commands (atomic, cluster-safe; a ``load(limit=n)`` whose newest ``n``
+elements hold corrupt ones takes one more per doubling of its window); ``ttl`` gives every conversation a sliding
 lifetime refreshed by each load and append (``None``, the default: kept until cleared).
 
 The client is a ``valkey.asyncio`` / ``redis.asyncio`` one (the async methods run on it;
