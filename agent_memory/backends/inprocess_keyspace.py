@@ -345,6 +345,22 @@ def _rpop(ks: Keyspace, a: list[Any]) -> Any:
     return value
 
 
+def _lrem(ks: Keyspace, a: list[Any]) -> int:
+    """``LREM key count value``: up to ``|count|`` elements equal to ``value``, from the
+    head (``count`` > 0), the tail (< 0) or all of them (0)."""
+    items = ks.get(_s(a[0]), list)
+    if not items:
+        return 0
+    count, value = int(_s(a[1])), _decode(a[2])
+    order = range(len(items) - 1, -1, -1) if count < 0 else range(len(items))
+    hits = [i for i in order if items[i] == value][: abs(count) or None]
+    for i in sorted(hits, reverse=True):
+        del items[i]
+    if not items:  # a server deletes an emptied list
+        ks.delete(_s(a[0]))
+    return len(hits)
+
+
 def _lrange(ks: Keyspace, a: list[Any]) -> list[Any]:
     items = ks.get(_s(a[0]), list) or []
     start, stop = int(_s(a[1])), int(_s(a[2]))
@@ -409,6 +425,7 @@ COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "RPUSH": _rpush,
     "RPOP": _rpop,
     "LRANGE": _lrange,
+    "LREM": _lrem,
     "LLEN": lambda ks, a: len(ks.get(_s(a[0]), list) or []),
     "HKEYS": lambda ks, a: list(ks.get(_s(a[0]), Hash) or {}),
     "KEYS": lambda ks, a: ks.keys(_s(a[0])),

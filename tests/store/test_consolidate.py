@@ -522,6 +522,49 @@ async def test_racing_facts_runs_leave_one_live_fact_per_subject(
     assert [f.id for f in await _live_facts(store, scope)] == [live[0].id]
 
 
+@pytest.mark.parametrize("retract", [False, True])
+async def test_facts_mode_keeps_a_fact_another_writer_changed_during_the_run(
+    env: StoreEnv, retract: bool
+) -> None:
+    """Another client retags the live fact of a subject (it leaves the selection) while
+    this run embeds the fact that supersedes it (a retraction: while it embeds another
+    subject's fact). The fact is kept, not reported as deleted, and the history does not
+    claim it was replaced (before, it was deleted as read)."""
+    name = f"t{uuid.uuid4().hex[:12]}"
+    scope = Scope(agent_id="moved")
+    other = env.make(name=name)
+    held: list[str] = []
+
+    def race() -> None:
+        other.wrapped.update(held[0], tags=["kept-by-user"])
+
+    async def arace() -> None:
+        await other.update(held[0], tags=["kept-by-user"])
+
+    trigger = "works in Lyon (as of 2024-06-01)"
+    embed = _RacingEmbedder(trigger, race) if env.cfg.mode == "sync" else (
+        _AsyncRacingEmbedder(trigger, arace)
+    )  # fmt: skip
+    store = env.make(embed, name=name, keep_fact_history=True)
+    await store.remember("City: lives in Paris @2024-01-01", scope=scope, tags=["me"])
+    first = await store.consolidate(
+        mode="facts", scope=scope, tags=["me"], extract_facts=Extractor()
+    )
+    held.extend(first.created)
+    news = "City: forget @2024-06-01" if retract else "City: lives in Lyon @2024-06-01"
+    await store.remember(news, scope=scope, tags=["me"])
+    await store.remember("Job: works in Lyon @2024-06-01", scope=scope, tags=["me"])
+    result = await store.consolidate(
+        mode="facts", scope=scope, tags=["me"], extract_facts=Extractor()
+    )
+    assert embed.fired and result.deleted == ()
+    kept = await store.get(held[0])
+    assert kept is not None and kept.tags == ("kept-by-user",)
+    assert kept.content == "lives in Paris (as of 2024-01-01)"
+    assert await store.fact_history("city", scope=scope) == []
+    assert (await store.stats()).counters.get("forgets") is None
+
+
 async def test_dedupe_refreshes_instead_of_copying(env: StoreEnv) -> None:
     clock = Clock()
     embed = TableEmbedder()

@@ -14,6 +14,14 @@ once may each write a live fact for one subject. Every run ends by keeping only 
 newest live fact of each subject, after its own writes, so the later of two racing runs
 sees both facts and removes the older one, and a run with nothing new to extract still
 repairs what an interrupted run left.
+
+Facts mode deletes a superseded, retracted or duplicate fact only while it holds what the
+run judged it on (:data:`_FACT_UNCHANGED`): another writer may change it between the
+read of the live facts and the deletion (a window that holds the embedding of the new
+facts). A fact kept so is not reported as deleted, and its entry in the history archive
+(written before the deletions, so that a crash never loses a deleted fact) is removed
+again: the archive lists only facts a run deleted (a crash between the two leaves the
+entry of a fact that stayed live).
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ from agent_memory.store.facts import (
 )
 from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.forget import delete_checked, delete_command, unchanged_delete
+from agent_memory.store.ops.forget import delete_checked, unchanged_delete
 from agent_memory.store.ops.read import fetch_items, matching_ids
 from agent_memory.store.ops.write import MemoryInput, remember_many, validate_input
 from agent_memory.store.validation import check_text
@@ -58,6 +66,13 @@ _CHUNK = 1000
 # another one under its id).
 _UNCHANGED = (
     L.F_CONTENT, L.F_IMPORTANCE, L.F_TAGS, L.F_TAGS_RAW, L.F_CREATED,
+    L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_SESSION,
+)  # fmt: skip
+# What a fact must still hold to be retired: what judged it superseded (subject, date,
+# text, creation), what made it a live fact of the selection (source, tags) and which
+# memory it is.
+_FACT_UNCHANGED = (
+    L.F_CONTENT, L.F_SUBJECT, L.F_DATE, L.F_SOURCE, L.F_TAGS, L.F_TAGS_RAW, L.F_CREATED,
     L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_SESSION,
 )  # fmt: skip
 
@@ -300,15 +315,19 @@ def _when(item: MemoryItem) -> datetime:
     return parsed or datetime.fromtimestamp(item.created_at / 1000, tz=timezone.utc)
 
 
-def _live_facts(ctx: StoreContext, selection: Selection) -> Operation[list[MemoryItem]]:
-    """The facts a selection reconciles with, oldest to newest: ``source="fact"``
-    memories in its scope carrying its tags. Its age and importance criteria choose the
-    sources to extract from, not the facts: the facts a run writes (importance 0.8,
-    just created) are the ones the next run supersedes."""
+def _live_facts(
+    ctx: StoreContext, selection: Selection
+) -> Operation[list[tuple[MemoryItem, Mapping[str, Any]]]]:
+    """The facts a selection reconciles with, oldest to newest, each with the stored
+    fields it was read from: ``source="fact"`` memories in its scope carrying its tags.
+    Its age and importance criteria choose the sources to extract from, not the facts:
+    the facts a run writes (importance 0.8, just created) are the ones the next run
+    supersedes."""
     fact_set = replace(selection, older_than_seconds=None, max_importance=None)
-    items = yield from select_items(ctx, fact_set, sources=(FACT_SOURCE,), exclude=())
+    read = yield from _select(ctx, fact_set, sources=(FACT_SOURCE,), exclude=())
     # A total order, so racing runs that see the same facts keep the same one.
-    return sorted(items, key=lambda i: (_when(i), i.created_at, i.sequence, i.id))
+    return sorted(read, key=lambda pair: (_when(pair[0]), pair[0].created_at,
+                                          pair[0].sequence, pair[0].id))  # fmt: skip
 
 
 def consolidate_facts(
@@ -368,21 +387,25 @@ def _reconcile(
     facts = [check_fact(f, position) for position, f in enumerate(extracted)]
     # Newest last: with several live facts of a subject the newest is the current one
     # (the others go in :func:`_drop_duplicates`).
-    current = {subject_key(i.subject or ""): i for i in (yield from _live_facts(ctx, selection))}
+    current = {
+        subject_key(pair[0].subject or ""): pair
+        for pair in (yield from _live_facts(ctx, selection))
+    }
     scope = selection.target_scope
     writes: list[MemoryInput] = []
     written: list[Fact] = []
-    superseded: list[MemoryItem] = []
+    superseded: list[tuple[MemoryItem, Mapping[str, Any]]] = []
     unmatched: list[Fact] = []
     for key, dated in newest_per_subject(facts, run_time).items():
-        fact, when, old = dated.fact, dated.when, current.get(key)
+        fact, when, held = dated.fact, dated.when, current.get(key)
+        old = held[0] if held is not None else None
         if old is not None and _when(old) > when:
             continue  # what we hold is newer than this statement
         if fact.tombstone:
-            if old is None:
+            if held is None:
                 unmatched.append(fact)
             else:
-                superseded.append(old)
+                superseded.append(held)
             continue
         fid = fact_memory_id(selection.digest(), key, fact.statement, when)
         if old is not None and old.id == fid:
@@ -401,8 +424,8 @@ def _reconcile(
             )
         )
         written.append(fact)
-        if old is not None:
-            superseded.append(old)
+        if held is not None:
+            superseded.append(held)
     created = (yield from remember_many(ctx, writes, evict=False)) if writes else []
     deleted = yield from _retire(ctx, scope, superseded, run_time, keep_history=keep_history)
     return created, written, unmatched, deleted
@@ -413,13 +436,13 @@ def _drop_duplicates(
 ) -> Operation[list[str]]:
     """Keep only the newest live fact of each subject (racing runs, or a run interrupted
     between its writes and its deletions, leave several)."""
-    newest: dict[str, MemoryItem] = {}
-    stale: list[MemoryItem] = []
-    for item in (yield from _live_facts(ctx, selection)):
-        key = subject_key(item.subject or "")
+    newest: dict[str, tuple[MemoryItem, Mapping[str, Any]]] = {}
+    stale: list[tuple[MemoryItem, Mapping[str, Any]]] = []
+    for pair in (yield from _live_facts(ctx, selection)):
+        key = subject_key(pair[0].subject or "")
         if key in newest:
             stale.append(newest[key])
-        newest[key] = item
+        newest[key] = pair
     deleted = yield from _retire(
         ctx, selection.target_scope, stale, run_time, keep_history=keep_history
     )
@@ -429,35 +452,47 @@ def _drop_duplicates(
 def _retire(
     ctx: StoreContext,
     scope: Scope,
-    items: list[MemoryItem],
+    read: list[tuple[MemoryItem, Mapping[str, Any]]],
     run_time: datetime,
     *,
     keep_history: bool,
 ) -> Operation[list[str]]:
-    """Delete facts no longer live (archived first with ``keep_history``: a crash in
-    between archives them again, never loses them); returns the ids deleted here."""
-    if not items:
+    """Delete facts no longer live, each only while it holds what it was judged on
+    (:data:`_FACT_UNCHANGED`, as ``read``); returns the ids deleted here. With
+    ``keep_history`` they are archived first (a crash in between archives them again,
+    never loses them) and the entries of those not deleted here (changed since they
+    were read, or gone already) are removed again."""
+    if not read:
         return []
-    if keep_history:
-        yield from _archive(ctx, scope, items, run_time)
-    deleted = yield from delete_checked(ctx, [(i.id, delete_command(ctx, i.id)) for i in items])
+    items = [item for item, _ in read]
+    records = _archive(ctx, scope, items, run_time) if keep_history else {}
+    if records:
+        replies = yield from execute_batch([command("RPUSH", k, r) for k, r in records.values()])
+        raise_first_error(replies)
+    deleted = yield from delete_checked(
+        ctx, [(i.id, unchanged_delete(ctx, i.id, fields, _FACT_UNCHANGED)) for i, fields in read]
+    )
+    done = set(deleted)
+    # The newest entry equal to the one this run pushed: a racing run's may be older.
+    unclaim = [command("LREM", k, "-1", r) for m, (k, r) in records.items() if m not in done]
+    if unclaim:
+        replies = yield from execute_batch(unclaim)
+        raise_first_error(replies)
     return deleted
 
 
 def _archive(
     ctx: StoreContext, scope: Scope, items: list[MemoryItem], run_time: datetime
-) -> Operation[None]:
-    commands = []
+) -> dict[str, tuple[str, str]]:
+    """The history entry of each fact: its list key and its record."""
+    records: dict[str, tuple[str, str]] = {}
     for item in items:
         record = {
             "id": item.id, "subject": item.subject, "statement": item.content,
             "date": item.date, "superseded_at": run_time.isoformat(),
         }  # fmt: skip
-        commands.append(
-            command("RPUSH", history_key(ctx, scope, item.subject or ""), json.dumps(record))
-        )
-    replies = yield from execute_batch(commands)
-    raise_first_error(replies)
+        records[item.id] = (history_key(ctx, scope, item.subject or ""), json.dumps(record))
+    return records
 
 
 def fact_history(ctx: StoreContext, subject: str, scope: Scope) -> Operation[list[dict[str, Any]]]:
