@@ -54,6 +54,7 @@ from agent_memory.embedders import HashingEmbedder
 from agent_memory.errors import EmbedderError, InvalidInputError, StoreClosedError
 from agent_memory.integrations import _memory_tools
 from agent_memory.integrations.crewai import AgentMemoryStorage, CrewAIEmbedder, memory_tools
+from agent_memory.integrations.crewai import ops as crewai_ops
 from agent_memory.integrations.crewai.layout import Binding, memory_id
 from agent_memory.integrations.crewai.tools import BlockingToolCalls
 from tests.conftest import MISSING_KINDS, _Servers
@@ -631,27 +632,63 @@ def _count_calls(store: Any, methods: tuple[str, ...]) -> dict[str, int]:
 
 
 def test_a_delete_by_ids_or_filter_is_one_read_and_one_delete(store: SyncMemoryStore) -> None:
-    """Deleting 25 records by id is one ``get_many`` and one ``forget_many`` (not a get
-    and a forget per record); a filtered delete one ``list`` page and one
-    ``forget_many``. The ids of another storage on the same store stay untouched."""
+    """Deleting 25 records by id is one ``get_many`` and one ``_forget_judged`` (not a
+    get and a forget per record); a filtered delete one ``list`` page and one
+    ``_forget_judged``. The ids of another storage on the same store stay untouched."""
     ours = AgentMemoryStorage(store, scope=Scope(namespace="acme", agent_id="crew"))
     other = AgentMemoryStorage(store, scope=Scope(namespace="acme", agent_id="other"))
     records = [rec(f"r{i}", metadata={"k": i % 2}) for i in range(50)]
     ours.save(records)
     other.save([rec("r0"), rec("r1")])
-    calls = _count_calls(store, ("get", "get_many", "forget", "forget_many", "list"))
+    calls = _count_calls(store, ("get", "get_many", "forget", "_forget_judged", "list"))
     assert ours.delete(record_ids=[f"r{i}" for i in range(25)] + ["missing"]) == 25
-    assert calls == {"get": 0, "get_many": 1, "forget": 0, "forget_many": 1, "list": 0}
+    assert calls == {"get": 0, "get_many": 1, "forget": 0, "_forget_judged": 1, "list": 0}
     assert ours.count() == 25 and other.count() == 2
     assert other.get_record("r0") is not None and other.get_record("r1") is not None
     calls.update(dict.fromkeys(calls, 0))
     assert ours.delete(metadata_filter={"k": 1}) == 13  # r25, r27, ..., r49
-    assert calls == {"get": 0, "get_many": 0, "forget": 0, "forget_many": 1, "list": 1}
+    assert calls == {"get": 0, "get_many": 0, "forget": 0, "_forget_judged": 1, "list": 1}
     assert sorted(int(r.id[1:]) for r in ours.list_records()) == list(range(26, 50, 2))
     calls.update(dict.fromkeys(calls, 0))
     assert ours.delete(record_ids=["r1", "r3"], categories=["none"]) == 0  # nothing matches
-    assert calls == {"get": 0, "get_many": 1, "forget": 0, "forget_many": 0, "list": 0}
+    assert calls == {"get": 0, "get_many": 1, "forget": 0, "_forget_judged": 0, "list": 0}
     assert other.count() == 2
+
+
+@pytest.mark.parametrize("by_ids", [False, True])
+def test_a_filtered_delete_keeps_a_record_another_client_updated_after_the_read(
+    target: Target, by_ids: bool
+) -> None:
+    """The delete is stepped by hand: once it has read the records, another client
+    updates one so that it no longer passes the filter. That record is kept and not
+    counted; the other matching one goes (before, both were deleted and counted)."""
+    scope, name = Scope(namespace="acme", agent_id="crew"), _name()
+    ours, theirs = target.store(name), target.store(name)
+    try:
+        AgentMemoryStorage(ours, scope=scope).save(
+            [rec("a", metadata={"status": "stale"}), rec("b", metadata={"status": "stale"})]
+        )
+        other = AgentMemoryStorage(theirs, scope=scope)
+        plan = crewai_ops.delete(
+            Binding(scope), None, None, ["a", "b"] if by_ids else None, None, {"status": "stale"}
+        )
+        reads, deleted, call = 0, None, next(plan)
+        while deleted is None:
+            if call.method in ("list", "get_many"):
+                reads += 1
+            elif reads and not other.get_record("a").metadata.get("revived"):
+                other.update(rec("a", metadata={"status": "active", "revived": True}))
+            try:
+                call = plan.send(getattr(ours, call.method)(*call.args, **call.kwargs))
+            except StopIteration as done:
+                deleted = done.value
+        storage = AgentMemoryStorage(ours, scope=scope)
+        assert reads == 1 and deleted == 1
+        assert storage.get_record("a").metadata == {"status": "active", "revived": True}
+        assert storage.get_record("b") is None
+    finally:
+        ours.client.close()
+        theirs.client.close()
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ file, then run ``python scripts/unasync.py``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import builtins
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.backends.context import StoreContext
@@ -24,7 +25,7 @@ from agent_memory.schema.types import (
 )
 from agent_memory.store.arguments import memory_inputs
 from agent_memory.store.ops.expiry import expire_many
-from agent_memory.store.ops.forget import forget, forget_many, forget_matching
+from agent_memory.store.ops.forget import forget, forget_judged, forget_many, forget_matching
 from agent_memory.store.ops.read import get, get_many, list_items
 from agent_memory.store.ops.recall import make_request, recall_by_vector, recall_text
 from agent_memory.store.ops.update import update
@@ -278,6 +279,20 @@ class MemoryMethods:
                 was deleted.
         """
         return await self._run(forget_many(self._ctx, ids), "forget_many")
+
+    async def _forget_judged(
+        self, ids: Iterable[str], choose: Callable[[builtins.list[MemoryItem]], Any]
+    ) -> int:
+        """For adapters that filter in Python before deleting: delete those of ``ids``
+        that ``choose`` picks among them as read now, each only while what it was judged
+        on is unchanged (:func:`~agent_memory.store.ops.forget.forget_judged`); returns
+        how many were deleted.
+
+        Raises:
+            InvalidInputError: malformed ids, or a ``choose`` that is not callable or
+                returns anything but ids of the items it was given.
+        """
+        return await self._run(forget_judged(self._ctx, ids, choose), "forget_judged")
 
     async def forget_by_scope(self, scope: Scope, tags: Sequence[str] | None = None) -> int:
         """Delete every memory of a scope (all its sessions unless ``scope.session_id``

@@ -3,11 +3,12 @@ late step must not undo of the other's."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 
-from agent_memory import MemoryInput, Scope, SyncMemoryStore
+from agent_memory import InvalidInputError, MemoryInput, MemoryItem, Scope, SyncMemoryStore
 from agent_memory.backends.inprocess import InProcessClient
 from agent_memory.core.effects import Command, call
 from agent_memory.store.ops import forget as forget_module
@@ -129,3 +130,37 @@ async def test_a_forget_between_a_batch_write_and_its_term_statistics_takes_them
         assert await _stats(store) == _expected(kept)
     finally:
         other.client.close()
+
+
+async def test_a_judged_forget_keeps_a_memory_changed_after_the_judgement(env: StoreEnv) -> None:
+    """``_forget_judged`` (an adapter's delete filtered in Python): another client
+    changes one chosen memory while ``choose`` runs, after the read it judges. That
+    memory is kept and not counted; the unchanged one goes. A bad ``choose`` deletes
+    nothing and is named."""
+    name = f"t{uuid.uuid4().hex[:12]}"
+    store, other = env.make(name=name), env.make(name=name)
+    scope = Scope(namespace="j")
+    stale = [await store.remember(f"stale {i}", scope=scope, tags=["stale"]) for i in range(2)]
+    for bad in (lambda items: "x", lambda items: ["not-given"], None):
+        with pytest.raises(InvalidInputError) as refused:
+            await store._forget_judged(stale, bad)
+        assert refused.value.field == "choose"
+    seen: list[str] = []
+
+    def sync_choose(items: list[MemoryItem]) -> list[str]:
+        seen.extend(i.id for i in items)
+        other.wrapped.update(stale[0], tags=["revived"])
+        return [i.id for i in items if "stale" in i.tags]
+
+    async def async_choose(items: list[MemoryItem]) -> list[str]:
+        seen.extend(i.id for i in items)
+        await other.update(stale[0], tags=["revived"])
+        return [i.id for i in items if "stale" in i.tags]
+
+    choose = sync_choose if env.cfg.mode == "sync" else async_choose
+    assert await store._forget_judged([*stale, "gone"], choose) == 1
+    assert sorted(seen) == sorted(stale)
+    assert await store.get(stale[1]) is None
+    kept = await store.get(stale[0])
+    assert kept is not None and kept.tags == ("revived",)
+    assert (await store.stats()).counters.get("forgets") == 1

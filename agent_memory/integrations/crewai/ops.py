@@ -19,7 +19,9 @@ scope tags (:mod:`.layout`), so nothing outside the binding is read, found or de
   child scopes, categories and filtered deletes read every record under the prefix
   (``list`` pages of :data:`PAGE`); a delete by ids reads its records with one
   ``get_many`` instead. A filtered delete then removes the matching records with one
-  ``forget_many``.
+  ``_forget_judged``, which reads them again and deletes each only while it still
+  passes the filters and holds what it was judged on (a record another client updates
+  meanwhile is deleted only if it still matches, and only then counted).
 """
 
 from __future__ import annotations
@@ -399,16 +401,27 @@ def delete(
         candidates = yield from _owned(binding, [i for i in items if i is not None])
     else:
         candidates = yield from _scan(binding, prefix, include_suppressed=True)
-    doomed = [
-        stored.memory_id
-        for stored in candidates
-        if matches(
+
+    def passes(stored: Stored) -> bool:
+        return matches(
             stored, prefix=prefix, categories=wanted, older_than=cutoff, metadata_filter=meta
         )
-    ]
+
+    doomed = [stored.memory_id for stored in candidates if passes(stored)]
     if not doomed:
         return 0
-    deleted = yield StoreCall("forget_many", (doomed,))
+
+    def choose(items: list[MemoryItem]) -> list[str]:
+        # Judged again on the records as they are deleted: one another client changed
+        # since the read above (an update) is deleted only if it still passes.
+        chosen = []
+        for item in items:
+            stored = stored_record(binding, item)
+            if not isinstance(stored, str) and passes(stored):
+                chosen.append(item.id)
+        return chosen
+
+    deleted = yield StoreCall("_forget_judged", (doomed, choose))
     return int(deleted)
 
 

@@ -183,10 +183,11 @@ class AgentMemoryStorage:
         """Delete the records at or below ``scope_prefix`` that pass every other given
         filter (any of ``categories``, one of ``record_ids``, created before
         ``older_than``, every ``metadata_filter`` pair; an empty list is no filter);
-        returns how many. Without filters: one ``forget_by_scope``; with ``record_ids``:
-        one ``get_many`` and one ``forget_many``; otherwise the records under the prefix
-        are read (``list`` pages of 10,000) and the matching ones deleted in one
-        ``forget_many``.
+        returns how many were deleted. Without filters: one ``forget_by_scope``; with
+        ``record_ids``: one ``get_many``; otherwise the records under the prefix are read
+        (``list`` pages of 10,000). The matching ones are then read again and each is
+        deleted only while it still passes the filters and is unchanged since that read:
+        one another client updated meanwhile is deleted only if it still matches.
 
         Raises:
             InvalidInputError: a bad prefix, list, datetime or filter.

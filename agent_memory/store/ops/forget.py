@@ -10,28 +10,36 @@ counters, the ``forgets`` counter and the term statistics).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
-from agent_memory.core.effects import Command, Operation, command, execute_batch
+from agent_memory.core.effects import Command, Operation, call, command, execute_batch
 from agent_memory.core.replies import lenient_text, optional_text, raise_first_error
-from agent_memory.errors import AgentMemoryError, WrongTypeError
+from agent_memory.errors import AgentMemoryError, InvalidInputError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.lexical import adjust_args, stats_delta
+from agent_memory.schema.types import MemoryItem
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.read import exact_index, is_wrong_type, matching_ids
+from agent_memory.store.ops.read import exact_index, fetch_items, is_wrong_type, matching_ids
 from agent_memory.store.ops.settle import execute_writes, settle_each_primary
 from agent_memory.store.validation import check_id, check_ids
 
 logger = logging.getLogger("agent_memory.store")
 
 _CHUNK = 1000
+# What a judgement of a memory (:func:`forget_judged`) can rest on: every field of a
+# MemoryItem but those reads change (usage, reinforcement, utility, expiry).
+JUDGED_FIELDS = (
+    L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_TAGS, L.F_TAGS_RAW, L.F_SOURCE, L.F_SUBJECT,
+    L.F_DATE, L.F_METADATA, L.F_LABELS_RAW, L.F_NAMESPACE, L.F_AGENT, L.F_THREAD,
+    L.F_SESSION, L.F_SCOPE_RAW,
+)  # fmt: skip
 # What a deleted memory's bookkeeping needs, in the order DELETE_MEMORY returns them.
 _DELETED_FIELDS = (L.F_CONTENT, L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_SESSION)
 
@@ -302,6 +310,48 @@ def forget_many(ctx: StoreContext, ids: Iterable[str]) -> Operation[int]:
     yield from ensure_ready(ctx)
     deleted = yield from delete_ids(ctx, checked)
     return deleted
+
+
+def forget_judged(
+    ctx: StoreContext, ids: Iterable[str], choose: Callable[[list[MemoryItem]], Any]
+) -> Operation[int]:
+    """Delete those of the memories ``ids`` that ``choose`` picks, judged on what is
+    read here: each chunk of 1000 is read (missing and expired ones are left out),
+    ``choose`` gets the items and returns the ids to delete among them, and each is
+    deleted only while its :data:`JUDGED_FIELDS` still hold what was read (another
+    client's change in between keeps it). Returns how many were deleted here.
+
+    For a caller that filters memories in Python before deleting them (an adapter's
+    delete by metadata): a filter passed on an earlier read is passed again, on the
+    memory as it is deleted.
+
+    Raises:
+        InvalidInputError: malformed ``ids``, a ``choose`` that is not callable or that
+            returns anything but ids of the items it was given; nothing more is deleted.
+    """
+    checked = list(dict.fromkeys(check_ids(ids)))
+    if not callable(choose):
+        raise InvalidInputError("choose must be callable", field="choose")
+    yield from ensure_ready(ctx)
+    total = 0
+    for start in range(0, len(checked), _CHUNK):
+        fetched = yield from fetch_items(ctx, checked[start : start + _CHUNK])
+        read = {m: (fields, item) for m, fields, item in fetched if item is not None}
+        if not read:
+            continue
+        picked = yield from call(choose, [item for _, item in read.values()], what="choose")
+        if isinstance(picked, (str, bytes)) or not isinstance(picked, Iterable):
+            raise InvalidInputError("choose must return the ids to delete", field="choose")
+        chosen = list(dict.fromkeys(picked))
+        if any(not isinstance(m, str) or m not in read for m in chosen):
+            raise InvalidInputError(
+                "choose must return ids of the memories it was given", field="choose"
+            )
+        deleted = yield from delete_checked(
+            ctx, [(m, unchanged_delete(ctx, m, read[m][0], JUDGED_FIELDS)) for m in chosen]
+        )
+        total += len(deleted)
+    return total
 
 
 def forget_matching(ctx: StoreContext, flt: MemoryFilter) -> Operation[int]:
