@@ -103,6 +103,12 @@ class SyncUpkeepMethods:
         are those in the selection's scope with its tags (``older_than_seconds`` and
         ``max_importance`` choose sources only); every run ends by keeping the newest
         live fact of each subject, which repairs what racing or interrupted runs left.
+        A fact another client changes during the run (what it was judged on) is kept,
+        and not reported in ``deleted``. A fact the store would refuse (too long) is
+        refused as ``extract_facts``'s, by its position.
+
+        Every run that ends without error counts once in the ``consolidations`` counter,
+        in both modes, whether or not it found anything to do.
 
         New memories are written before old ones are deleted, under deterministic ids,
         so re-running after a crash converges to the same state; ``max_items_per_scope``

@@ -565,6 +565,28 @@ async def test_facts_mode_keeps_a_fact_another_writer_changed_during_the_run(
     assert (await store.stats()).counters.get("forgets") is None
 
 
+async def test_a_fact_too_long_to_store_is_refused_as_extract_facts_and_every_run_counts(
+    env: StoreEnv,
+) -> None:
+    """A statement over ``max_content_bytes`` is refused naming ``extract_facts`` and the
+    fact's position (before: field ``content``), nothing written. Every facts run counts
+    in ``consolidations``, one with nothing new included, as summary runs do (before,
+    only runs with new sources counted)."""
+    store = env.make()
+    scope = Scope(agent_id="long")
+    await store.remember("City: lives in Paris", scope=scope)
+    huge = [Fact("job", "ok"), Fact("city", "x" * 40_000)]
+    with pytest.raises(InvalidInputError) as refused:
+        await store.consolidate(mode="facts", scope=scope, extract_facts=lambda items: huge)
+    assert refused.value.field == "extract_facts" and "fact 1" in str(refused.value)
+    assert await _live_facts(store, scope) == []
+    await store.consolidate(mode="facts", scope=scope, extract_facts=Extractor())
+    idle = await store.consolidate(mode="facts", scope=scope, extract_facts=Extractor())
+    assert idle.callback_calls == 0
+    await store.consolidate(mode="summary", tags=["none"], summarize=lambda items: "x")
+    assert (await store.stats()).counters.get("consolidations") == 3
+
+
 async def test_dedupe_refreshes_instead_of_copying(env: StoreEnv) -> None:
     clock = Clock()
     embed = TableEmbedder()

@@ -361,8 +361,9 @@ def consolidate_facts(
     if created:
         durability = "session" if scope.session_id else "shared"
         yield from _evict_sparing(ctx, [(scope, durability)], spared=created)
-    if fresh:
-        yield from _count_run(ctx, "facts", len(unmatched))
+    # Every run counts, with or without new sources (it still repairs duplicates), as
+    # every summary-mode run does.
+    yield from _count_run(ctx, "facts", len(unmatched))
     return ConsolidationResult(
         "facts", tuple(created), tuple(deleted), tuple(written), tuple(unmatched),
         skipped=skipped, callback_calls=1 if fresh else 0,
@@ -410,19 +411,24 @@ def _reconcile(
         fid = fact_memory_id(selection.digest(), key, fact.statement, when)
         if old is not None and old.id == fid:
             continue  # unchanged
-        writes.append(
-            MemoryInput(
-                content=fact_content(fact, when, dated=True),
-                importance=importance,
-                scope=scope,
-                tags=selection.tags,
-                source=FACT_SOURCE,
-                subject=fact.subject.strip(),
-                date=when.isoformat().replace("+00:00", "Z"),
-                durability="session" if scope.session_id else "shared",
-                id=fid,
-            )
+        write = MemoryInput(
+            content=fact_content(fact, when, dated=True),
+            importance=importance,
+            scope=scope,
+            tags=selection.tags,
+            source=FACT_SOURCE,
+            subject=fact.subject.strip(),
+            date=when.isoformat().replace("+00:00", "Z"),
+            durability="session" if scope.session_id else "shared",
+            id=fid,
         )
+        try:  # a fact the store refuses (too long) is the callback's, named by position
+            validate_input(write, ctx.settings.max_content_bytes, ctx.settings.label_policy)
+        except InvalidInputError as exc:
+            raise InvalidInputError(
+                f"fact {dated.order} is refused: {exc}", field="extract_facts"
+            ) from exc
+        writes.append(write)
         written.append(fact)
         if held is not None:
             superseded.append(held)
