@@ -332,3 +332,84 @@ def test_a_record_that_cannot_be_adopted_is_scanned_for_once(
         assert store.get("sound").content == "sound"
         assert (store._ctx.counters.get("foreign_skipped"), len(scans)) == (1, 2)
         assert not store.client.hexists(f"{name}:mem:bad1", "session")
+
+
+def _between_read_and_write(op: Any, action: Any) -> Any:
+    """``op`` with ``action()`` run right after its read of the foreign records (the
+    batch holding their ``HMGET``): another client's write lands in that round trip."""
+    from agent_memory.core.effects import Batch
+
+    reply: Any = None
+    done = False
+    try:
+        effect = op.send(None)
+        while True:
+            reply = yield effect
+            if not done and isinstance(effect, Batch):
+                names = [str(c.args[0]).upper() for c in effect.commands]
+                if names and names[0] == "HMGET" and "PTTL" in names:
+                    action()
+                    done = True
+            effect = op.send(reply)
+    except StopIteration as stop:
+        return stop.value
+
+
+@pytest.mark.parametrize("kind", ["valkey-search-1.2", "valkey-redisearch"])
+def test_an_update_between_the_read_and_the_rewrite_is_not_overwritten(
+    servers: _Servers, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Their library bumps ``access_count`` (or edits the text) after our read of the
+    record: the rewrite built from that read is not written; the record stays foreign,
+    with their update, and the next adoption takes it as it is then."""
+    from agent_memory.core.runner import run_sync
+    from agent_memory.store.ops.adopt import adopt_foreign
+
+    url = servers.get(kind).url
+    name = f"racing{uuid.uuid4().hex[:8]}"
+    with _store(url, name) as store, caplog.at_level("INFO", "agent_memory.store"):
+        store.remember("ours")
+        _write_foreign(store, "theirs", access_count="3")
+        _write_foreign(store, "quiet")
+        key = f"{name}:mem:theirs"
+
+        def their_update() -> None:
+            store.client.hset(key, mapping={"access_count": "4", "content": "edited"})
+
+        op = _between_read_and_write(adopt_foreign(store._ctx), their_update)
+        report = run_sync(op, store._executor)
+        assert (report.adopted, report.skipped) == (1, 1)  # "quiet" adopted, "theirs" left
+        assert store.client.hget(key, "access_count") == b"4"
+        assert store.client.hget(key, "content") == b"edited"
+        assert not store.client.hexists(key, "session")  # still theirs
+        assert store._ctx.counters.get("foreign_changed") == 1
+        assert "changed while it was adopted" in caplog.text
+        assert store.adopt_foreign().adopted == 1
+        adopted = store.get("theirs")
+        assert (adopted.content, adopted.access_count) == ("edited", 4)
+
+
+@pytest.mark.parametrize("kind", ["valkey-search-1.2", "valkey-redisearch"])
+def test_two_adopters_of_one_record_rewrite_it_once(servers: _Servers, kind: str) -> None:
+    """Two processes read the same foreign record; only the first rewrite is written
+    (the second finds it ours already) and only it is counted."""
+    from agent_memory.core.runner import run_sync
+    from agent_memory.store.ops.adopt import adopt_foreign
+
+    url = servers.get(kind).url
+    name = f"twice{uuid.uuid4().hex[:8]}"
+    with _store(url, name) as first, _store(url, name) as second:
+        first.remember("ours")
+        second.ensure_index()
+        _write_foreign(first, "theirs")
+        reports: list[Any] = []
+
+        def the_other_adopts() -> None:
+            reports.append(second.adopt_foreign())
+            second.update("theirs", importance=0.9)  # and goes on using it
+
+        op = _between_read_and_write(adopt_foreign(first._ctx), the_other_adopts)
+        report = run_sync(op, first._executor)
+        assert (reports[0].adopted, report.adopted, report.skipped) == (1, 0, 1)
+        assert first.get("theirs").importance == pytest.approx(0.9)
+        assert first.stats().items == 2

@@ -508,6 +508,21 @@ def _delete_if_unchanged(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     return _delete_memory(ks, keys, argv)
 
 
+def _adopt_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+    if not ks._alive(keys[0]):
+        return 0
+    h = ks.data[keys[0]]
+    count = int(_s(argv[0]))
+    if not isinstance(h, Hash):
+        return 0
+    for i in range(1, count + 1):
+        value = h.get(_s(argv[i]))
+        if (b"=" + _bytes(value) if value is not None else b"") != _bytes(argv[count + i]):
+            return 0
+    ks.delete(keys[0])
+    return _write_memory(ks, keys, argv[1 + 2 * count :])
+
+
 def _forget_empty_namespace(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if ks._alive(keys[0]):
         return 0
@@ -531,6 +546,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.DELETE_IF_UNCHANGED: _delete_if_unchanged,
     scripts.WRITE_WITH_TTL: _write_with_ttl,
     scripts.WRITE_MEMORY: _write_memory,
+    scripts.ADOPT_MEMORY: _adopt_memory,
     scripts.PUBLISH: _publish,
     scripts.HMGET_MANY: lambda ks, keys, argv: [_hmget_or_mark(ks, key, argv) for key in keys],
     scripts.RECALL_EFFECTS: _recall_effects,

@@ -239,6 +239,29 @@ usage reset, the namespace set or the ``remembers`` counter failed (another writ
 replaced that key by another type): the memory and its registrations are written either
 way, never half of them."""
 
+_ADOPT_GUARD = """
+local nguard = tonumber(ARGV[1])
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local held = redis.pcall('HMGET', KEYS[1], unpack(ARGV, 2, 1 + nguard))
+if held.err then return 0 end
+for i = 1, nguard do
+  local value = held[i]
+  if value then value = '=' .. value else value = '' end
+  if value ~= ARGV[1 + nguard + i] then return 0 end
+end
+redis.call('DEL', KEYS[1])
+local A = {unpack(ARGV, 2 + 2 * nguard)}
+"""
+
+ADOPT_MEMORY = ADD_STAT_LUA + _ADOPT_GUARD + WRITE_MEMORY[len(ADD_STAT_LUA) :].replace("ARGV", "A")
+"""The rewrite of a foreign record (one another library wrote) as a memory of ours,
+only while it still holds what the adoption read: :data:`WRITE_MEMORY` (same keys)
+after a guard. ARGV = [field count n, field..., expected..., then WRITE_MEMORY's ARGV];
+an expected value is ``=`` followed by the value read, or empty for a field that was
+absent (``session``: the record is still foreign). Returns 0 when the record is gone
+or changed since it was read (nothing written: it stays as it is), else what
+:data:`WRITE_MEMORY` returns (the foreign record replaced, never merged)."""
+
 REFRESH_DUPLICATE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local expires = redis.call('HGET', KEYS[1], 'expires_at')

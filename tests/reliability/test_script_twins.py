@@ -232,6 +232,26 @@ def write_memory(draw: Any) -> Scenario:
 
 
 @st.composite
+def adopt_memory(draw: Any) -> Scenario:
+    """A write of ``m1`` behind a guard that holds for what ``mem:m1`` holds, or not."""
+    sc = draw(write_memory())
+    if draw(st.booleans()):  # a foreign record: no session, maybe a string key instead
+        sc.hashes["mem:m1"] = {k: v for k, v in draw(MEMORY).items() if k != "session"}
+    if draw(st.booleans()):
+        sc.hashes.pop("mem:m1", None)
+        sc.strings["mem:m1"] = "not a hash"
+    held = sc.hashes.get("mem:m1", {})
+    names = draw(st.lists(st.sampled_from(["content", "session", "access_count"]), min_size=1,
+                          max_size=3, unique=True))  # fmt: skip
+    expected = [("=" + held[n]) if n in held else "" for n in names]
+    if draw(st.booleans()):  # changed since it was read
+        expected[0] = draw(st.sampled_from(["", "=a note", "=other"]))
+    sc.source = scripts.ADOPT_MEMORY
+    sc.argv = [str(len(names)), *names, *expected, *sc.argv]
+    return sc
+
+
+@st.composite
 def forget_empty_namespace(draw: Any) -> Scenario:
     registry = draw(st.sampled_from(["absent", "zset", "string"]))
     zsets = {"registry": {"m1": 5.0}} if registry == "zset" else {}
@@ -376,7 +396,7 @@ def many(draw: Any) -> Scenario:
 
 def test_every_script_has_a_scenario() -> None:
     covered = {
-        scripts.RECALL_EFFECTS, scripts.WRITE_MEMORY, scripts.TOUCH, scripts.UPDATE_IF_EXISTS,
+        scripts.RECALL_EFFECTS, scripts.WRITE_MEMORY, scripts.ADOPT_MEMORY, scripts.TOUCH, scripts.UPDATE_IF_EXISTS,
         scripts.UPDATE_TEXT, scripts.UNREGISTER, scripts.UNREGISTER_EXPIRED,
         scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
         scripts.DELETE_IF_UNCHANGED,
@@ -407,6 +427,12 @@ def test_recall_effects_twin(server: ServerInfo, sc: Scenario) -> None:
 @SETTINGS
 @given(write_memory())
 def test_write_memory_twin(server: ServerInfo, sc: Scenario) -> None:
+    _run_both(server, sc)
+
+
+@SETTINGS
+@given(adopt_memory())
+def test_adopt_memory_twin(server: ServerInfo, sc: Scenario) -> None:
     _run_both(server, sc)
 
 

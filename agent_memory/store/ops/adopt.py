@@ -59,6 +59,7 @@ from agent_memory.schema.encoding import encode_value
 from agent_memory.schema.records import blob_vector
 from agent_memory.search.parse import parse_index_info
 from agent_memory.store.ops.ensure import ensure_index
+from agent_memory.store.ops.forget import expected_value
 from agent_memory.store.ops.namespaces import registry_keys
 from agent_memory.store.ops.read import count_in, foreign_estimate
 from agent_memory.store.ops.transfer import FORMAT, import_records, parse_record
@@ -71,6 +72,7 @@ FOREIGN_FIELDS = (
     L.F_CONTENT, L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_ACCESS_COUNT, L.F_TAGS,
     L.F_THREAD, L.F_AGENT, L.F_NAMESPACE, L.F_SOURCE, L.F_SUBJECT, L.F_DATE,
 )  # fmt: skip
+GUARDED = (*FOREIGN_FIELDS, L.F_VECTOR, L.F_SESSION)  # what a rewrite checks is unchanged
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +81,9 @@ class AdoptionReport:
 
     Attributes:
         adopted: foreign memories now stored as ours (same ids).
-        skipped: foreign records left as they were (the log says why).
+        skipped: foreign records left as they were (the log says why): those that
+            cannot be adopted, and those changed (or adopted by another process)
+            between the read and the rewrite, which the next adoption takes.
         index_replaced: a foreign index was dropped (never its records) and ours created.
     """
 
@@ -171,6 +175,7 @@ def adopt_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[AdoptionReport
     assert ctx.dim is not None
     adopted: list[str] = []
     skipped: list[str] = []
+    changed = 0
     now = ctx.now_ms()
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
@@ -184,6 +189,7 @@ def adopt_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[AdoptionReport
             ]
         replies = yield from execute_batch(commands)
         records: list[dict[str, Any]] = []
+        guards: dict[str, list[Any]] = {}
         for i, memory_id in enumerate(chunk):
             values, blob, pttl = replies[3 * i : 3 * i + 3]
             try:
@@ -199,12 +205,25 @@ def adopt_ids(ctx: StoreContext, ids: Sequence[str]) -> Operation[AdoptionReport
                 skipped.append(memory_id)
                 continue
             records.append(record)
-        adopted += yield from import_records(ctx, records, reembed=False)
+            # Rewritten only while it holds what was read, and is still foreign.
+            guards[memory_id] = [
+                str(len(GUARDED)), *GUARDED,
+                *(expected_value(v) for v in (*values, blob)), expected_value(None),
+            ]  # fmt: skip
+        written = yield from import_records(ctx, records, reembed=False, guards=guards)
+        adopted += written
+        for memory_id in sorted(set(guards) - set(written)):
+            logger.info(
+                "foreign record %s of %s changed while it was adopted (or was adopted by "
+                "another process): left for the next adoption", memory_id, ctx.keys.name,
+            )  # fmt: skip
+            ctx.count("foreign_changed")
+            changed += 1
     ctx.count("foreign_adopted", len(adopted))
     # What this pass left is what the next checks expect the index to hold beyond the
     # registries (one skipped before and deleted since is forgotten).
     ctx.foreign_skipped = set(skipped)
-    return AdoptionReport(len(adopted), len(skipped))
+    return AdoptionReport(len(adopted), len(skipped) + changed)
 
 
 def _left(ctx: StoreContext, memory_id: str, why: InvalidInputError) -> None:

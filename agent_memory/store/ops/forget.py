@@ -154,7 +154,7 @@ def unchanged_delete(
     """The deletion of a memory only while its fields ``names`` still hold what
     ``fields`` read (raw replies, ``None`` for absent): a decision made on them (a
     summary, a retention, a rank) holds for what is deleted."""
-    expected = [_expected(fields.get(name)) for name in names]
+    expected = [expected_value(fields.get(name)) for name in names]
     return Command(
         (
             "EVAL", scripts.DELETE_IF_UNCHANGED, "1", ctx.keys.memory(memory_id),
@@ -163,7 +163,9 @@ def unchanged_delete(
     )  # fmt: skip
 
 
-def _expected(value: Any) -> bytes:
+def expected_value(value: Any) -> bytes:
+    """What a guarded script compares a field with: ``=`` and the value read (raw
+    reply), or empty for a field that was absent."""
     if value is None:
         return b""
     return b"=" + (value if isinstance(value, bytes) else str(value).encode("utf-8"))

@@ -361,10 +361,15 @@ def _named(records: Sequence[object], index: int, exc: InvalidInputError) -> Inv
 
 
 def import_records(
-    ctx: StoreContext, records: Sequence[object], *, reembed: bool
+    ctx: StoreContext,
+    records: Sequence[object],
+    *,
+    reembed: bool,
+    guards: Mapping[str, Sequence[Any]] | None = None,
 ) -> Operation[list[str]]:
     """Restore records (ids, timestamps, TTL remaining, scope...); every record is
-    validated before anything is written.
+    validated before anything is written. ``guards``: see :func:`write_memories`
+    (the ids they refused are not returned).
 
     Raises:
         InvalidInputError: a malformed record, a vector of the wrong dimension, or
@@ -415,5 +420,5 @@ def import_records(
             explicit_id=True,
         )  # fmt: skip
         memories.append((memory, v.ttl))
-    yield from write_memories(ctx, memories)
-    return [m.id for m, _ in memories]
+    refused = yield from write_memories(ctx, memories, guards=guards)
+    return [m.id for m, _ in memories if m.id not in refused]

@@ -114,11 +114,18 @@ def validate_input(
 
 
 def _write_script(
-    ctx: StoreContext, memory: NewMemory, ttl: float | None, *, with_terms: bool = True
+    ctx: StoreContext,
+    memory: NewMemory,
+    ttl: float | None,
+    *,
+    with_terms: bool = True,
+    guard: Sequence[Any] = (),
 ) -> Command:
     """One memory's write on a standalone server: one script stores the record, its TTL,
     its registrations and the bookkeeping, atomically (the term statistics too, unless
-    ``with_terms`` is off: a batch adds them up once, :func:`_terms_commands`)."""
+    ``with_terms`` is off: a batch adds them up once, :func:`_terms_commands`). With a
+    ``guard`` (field count, fields, expected values), only over a record that still
+    holds them (:data:`~agent_memory.schema.scripts.ADOPT_MEMORY`)."""
     ttl_ms = max(1, math.ceil(ttl * 1000)) if ttl is not None else 0
     expiry = str(memory.expires_at) if memory.expires_at is not None else "+inf"
     indexes = ctx.keys.member_indexes(
@@ -128,11 +135,12 @@ def _write_script(
     delta = stats_delta([memory.content], 1) if with_terms else {}
     return Command(
         (
-            "EVAL", scripts.WRITE_MEMORY, str(10 + len(indexes)),
+            "EVAL", scripts.ADOPT_MEMORY if guard else scripts.WRITE_MEMORY,
+            str(10 + len(indexes)),
             ctx.keys.memory(memory.id), ctx.keys.registry(ns),
             ctx.keys.scope_bucket(memory.bucket), ctx.keys.usage, ctx.keys.stats,
             ctx.keys.term_stats(ns), ctx.keys.registry_version(ns), ctx.keys.epoch(ns),
-            ctx.keys.sequence, ctx.keys.namespaces, *indexes,
+            ctx.keys.sequence, ctx.keys.namespaces, *indexes, *guard,
             str(ttl_ms), memory.id, expiry, str(memory.created_at),
             "1" if memory.explicit_id else "0", fresh_token(), str(len(delta)), ns,
             *(x for name, amount in delta.items() for x in (name, str(amount))),
@@ -400,28 +408,42 @@ def last_per_id(
 
 
 def write_memories(
-    ctx: StoreContext, memories: Sequence[tuple[NewMemory, float | None]], *, evict: bool = True
-) -> Operation[None]:
+    ctx: StoreContext,
+    memories: Sequence[tuple[NewMemory, float | None]],
+    *,
+    evict: bool = True,
+    guards: Mapping[str, Sequence[Any]] | None = None,
+) -> Operation[set[str]]:
     """Write ``memories`` in pipelined chunks (several under one caller-chosen id: only
-    the last is written, :func:`last_per_id`), then enforce the scope caps."""
+    the last is written, :func:`last_per_id`), then enforce the scope caps. ``guards``
+    (by id: field count, fields, expected values; standalone servers) write those
+    memories only over a record that still holds what was read (an adoption), in
+    place of the deletion of the memory replaced; returns the ids a guard refused."""
+    guards = guards or {}
+    refused: set[str] = set()
     written = last_per_id(memories)
     cap = ctx.config.max_items_per_scope if evict else None
     buckets: dict[str, tuple[str, list[str]]] = {}
     for start in range(0, len(written), _WRITE_CHUNK):
         chunk: Sequence[tuple[NewMemory, float | None]] = written[start : start + _WRITE_CHUNK]
-        chosen = [memory.id for memory, _ in chunk if memory.explicit_id]
+        guarded = not ctx.settings.cluster and any(m.id in guards for m, _ in chunk)
+        chosen = [m.id for m, _ in chunk if m.explicit_id and (not guarded or m.id not in guards)]
         if chosen:
             # A caller-chosen id replaces whatever memory holds it, entirely: written
             # over, the old one's registrations in its scope (possibly another), its
             # other fields, its TTL and its terms in the statistics would stay.
             yield from clear_for_replacement(ctx, chosen)
-        terms_apart = ctx.settings.cluster or len(chunk) > 1  # added up once per batch
+        # added up once per batch (in each script when a guard may refuse the write)
+        terms_apart = ctx.settings.cluster or (len(chunk) > 1 and not guarded)
         if ctx.settings.cluster:
             chunk = yield from _registered_and_numbered(ctx, chunk)
             commands = [c for memory, ttl in chunk for c in _cluster_record(ctx, memory, ttl)]
         else:
             commands = [
-                _write_script(ctx, memory, ttl, with_terms=not terms_apart) for memory, ttl in chunk
+                _write_script(
+                    ctx, memory, ttl, with_terms=not terms_apart, guard=guards.get(memory.id, ())
+                )
+                for memory, ttl in chunk
             ]
         new = [memory for memory, _ in chunk]
         terms = _terms_commands(ctx, new) if terms_apart else []
@@ -435,9 +457,15 @@ def write_memories(
         raise_first_error(replies)
         if not ctx.settings.cluster:
             _report_bookkeeping(ctx, replies[len(terms) : len(terms) + len(chunk)])
+            refused |= {
+                m.id for (m, _), reply in zip(chunk, replies[len(terms) :], strict=False)
+                if m.id in guards and reply == 0
+            }  # fmt: skip
         if waits:
             check_replicated(ctx, replies[-1], f"a write of {len(chunk)} memories")
         for memory, _ in chunk:
+            if memory.id in refused:
+                continue
             buckets[memory.bucket] = (
                 memory.namespace_token,
                 ctx.keys.member_indexes(
@@ -447,3 +475,4 @@ def write_memories(
     if cap is not None:
         for bucket, (ns, indexes) in buckets.items():
             yield from evict_over_capacity(ctx, ns, bucket, cap, indexes)
+    return refused
