@@ -413,3 +413,23 @@ def test_two_adopters_of_one_record_rewrite_it_once(servers: _Servers, kind: str
         assert (reports[0].adopted, report.adopted, report.skipped) == (1, 0, 1)
         assert first.get("theirs").importance == pytest.approx(0.9)
         assert first.stats().items == 2
+
+
+def test_what_the_peer_writes_into_our_default_namespace_is_adopted_there(
+    servers: _Servers,
+) -> None:
+    """Their library sees our default namespace as ``_d`` and may write there: such a
+    record joins our default namespace (its field stays ``_d``), it is not left foreign
+    for the underscore."""
+    url = servers.get("valkey-redisearch").url
+    name = f"defaultns{uuid.uuid4().hex[:8]}"
+    with _store(url, name) as store:
+        store.remember("ours")
+        ids = _peer(url, name, "write", json.dumps([["written by the peer", {"namespace": "_d"}]]))
+        report = store.adopt_foreign()
+        assert (report.adopted, report.skipped) == (1, 0)
+        adopted = store.get(ids["written by the peer"])
+        assert adopted.scope == Scope()
+        assert _recall(store, "written by the peer")[0] == "written by the peer"
+        theirs = json.dumps({"namespace": "_d"})
+        assert "written by the peer" in _peer(url, name, "recall", "written by the peer", theirs)

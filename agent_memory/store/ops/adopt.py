@@ -18,8 +18,8 @@ their field           our memory
 ====================  =======================================================
 
 The fields they read keep their meaning, so their library goes on finding the memory. An
-unscoped record joins the default namespace (their library then shows ``namespace`` as
-``_d``).
+unscoped record, or one of their namespace ``_d`` (our default namespace, as their library
+sees it), joins the default namespace (their library then shows ``namespace`` as ``_d``).
 
 A record that cannot be adopted is left untouched, logged and counted as
 ``foreign_skipped`` (once per process; the periodic check then counts it as known and
@@ -55,7 +55,7 @@ from agent_memory.errors import (
     ReplyParseError,
 )
 from agent_memory.schema import layout as L
-from agent_memory.schema.encoding import encode_value
+from agent_memory.schema.encoding import DEFAULT_NAMESPACE_TOKEN, encode_value
 from agent_memory.schema.records import blob_vector
 from agent_memory.search.parse import parse_index_info
 from agent_memory.store.ops.ensure import ensure_index
@@ -130,6 +130,10 @@ def foreign_record(
     # the whole chunk, every sound record with it.
     unit_vector(vector, dim)
     created = _number(fields, L.F_CREATED)
+    if fields[L.F_NAMESPACE] == DEFAULT_NAMESPACE_TOKEN:
+        # Our default namespace as their library sees it (and writes to it): its field
+        # stays ``_d``, the value our writes give it.
+        fields[L.F_NAMESPACE] = None
     tags = [t for t in (fields[L.F_TAGS] or "").split(L.TAG_SEPARATOR) if t]
     for name, value in ((L.F_NAMESPACE, fields[L.F_NAMESPACE]), (L.F_AGENT, fields[L.F_AGENT]),
                         (L.F_THREAD, fields[L.F_THREAD]), *((L.F_TAGS, t) for t in tags)):  # fmt: skip
