@@ -32,12 +32,12 @@ NO_NAMESPACE_TOKEN = "_none"
 """A namespace token no memory has (reserved ``_`` token, not a digest): a search
 that must match nothing names it."""
 
-_MAX_PLAIN = 64
+MAX_PLAIN = 64
 
 
 def encode_value(value: str) -> str:
     """The TAG token for ``value`` (identity for short ASCII alphanumerics)."""
-    if len(value) <= _MAX_PLAIN and _PLAIN.fullmatch(value):
+    if len(value) <= MAX_PLAIN and _PLAIN.fullmatch(value):
         return value
     digest = hashlib.blake2b(value.encode("utf-8"), digest_size=20).digest()
     return "_h" + base64.b32encode(digest).decode("ascii").rstrip("=").lower()

@@ -39,6 +39,8 @@ def test_their_fields_map_to_our_record() -> None:
         ("abc", _values(namespace="acme-corp"), BLOB, "namespace 'acme-corp' is not plain"),
         ("abc", _values(threadId="t_1"), BLOB, "threadId 't_1' is not plain"),
         ("abc", _values(tags="ok,dark-mode"), BLOB, "tags 'dark-mode' is not plain"),
+        # plain, but longer than a value indexed as it is: the message says so
+        ("abc", _values(agentId="a" * 65), BLOB, "agentId 'a{20}.* is over 64 characters"),
         ("abc", _values(content=None), BLOB, "no content"),
         ("abc", _values(), None, "no vector"),
         ("abc", _values(), BLOB[:8], "8 bytes"),

@@ -25,7 +25,8 @@ A record that cannot be adopted is left untouched, logged and counted as
 ``foreign_skipped`` (once per process; the periodic check then counts it as known and
 does not scan for it again): a vector of another size, of zero length or with NaN, a timestamp,
 count or importance that is not a finite number, text over the store's limit, a bad id,
-or a namespace, agent, thread or tag that is not plain ASCII letters and digits. We index
+or a namespace, agent, thread or tag that is not plain ASCII letters and digits
+(at most 64 of them). We index
 such values as tokens (the valkey-search 1.0 dialect cannot escape them); rewriting them
 would hide the memory from the queries of the library that wrote it.
 """
@@ -55,7 +56,7 @@ from agent_memory.errors import (
     ReplyParseError,
 )
 from agent_memory.schema import layout as L
-from agent_memory.schema.encoding import DEFAULT_NAMESPACE_TOKEN, encode_value
+from agent_memory.schema.encoding import DEFAULT_NAMESPACE_TOKEN, MAX_PLAIN, encode_value
 from agent_memory.schema.records import blob_vector
 from agent_memory.search.parse import parse_index_info
 from agent_memory.store.ops.ensure import ensure_index
@@ -63,7 +64,7 @@ from agent_memory.store.ops.forget import expected_value
 from agent_memory.store.ops.namespaces import registry_keys
 from agent_memory.store.ops.read import count_in, foreign_estimate
 from agent_memory.store.ops.transfer import FORMAT, import_records, parse_record
-from agent_memory.store.validation import check_id, unit_vector
+from agent_memory.store.validation import check_id, shown, unit_vector
 
 logger = logging.getLogger("agent_memory.store")
 
@@ -138,9 +139,11 @@ def foreign_record(
     for name, value in ((L.F_NAMESPACE, fields[L.F_NAMESPACE]), (L.F_AGENT, fields[L.F_AGENT]),
                         (L.F_THREAD, fields[L.F_THREAD]), *((L.F_TAGS, t) for t in tags)):  # fmt: skip
         if value is not None and encode_value(value) != value:
+            plain = value.isascii() and value.isalnum()
+            why = f"is over {MAX_PLAIN} characters" if plain else "is not plain letters and digits"
             raise InvalidInputError(
-                f"its {name} {value!r} is not plain letters and digits: indexed as a token, "
-                "it would no longer match the queries of the library that wrote it",
+                f"its {name} {shown(value)} {why}: indexed as a token, it would no longer "
+                "match the queries of the library that wrote it",
                 field=name,
             )
     return {
