@@ -263,3 +263,40 @@ async def test_the_mirrors_of_many_namespaces_are_bounded(plain_server: ServerIn
         assert len(await store.recall("where is the cat", scope=Scope(namespace="user0"))) == 1
     finally:
         await client.aclose()
+
+
+async def test_a_damaged_change_token_does_not_fail_recalls(
+    plain_server: ServerInfo, caplog: Any
+) -> None:
+    """A change token another writer replaced by another type or by bytes that are not
+    UTF-8 is logged and counted; the recall answers from a mirror refreshed then (never
+    from one the damaged token could vouch for), and a later write repairs the token."""
+    name = f"mirror{uuid.uuid4().hex[:8]}"
+    client = valkey.asyncio.Valkey.from_url(plain_server.url)
+    store = MemoryStore(client, name, _embedder(), default_threshold=1.5)
+    other = MemoryStore(client, name, _embedder(), default_threshold=1.5)
+    scope = Scope(namespace="ns")
+    try:
+        await store.remember("the cat sleeps on the sofa", scope=scope)
+        assert len(await store.recall("where is the cat", scope=scope)) == 1
+        for kind in ("epoch", "regver"):
+            key = f"{name}:__mem_{kind}:ns"
+            for damage in ("list", b"\xff\xfe"):
+                await client.delete(key)
+                if damage == "list":
+                    await client.rpush(key, "x")
+                else:
+                    await client.set(key, damage)
+                before = store._ctx.counters.get("corrupt_records", 0)
+                hits = await store.recall("where is the cat", scope=scope)
+                assert [h.item.content for h in hits] == ["the cat sleeps on the sofa"]
+                assert store._ctx.counters.get("corrupt_records", 0) == before + 1
+                assert "token of namespace" in caplog.text
+            await client.delete(key)
+        await client.rpush(f"{name}:__mem_regver:ns", "x")
+        await other.remember("the cat sleeps in the garden", scope=scope)  # repairs it
+        hits = await store.recall("where is the cat", scope=scope)
+        assert len(hits) == 2
+        assert await client.type(f"{name}:__mem_regver:ns") == b"string"
+    finally:
+        await client.aclose()

@@ -57,7 +57,6 @@ from agent_memory.core.effects import (
 from agent_memory.core.replies import (
     lenient_text,
     optional_text,
-    raise_first_error,
     raw_bytes,
     text,
 )
@@ -65,6 +64,7 @@ from agent_memory.errors import AgentMemoryError, ReplyParseError, WrongTypeErro
 from agent_memory.schema import layout as L
 from agent_memory.schema.lexical import LEX_DIM, VECTOR_FORM
 from agent_memory.schema.records import blob_vector
+from agent_memory.schema.versions import fresh_token
 
 _MIRROR_FIELDS = (L.F_VECTOR, L.F_LEX, *L.FILTER_FIELDS)
 _FETCH_CHUNK = 2000
@@ -163,17 +163,19 @@ class PortableBackend:
         return held
 
     def _still_current(
-        self, namespaces: Sequence[str], held: dict[str, Snapshot], counters: Sequence[Any]
+        self,
+        namespaces: Sequence[str],
+        held: dict[str, Snapshot],
+        tokens: Sequence[tuple[str, str]],
     ) -> bool:
         """Whether the tokens just read are those of the snapshots a search used."""
-        raise_first_error(counters)
-        for i, ns in enumerate(namespaces):
+        for ns, (epoch, version) in zip(namespaces, tokens, strict=True):
             mirror = self._mirrors.get(ns)
             if (
                 mirror is None
                 or mirror.snapshot is not held[ns]
-                or mirror.epoch != (optional_text(counters[2 * i]) or "")
-                or mirror.version != (optional_text(counters[2 * i + 1]) or "")
+                or mirror.epoch != epoch
+                or mirror.version != version
             ):
                 return False
         return True
@@ -182,22 +184,20 @@ class PortableBackend:
         self,
         ctx: StoreContext,
         namespaces: Sequence[str],
-        counters: Sequence[Any] | None = None,
+        tokens: Sequence[tuple[str, str]] | None = None,
     ) -> Operation[dict[str, Snapshot]]:
         """Bring each namespace's mirror up to date; returns their snapshots.
 
         One round trip reads the namespace's membership version and vector epoch (unless
-        ``counters`` holds them, just read); the id list is re-read only when membership
+        ``tokens`` holds them, just read: :func:`_tokens`); the id list is re-read only when membership
         changed, and vectors only for ids not seen before (or all of them after the
         epoch moved).
         """
-        if counters is None:
+        if tokens is None:
             counters = yield from execute_batch(self._token_reads(ctx, namespaces))
-        raise_first_error(counters)
+            tokens = _tokens(ctx, namespaces, counters)
         snapshots: dict[str, Snapshot] = {}
-        for i, ns in enumerate(namespaces):
-            epoch = optional_text(counters[2 * i]) or ""
-            version = optional_text(counters[2 * i + 1]) or ""
+        for ns, (epoch, version) in zip(namespaces, tokens, strict=True):
             mirror = self._mirror(ns)
             if mirror.epoch != epoch:
                 mirror.snapshot = None
@@ -309,20 +309,20 @@ class PortableBackend:
         """
         namespaces = sorted({q.filter.namespace for q in queries})
         held = self._held(namespaces)
-        counters: Sequence[Any] | None = None
+        tokens: list[tuple[str, str]] | None = None
         if held is not None:
-            tokens = self._token_reads(ctx, namespaces)
+            token_reads = self._token_reads(ctx, namespaces)
             picked = yield from self._pick(ctx, held, queries)
             reads, wanted, names = self._reads(ctx, queries, picked)
-            replies = yield from execute_batch([*tokens, *reads, *extra])
-            counters = replies[: len(tokens)]
-            if self._still_current(namespaces, held, counters):
-                fetched = replies[len(tokens) :]
+            replies = yield from execute_batch([*token_reads, *reads, *extra])
+            tokens = _tokens(ctx, namespaces, replies[: len(token_reads)])
+            if self._still_current(namespaces, held, tokens):
+                fetched = replies[len(token_reads) :]
                 outcome = yield from self._outcome(
                     ctx, held, queries, picked, wanted, names, fetched, len(reads)
                 )
                 return outcome
-        snapshots = yield from self._sync(ctx, namespaces, counters)
+        snapshots = yield from self._sync(ctx, namespaces, tokens)
         picked = yield from self._pick(ctx, snapshots, queries)
         reads, wanted, names = self._reads(ctx, queries, picked)
         fetched = yield from execute_batch([*reads, *extra])
@@ -429,6 +429,36 @@ class PortableBackend:
                 mirror.snapshot = marked[ns]
                 mirror.skipped = mirror.skipped | {snap.ids[row] for row in rows}
         return marked
+
+
+def _tokens(
+    ctx: StoreContext, namespaces: Sequence[str], counters: Sequence[Any]
+) -> list[tuple[str, str]]:
+    """Each namespace's (epoch, membership version) from the replies of
+    :meth:`PortableBackend._token_reads` (``""``: never written). A token another writer
+    damaged (its key holds another type, or a value that is not UTF-8) is logged and
+    counted (``corrupt_records``) and reads as a fresh token no mirror holds: the mirror
+    of that namespace is refreshed on each recall until a write replaces it, instead of
+    every recall failing (any other error is raised)."""
+    for reply in counters:
+        if isinstance(reply, AgentMemoryError) and not isinstance(reply, WrongTypeError):
+            raise reply
+    out: list[str] = []
+    for i, reply in enumerate(counters):
+        try:
+            if isinstance(reply, AgentMemoryError):
+                raise reply
+            out.append(optional_text(reply) or "")
+        except (WrongTypeError, ReplyParseError) as exc:
+            key = ("epoch", "membership version")[i % 2]
+            logger.warning(
+                "store %s: the %s token of namespace %s is damaged (%s); its mirror is "
+                "refreshed on each recall until a write replaces it",
+                ctx.keys.name, key, namespaces[i // 2], exc,
+            )  # fmt: skip
+            ctx.count("corrupt_records")
+            out.append(fresh_token())
+    return [(out[2 * i], out[2 * i + 1]) for i in range(len(namespaces))]
 
 
 def _parsed_fields(
