@@ -264,13 +264,59 @@ def _sorted(z: dict[str, float]) -> list[str]:
     return [m for m, _ in sorted(z.items(), key=lambda kv: (kv[1], kv[0]))]
 
 
-def _zrangebyscore(ks: Keyspace, a: list[Any]) -> list[str]:
-    z = ks.get(_s(a[0]), SortedSet) or {}
-    low, high = _bound(a[1]), _bound(a[2])
-    members = [m for m in _sorted(z) if _in_range(z[m], low, high)]
-    if any(_s(x).upper() == "WITHSCORES" for x in a[3:]):
+def _range_options(a: list[Any]) -> tuple[set[str], tuple[int, int] | None]:
+    """The flags (``WITHSCORES``, ``BYSCORE``, ``REV``, ...) and ``LIMIT offset count``
+    of a range command's trailing arguments."""
+    flags: set[str] = set()
+    limit: tuple[int, int] | None = None
+    i = 0
+    while i < len(a):
+        word = _s(a[i]).upper()
+        if word == "LIMIT":
+            if i + 2 >= len(a):
+                raise ServerResponseError("ERR syntax error", command="ZRANGE")
+            limit = (_int64(a[i + 1]), _int64(a[i + 2]))
+            i += 3
+            continue
+        if word not in {"WITHSCORES", "BYSCORE", "REV"}:
+            raise ServerResponseError(
+                f"ERR syntax error (the in-process keyspace has no {word!r})", command="ZRANGE"
+            )
+        flags.add(word)
+        i += 1
+    return flags, limit
+
+
+def _by_score(
+    z: dict[str, float], low: Any, high: Any, *, rev: bool, limit: tuple[int, int] | None
+) -> list[str]:
+    """The members scored from ``low`` to ``high`` (both ends as the server reads them),
+    ascending (``rev``: descending, ties by member in reverse), then ``LIMIT``: a
+    negative offset selects nothing, a negative count everything from the offset."""
+    lo, hi = _bound(low), _bound(high)
+    members = [m for m in _sorted(z) if _in_range(z[m], lo, hi)]
+    if rev:
+        members.reverse()
+    if limit is not None:
+        offset, count = limit
+        if offset < 0:
+            return []
+        members = members[offset:] if count < 0 else members[offset : offset + count]
+    return members
+
+
+def _scored(z: dict[str, float], members: list[str], flags: set[str]) -> list[str]:
+    if "WITHSCORES" in flags:
         return [x for m in members for x in (m, _format_score(z[m]))]
     return members
+
+
+def _zrangebyscore(ks: Keyspace, a: list[Any]) -> list[str]:
+    z = ks.get(_s(a[0]), SortedSet) or {}
+    flags, limit = _range_options(a[3:])
+    if flags - {"WITHSCORES"}:
+        raise ServerResponseError("ERR syntax error", command="ZRANGEBYSCORE")
+    return _scored(z, _by_score(z, a[1], a[2], rev=False, limit=limit), flags)
 
 
 def _format_score(score: float) -> str:
@@ -290,14 +336,22 @@ def _zcount(ks: Keyspace, a: list[Any]) -> int:
 
 def _zrange(ks: Keyspace, a: list[Any]) -> list[str]:
     z = ks.get(_s(a[0]), SortedSet) or {}
+    flags, limit = _range_options(a[3:])
+    if "BYSCORE" in flags:  # REV: the range is given from its high end
+        low, high = (a[2], a[1]) if "REV" in flags else (a[1], a[2])
+        return _scored(z, _by_score(z, low, high, rev="REV" in flags, limit=limit), flags)
+    if limit is not None:
+        raise ServerResponseError(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+            command="ZRANGE",
+        )
     members = _sorted(z)
-    start, stop = int(_s(a[1])), int(_s(a[2]))
+    if "REV" in flags:
+        members.reverse()
+    start, stop = _int64(a[1]), _int64(a[2])
     stop = len(members) + stop if stop < 0 else stop
     start = max(0, len(members) + start if start < 0 else start)
-    members = members[start : stop + 1]
-    if any(_s(x).upper() == "WITHSCORES" for x in a[3:]):
-        return [x for m in members for x in (m, _format_score(z[m]))]
-    return members
+    return _scored(z, members[start : stop + 1], flags)
 
 
 def _zrevrange(ks: Keyspace, a: list[Any]) -> list[str]:

@@ -1,0 +1,70 @@
+"""The in-process keyspace answers the plain commands as a real Valkey does: the same
+reply, or a refusal where the server refuses (a user's unit test trusts its answers)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import valkey
+
+from agent_memory.backends.inprocess import InProcessClient, Keyspace
+from tests.conftest import ServerInfo
+
+
+def _outcome(run: Any, *args: object) -> object:
+    try:
+        return ("ok", run(*args))
+    except Exception:  # noqa: BLE001 - whether it fails is compared, not how
+        return ("error", None)
+
+
+@pytest.fixture
+def both(plain_server: ServerInfo) -> Iterator[tuple[Any, Any, str]]:
+    """A real client and an in-process one (replies decoded alike), and a key prefix."""
+    client = valkey.Valkey.from_url(plain_server.url, decode_responses=True)
+    prefix = f"cmd{uuid.uuid4().hex[:10]}:"
+    try:
+        yield client.execute_command, InProcessClient(Keyspace()).execute_command, prefix
+    finally:
+        keys = list(client.scan_iter(match=f"{prefix}*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
+
+
+def _compare(
+    both: tuple[Any, Any, str], setup: list[tuple[Any, ...]], probes: list[tuple[Any, ...]]
+) -> None:
+    real, twin, prefix = both
+    outcomes = []
+    for run in (real, twin):
+        for args in setup:
+            run(args[0], prefix + args[1], *args[2:])
+        outcomes.append([_outcome(run, p[0], prefix + p[1], *p[2:]) for p in probes])
+    for probe, got, want in zip(probes, outcomes[1], outcomes[0], strict=True):
+        assert got == want, probe
+
+
+RANGE_PROBES = [
+    ("ZRANGEBYSCORE", "z", "-inf", "+inf", "LIMIT", "1", "2"),
+    ("ZRANGEBYSCORE", "z", "(0", "+inf", "LIMIT", "0", "-1"),
+    ("ZRANGEBYSCORE", "z", "-inf", "+inf", "LIMIT", "-1", "2"),
+    ("ZRANGEBYSCORE", "z", "-inf", "+inf", "LIMIT", "1"),
+    ("ZRANGE", "z", "(0", "+inf", "BYSCORE", "LIMIT", "1", "2"),
+    ("ZRANGE", "z", "(0", "-inf", "BYSCORE", "REV", "LIMIT", "0", "1"),
+    ("ZRANGE", "z", "+inf", "-inf", "BYSCORE", "REV"),
+    ("ZRANGE", "z", "-inf", "+inf", "BYSCORE", "REV"),
+    ("ZRANGE", "z", "0", "-1", "REV"),
+    ("ZRANGE", "z", "0", "1", "LIMIT", "0", "1"),
+    ("ZRANGE", "z", "0", "-1"),
+]
+
+
+def test_score_ranges_and_their_limit_as_on_the_server(both: tuple[Any, Any, str]) -> None:
+    """``LIMIT`` of ZRANGEBYSCORE, and ZRANGE's BYSCORE / REV / LIMIT (sent by the
+    LlamaIndex DB chat store), select what the server selects."""
+    setup = [("ZADD", "z", "1", "a", "2", "b", "-1", "c", "3", "d", "2", "e")]
+    _compare(both, setup, RANGE_PROBES)
