@@ -68,3 +68,10 @@ def test_score_ranges_and_their_limit_as_on_the_server(both: tuple[Any, Any, str
     LlamaIndex DB chat store), select what the server selects."""
     setup = [("ZADD", "z", "1", "a", "2", "b", "-1", "c", "3", "d", "2", "e")]
     _compare(both, setup, RANGE_PROBES)
+
+
+def test_an_expired_key_stays_gone(both: tuple[Any, Any, str]) -> None:
+    """PERSIST of a key whose TTL ran out (an EXPIRE of 0 or less) finds no key, as on
+    the server: it does not bring the key back."""
+    setup = [("SET", "k", "v"), ("PEXPIRE", "k", "-10"), ("SET", "j", "v"), ("EXPIRE", "j", "0")]
+    _compare(both, setup, [("PERSIST", "k"), ("EXISTS", "k"), ("GET", "k"), ("TTL", "j")])

@@ -461,7 +461,9 @@ COMMANDS: dict[str, Callable[[Keyspace, list[Any]], Any]] = {
     "PEXPIRE": _expire(0.001),
     "TTL": _ttl(1.0),
     "PTTL": _ttl(1000.0),
-    "PERSIST": lambda ks, a: int(ks.expires.pop(_s(a[0]), None) is not None),
+    "PERSIST": lambda ks, a: int(
+        ks._alive(_s(a[0])) and ks.expires.pop(_s(a[0]), None) is not None
+    ),
     "ZADD": _zadd,
     "ZREM": _zrem,
     "ZRANGE": _zrange,
