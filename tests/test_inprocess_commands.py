@@ -75,3 +75,21 @@ def test_an_expired_key_stays_gone(both: tuple[Any, Any, str]) -> None:
     the server: it does not bring the key back."""
     setup = [("SET", "k", "v"), ("PEXPIRE", "k", "-10"), ("SET", "j", "v"), ("EXPIRE", "j", "0")]
     _compare(both, setup, [("PERSIST", "k"), ("EXISTS", "k"), ("GET", "k"), ("TTL", "j")])
+
+
+def test_values_the_server_refuses_are_refused_and_write_nothing(
+    both: tuple[Any, Any, str],
+) -> None:
+    """A NaN score, a SET with a TTL of 0 or less, and an HSET with a field but no value
+    are refused as by the server, and leave no key behind."""
+    probes = [
+        ("ZADD", "z", "nan", "m"),
+        ("ZRANGEBYSCORE", "z", "nan", "+inf"),
+        ("EXISTS", "z"),
+        ("SET", "k", "v", "EX", "0"),
+        ("SET", "k", "v", "PX", "-5"),
+        ("EXISTS", "k"),
+        ("HSET", "h", "f"),
+        ("EXISTS", "h"),
+    ]
+    _compare(both, [], probes)

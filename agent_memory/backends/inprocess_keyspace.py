@@ -33,7 +33,10 @@ def _score(arg: Any) -> float:
         return math.inf
     if text == "-inf":
         return -math.inf
-    return float(text)
+    value = float(text)
+    if math.isnan(value):
+        raise ValueError("not a valid float")  # the server refuses a NaN score or bound
+    return value
 
 
 def _bound(arg: Any) -> tuple[float, bool]:
@@ -111,6 +114,10 @@ class Keyspace:
 
 
 def _hash_set(ks: Keyspace, a: list[Any]) -> int:
+    if len(a) < 3 or len(a) % 2 == 0:  # refused before anything is written
+        raise ServerResponseError(
+            "ERR wrong number of arguments for 'hset' command", command="HSET"
+        )
     h = ks.create(_s(a[0]), Hash)
     added = 0
     for i in range(1, len(a), 2):
@@ -176,14 +183,20 @@ def _hdel(ks: Keyspace, a: list[Any]) -> int:
 
 def _set(ks: Keyspace, a: list[Any]) -> Any:
     key, value, options = _s(a[0]), a[1], [_s(x).upper() for x in a[2:]]
+    deadline = None
+    for unit, scale in (("EX", 1.0), ("PX", 0.001)):
+        if unit in options:
+            amount = _int64(a[2 + options.index(unit) + 1])
+            if amount <= 0:  # refused before anything is written, as by the server
+                raise ServerResponseError("ERR invalid expire time in 'set' command", command="SET")
+            deadline = ks.clock() + amount * scale
     exists = ks._alive(key)
     if ("NX" in options and exists) or ("XX" in options and not exists):
         return None
     ks.data[key] = value
     ks.expires.pop(key, None)
-    for unit, scale in (("EX", 1.0), ("PX", 0.001)):
-        if unit in options:
-            ks.expires[key] = ks.clock() + float(_s(a[2 + options.index(unit) + 1])) * scale
+    if deadline is not None:
+        ks.expires[key] = deadline
     return True
 
 
@@ -239,12 +252,12 @@ def _zadd(ks: Keyspace, a: list[Any]) -> int:
     flags = set()
     while rest and _s(rest[0]).upper() in {"NX", "XX", "CH", "GT", "LT"}:
         flags.add(_s(rest.pop(0)).upper())
+    pairs = [(_s(rest[i + 1]), _score(rest[i])) for i in range(0, len(rest), 2)]  # before any write
     z = ks.get(key, SortedSet) if "XX" in flags else ks.create(key, SortedSet)
     if z is None:
         return 0
     added = 0
-    for i in range(0, len(rest), 2):
-        member, score = _s(rest[i + 1]), _score(rest[i])
+    for member, score in pairs:
         if ("NX" in flags and member in z) or ("XX" in flags and member not in z):
             continue
         added += member not in z
