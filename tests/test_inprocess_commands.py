@@ -93,3 +93,34 @@ def test_values_the_server_refuses_are_refused_and_write_nothing(
         ("EXISTS", "h"),
     ]
     _compare(both, [], probes)
+
+
+def test_zadd_and_expire_options_as_on_the_server(both: tuple[Any, Any, str]) -> None:
+    """ZADD's GT / LT / CH and EXPIRE's NX / XX / GT / LT change what the server changes
+    (they were ignored: every score and expiry was written), and combinations the server
+    refuses are refused."""
+    setup = [("ZADD", "z", "5", "a", "5", "b"), ("SET", "t", "v"), ("SET", "p", "v"),
+             ("EXPIRE", "t", "100")]  # fmt: skip
+    probes = [
+        ("ZADD", "z", "GT", "CH", "3", "a", "7", "b", "1", "c"),
+        ("ZADD", "z", "LT", "4", "a", "9", "b"),
+        ("ZADD", "z", "XX", "CH", "5", "a", "2", "d"),
+        ("ZADD", "z", "NX", "GT", "1", "a"),
+        ("ZADD", "z", "NX", "XX", "1", "a"),
+        ("ZADD", "z", "GT", "LT", "1", "a"),
+        ("ZRANGE", "z", "0", "-1"),  # scores by range: their text differs (1.0 / 1)
+        *(("ZRANGEBYSCORE", "z", score, score) for score in ("1", "2", "3", "4", "5", "7")),
+        ("EXPIRE", "t", "50", "GT"),
+        ("EXPIRE", "t", "500", "GT"),
+        ("EXPIRE", "p", "500", "GT"),
+        ("EXPIRE", "p", "500", "XX"),
+        ("EXPIRE", "p", "500", "LT"),
+        ("EXPIRE", "p", "900", "NX"),
+        ("EXPIRE", "t", "50", "NX"),
+        ("EXPIRE", "t", "50", "NX", "GT"),
+        ("EXPIRE", "t", "50", "GT", "LT"),
+        ("EXPIRE", "t", "50", "SOON"),
+        ("TTL", "t"),
+        ("TTL", "p"),
+    ]
+    _compare(both, setup, probes)

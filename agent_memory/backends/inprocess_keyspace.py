@@ -230,10 +230,41 @@ def _expire(scale: float) -> Callable[[Keyspace, list[Any]], int]:
         now_ms = int(ks.clock() * 1000)
         if not _INT64[0] <= ms <= _INT64[1] or ms > _INT64[1] - now_ms:
             raise ValueError("invalid expire time")  # as the server refuses it
-        ks.expires[key] = ks.clock() + ms / 1000
+        deadline = ks.clock() + ms / 1000
+        if not _expiry_allowed(_expire_options(a[2:]), ks.expires.get(key), deadline):
+            return 0
+        ks.expires[key] = deadline
         return 1
 
     return handler
+
+
+def _expire_options(args: list[Any]) -> set[str]:
+    """EXPIRE's NX / XX / GT / LT, refused as the server refuses them together."""
+    options = {_s(arg).upper() for arg in args}
+    if options - {"NX", "XX", "GT", "LT"}:
+        raise ServerResponseError(f"ERR Unsupported option {_s(args[0])}")
+    if "NX" in options and options & {"XX", "GT", "LT"}:
+        raise ServerResponseError(
+            "ERR NX and XX, GT or LT options at the same time are not compatible"
+        )
+    if {"GT", "LT"} <= options:
+        raise ServerResponseError("ERR GT and LT options at the same time are not compatible")
+    return options
+
+
+def _expiry_allowed(options: set[str], current: float | None, new: float) -> bool:
+    """Whether EXPIRE's options let ``new`` replace ``current`` (``None``: no expiry,
+    which GT and LT take as infinite)."""
+    if "NX" in options:
+        return current is None
+    if "XX" in options and current is None:
+        return False
+    if "GT" in options:
+        return current is not None and new > current
+    if "LT" in options:
+        return current is None or new < current
+    return True
 
 
 def _ttl(scale: float) -> Callable[[Keyspace, list[Any]], int]:
@@ -250,19 +281,35 @@ def _ttl(scale: float) -> Callable[[Keyspace, list[Any]], int]:
 def _zadd(ks: Keyspace, a: list[Any]) -> int:
     key, rest = _s(a[0]), list(a[1:])
     flags = set()
-    while rest and _s(rest[0]).upper() in {"NX", "XX", "CH", "GT", "LT"}:
+    while rest and _s(rest[0]).upper() in {"NX", "XX", "CH", "GT", "LT", "INCR"}:
         flags.add(_s(rest.pop(0)).upper())
+    if "INCR" in flags:
+        raise ServerResponseError("ERR ZADD INCR is not supported by the in-process client")
+    if {"NX", "XX"} <= flags:
+        raise ServerResponseError("ERR XX and NX options at the same time are not compatible")
+    if ("NX" in flags and flags & {"GT", "LT"}) or {"GT", "LT"} <= flags:
+        raise ServerResponseError(
+            "ERR GT, LT, and/or NX options at the same time are not compatible"
+        )
     pairs = [(_s(rest[i + 1]), _score(rest[i])) for i in range(0, len(rest), 2)]  # before any write
     z = ks.get(key, SortedSet) if "XX" in flags else ks.create(key, SortedSet)
     if z is None:
         return 0
-    added = 0
+    added = changed = 0
     for member, score in pairs:
-        if ("NX" in flags and member in z) or ("XX" in flags and member not in z):
+        old = z.get(member)
+        if ("NX" in flags and old is not None) or ("XX" in flags and old is None):
             continue
-        added += member not in z
+        if old is not None and (
+            ("GT" in flags and score <= old) or ("LT" in flags and score >= old)
+        ):
+            continue
+        added += old is None
+        changed += old is not None and old != score
         z[member] = score
-    return added
+    if not z:
+        ks.delete(key)
+    return added + changed if "CH" in flags else added
 
 
 def _zrem(ks: Keyspace, a: list[Any]) -> int:
