@@ -23,7 +23,7 @@ T = TypeVar("T")
 #: The store methods an operation may call.
 METHODS = frozenset(
     {"ensure_index", "import_records", "recall_by_vector", "list", "get", "get_many",
-     "forget_many", "forget_by_scope", "report_corrupt_record", "_forget_judged"}
+     "forget_by_scope", "report_corrupt_record", "_forget_judged"}
 )  # fmt: skip
 #: The store methods among them that are not coroutines on the asyncio store.
 _BLOCKING_ON_BOTH = frozenset({"report_corrupt_record"})
