@@ -620,6 +620,45 @@ def test_a_batch_is_one_store_call_per_step(url: str) -> None:
         assert sync.calls["expire_many"] == 0
 
 
+class ReadCountingStore(SyncMemoryStore):
+    """A real store that counts the memories its listings returned."""
+
+    listed = 0
+
+    def list(self, *args: Any, **kwargs: Any) -> Any:
+        page = super().list(*args, **kwargs)
+        self.listed += len(page.items)
+        return page
+
+
+def test_a_filtered_search_reads_the_listing_only_as_far_as_its_page(url: str) -> None:
+    sync = ReadCountingStore.from_url(
+        url, name=f"lg_{uuid.uuid4().hex[:8]}", embed=HashingEmbedder()
+    )
+    with sync:
+        lg = AgentMemoryStore(sync, index_fields=())
+        ns, count = ("docs",), 1200
+        for start in range(0, count, 600):
+            lg.batch(
+                [PutOp(ns, f"k{i}", {"i": i, "odd": i % 2}) for i in range(start, start + 600)]
+            )
+        everything = lg.search(ns, limit=count, refresh_ttl=False)  # newest first
+        odd = [item.key for item in everything if item.value["odd"]]
+
+        sync.listed = 0
+        page = lg.search(ns, filter={"odd": 1}, limit=10, offset=5, refresh_ttl=False)
+        assert [item.key for item in page] == odd[5:15]
+        assert sync.listed <= 100  # was the whole prefix, 1,200
+
+        # a match only at the end of the listing is still found, as is a page past it
+        sync.listed = 0
+        (oldest,) = lg.search(ns, filter={"i": 0}, refresh_ttl=False)
+        assert oldest.key == "k0" and sync.listed == count
+        assert lg.search(ns, filter={"odd": 1}, offset=len(odd), refresh_ttl=False) == []
+        tail = lg.search(ns, filter={"odd": 1}, limit=50, offset=len(odd) - 20, refresh_ttl=False)
+        assert [item.key for item in tail] == odd[-20:]
+
+
 def test_ttl_refresh_on_read_rewrites_the_expiry(store: AgentMemoryStore) -> None:
     ns = ("ttl",)
     sync = store.sync_store

@@ -59,6 +59,10 @@ MAX_SEMANTIC_CANDIDATES = 1000
 #: Most items one store ``list`` call returns: longer listings take several calls
 #: (each call ranks the whole prefix: few large calls cost less than many small ones).
 _LIST_CHUNK = 10_000
+#: Items the first call of a filtered listing reads, per item wanted: reading the whole
+#: prefix to fill a page of ten is most of a filtered search's cost at 10k items.
+_FILTERED_READ_AHEAD = 4
+_FILTERED_FIRST_CALL = 100
 
 # An operation plan yields (method name, args, kwargs) of store calls and receives each
 # call's result: one body serves the sync and the async runner.
@@ -325,6 +329,35 @@ class OperationPlans:
             if len(page.items) < _LIST_CHUNK or len(items) >= page.total:
                 return items
 
+    def _filtered(
+        self,
+        tags: list[str],
+        flt: Mapping[str, Any] | None,
+        wanted: int,
+        skip: frozenset[str] = frozenset(),
+    ) -> Generator[Call, Any, list[MemoryItem]]:
+        """Readable items of the listing that pass ``flt``, newest first, not in
+        ``skip``: at least ``wanted`` when there are, read in calls that start small and
+        double up to :data:`_LIST_CHUNK` (a page found early reads a fraction of the
+        prefix; a rare match costs a few more calls than one read of everything)."""
+        found: list[MemoryItem] = []
+        seen: set[str] = set(skip)
+        size = min(_LIST_CHUNK, max(_FILTERED_FIRST_CALL, _FILTERED_READ_AHEAD * wanted))
+        start = 0
+        while True:
+            page = yield from _call("list", self._scope, tags=tags, limit=size, offset=start)
+            start += len(page.items)
+            for memory in page.items:
+                # a write between two calls moves the offsets: an item read twice counts once
+                if memory.id in seen:
+                    continue
+                seen.add(memory.id)
+                if self._item(memory) is not None and matches_filter(self._value(memory), flt):
+                    found.append(memory)
+            if len(found) >= wanted or len(page.items) < size or start >= page.total:
+                return found
+            size = min(_LIST_CHUNK, size * 2)
+
     def _search(self, op: SearchOp) -> Plan[list[SearchItem]]:
         prefix = tuple(op.namespace_prefix)
         limit, offset = op.limit, op.offset  # checked ints >= 0 (check_op)
@@ -337,8 +370,8 @@ class OperationPlans:
             scored = yield from self._semantic(op.query, tags, flt, offset + limit)
             matched.extend(scored)
         elif flt:
-            everything = yield from self._list_all(tags)
-            matched.extend((m, None) for m in everything if matches_filter(self._value(m), flt))
+            passing = yield from self._filtered(tags, flt, offset + limit)
+            matched.extend((m, None) for m in passing)
         else:
             page = yield from self._listed_page(tags, limit, offset)
             matched.extend(page)
@@ -388,13 +421,13 @@ class OperationPlans:
         matched: list[tuple[MemoryItem, float | None]] = list(scored)
         if len(matched) >= wanted:
             return matched
+        missing = wanted - len(matched)
         if capped:
-            ranked = {memory.id for memory, _ in scored}
-            everything = yield from self._list_all(tags)
-            rest = [m for m in everything if m.id not in ranked]
+            ranked = frozenset(memory.id for memory, _ in scored)
+            rest = yield from self._filtered(tags, flt, missing, skip=ranked)
         else:
-            rest = yield from self._list_all([*tags, NOINDEX_TAG])
-        matched.extend((m, None) for m in rest if matches_filter(self._value(m), flt))
+            rest = yield from self._filtered([*tags, NOINDEX_TAG], flt, missing)
+        matched.extend((m, None) for m in rest)
         return matched
 
     def _nearest(
