@@ -42,6 +42,8 @@ JUDGED_FIELDS = (
 )  # fmt: skip
 # What a deleted memory's bookkeeping needs, in the order DELETE_MEMORY returns them.
 _DELETED_FIELDS = (L.F_CONTENT, L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_SESSION)
+# What lists a memory (:func:`relist_stored_again`), in the order it reads them.
+_LISTED_BY = (L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_SESSION, L.F_EXPIRES, L.F_CREATED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +89,8 @@ def bookkeeping(
     one script that first checks each was not stored again since its deletion (an
     import, a caller-chosen id): that write registered it itself, atomically, and its
     registrations must stay. A cluster keeps the registrations in other slots than the
-    memory, so there they are removed as they are.
+    memory, so there they are removed as they are, and :func:`relist_stored_again`
+    lists again, a round trip later, those whose record exists by then.
     """
     if not deleted:
         return []
@@ -138,6 +141,63 @@ def unregister_command(ctx: StoreContext, ids: Sequence[str], sets: Sequence[str
             str(len(sets)), L.USAGE_EXPOSURES, L.USAGE_ACCESSES, *ids,
         )
     )  # fmt: skip
+
+
+def relist_stored_again(ctx: StoreContext, ids: Sequence[str]) -> Operation[int]:
+    """On a cluster, list again those of ``ids`` (just unlisted) whose record exists
+    (one pipelined round trip reading them, one more writing the listings of those
+    found); returns how many. Nothing on a standalone server, whose unlisting checks
+    each record in the same script.
+
+    The listings live in other slots than the record, so a deletion's bookkeeping
+    removes them unchecked a round trip after the record; a memory another client
+    stored again under the id in between (an import, a caller-chosen id) registered
+    itself before its record and would stay stored but unlisted (``list``, ``stats``,
+    ``forget_by_scope`` go by the listings). Re-listed from what its record holds: the
+    namespace registry and agent / thread indexes scored by its expiry, its scope
+    bucket by its creation. Left open without cross-slot atomicity: a write whose
+    registrations land before the unlisting and whose record lands after this read.
+    A record this library did not write (no ``session``) was never listed: it stays so.
+    """
+    if not ctx.settings.cluster or not ids:
+        return 0
+    relisted = 0
+    for start in range(0, len(ids), _CHUNK):
+        chunk = list(ids[start : start + _CHUNK])
+        replies = yield from execute_batch(
+            [command("HMGET", ctx.keys.memory(m), *_LISTED_BY) for m in chunk]
+        )
+        commands: list[Command] = []
+        namespaces: set[str] = set()
+        for memory_id, reply in zip(chunk, replies, strict=True):
+            if is_wrong_type(reply):
+                continue  # not a hash: no memory of ours to list
+            if isinstance(reply, AgentMemoryError):
+                raise reply
+            ns, agent, thread, session, expires, created = (lenient_text(v) for v in reply)
+            if ns is None or session is None:
+                continue  # gone (or never ours)
+            expiry = expires if expires is not None and _is_integer(expires) else "+inf"
+            sets = ctx.keys.expiry_sets(ns, agent, thread)
+            commands += [command("ZADD", key, expiry, memory_id) for key in sets]
+            bucket = ctx.keys.scope_bucket(L.bucket_digest(ns, agent or "", thread or "", session))
+            since = created if created is not None and _is_integer(created) else "0"
+            commands.append(command("ZADD", bucket, since, memory_id))
+            namespaces.add(ns)
+            relisted += 1
+        if commands:
+            commands += [bump(ctx.keys.registry_version(ns)) for ns in sorted(namespaces)]
+            done = yield from execute_batch(commands)
+            raise_unless_wrong_type(ctx, commands, done)
+    return relisted
+
+
+def _is_integer(value: str) -> bool:
+    try:
+        int(value)
+    except ValueError:
+        return False
+    return True
 
 
 def delete_memories(ctx: StoreContext, ids: Sequence[str]) -> Operation[list[Deleted]]:
@@ -198,6 +258,7 @@ def delete_checked(
             raise_unless_wrong_type(ctx, commands, done)
             if waits:
                 check_replicated(ctx, done[-1], f"a deletion of {len(deleted)} memories")
+            yield from relist_stored_again(ctx, [d.id for d in deleted])
         out.extend(d.id for d in deleted)
     return out
 
@@ -229,6 +290,9 @@ def delete_ids(
         raise_unless_wrong_type(ctx, commands, done)
         if waits:
             check_replicated(ctx, done[-1], f"a deletion of {len(deleted)} memories")
+        yield from relist_stored_again(
+            ctx, chunk if listed_in is not None else [d.id for d in deleted]
+        )
         total += len(deleted)
     return total
 

@@ -39,6 +39,7 @@ from agent_memory.store.ops.ensure import ensure_ready
 from agent_memory.store.ops.forget import (
     delete_checked,
     raise_unless_wrong_type,
+    relist_stored_again,
     unchanged_delete,
     unregister_command,
 )
@@ -253,10 +254,9 @@ def _unlist_expired(ctx: StoreContext, namespace_token: str, ids: list[str]) -> 
 
     A standalone server checks each record in the script that removes it. A cluster
     keeps the sets in other slots than the records: there ``ids`` were checked gone
-    before their registry entries were removed (:func:`_unregister_expired`), so a
-    memory stored again under an expired id in between loses these listings (as a
-    cluster ``forget`` removes its listings unchecked); the registry, which readers go
-    by, keeps it."""
+    before their registry entries were removed (:func:`_unregister_expired`), and the
+    ones whose record exists again after the removal (stored again under an expired id
+    meanwhile) are listed again (:func:`relist_stored_again`)."""
     sets = yield from listing_sets(ctx, namespace_token)
     for start in range(0, len(ids), _UNLIST_CHUNK):
         chunk = ids[start : start + _UNLIST_CHUNK]
@@ -268,6 +268,7 @@ def _unlist_expired(ctx: StoreContext, namespace_token: str, ids: list[str]) -> 
             commands = [unregister_command(ctx, chunk, sets)]
         done = yield from execute_batch(commands)
         raise_unless_wrong_type(ctx, commands, done)
+        yield from relist_stored_again(ctx, chunk)
 
 
 def _unregister_expired(
