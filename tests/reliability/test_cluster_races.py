@@ -110,3 +110,68 @@ async def test_a_memory_stored_again_during_a_cluster_prune_stays_listed(
         assert await store.forget_by_scope(Scope(agent_id="a")) == 1
     finally:
         other.client.close()
+
+
+def _write_foreign(client: Any, key: str, vector: list[float]) -> None:
+    """A record as the BetterDB library writes it (none of our fields)."""
+    import numpy as np
+
+    client.hset(
+        key,
+        mapping={
+            "content": "their note", "vector": np.asarray(vector, dtype="<f4").tobytes(),
+            "importance": "0.5", "created_at": "1700000000000",
+            "last_accessed_at": "1700000000000", "access_count": "0", "tags": "",
+        },
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("meanwhile", ["another_adopter", "their_update"])
+async def test_an_adoption_on_a_cluster_rewrites_only_what_it_read(
+    cluster_store: tuple[Any, Any, TableEmbedder],  # noqa: F811
+    meanwhile: str,
+) -> None:
+    """Between an adoption's read of a foreign record and its rewrite, another process
+    adopts it and goes on using it (an update), or their library updates it: the stale
+    rewrite must not replace it (on a standalone server the adoption script checks the
+    record; a cluster's write is several commands)."""
+    from agent_memory.core.runner import run_sync
+    from agent_memory.store.ops.adopt import adopt_ids
+    from tests.test_betterdb_adoption import _between_read_and_write
+
+    store, raw, embed = cluster_store
+    await store.ensure_index()
+    await store.remember("ours")
+    ctx = getattr(store, "_store", store)._ctx
+    first = _other_client(raw, ctx.keys.name, embed)
+    second = _other_client(raw, ctx.keys.name, embed)
+    key = ctx.keys.memory("theirs")
+    try:
+        first.ensure_index()
+        second.ensure_index()
+        _write_foreign(raw, key, embed("their note"))
+        raw.pexpire(key, 600_000)  # their TTL: kept by the rewrite
+
+        def the_other_adopts() -> None:
+            if meanwhile == "another_adopter":
+                assert run_sync(adopt_ids(second._ctx, ["theirs"]), second._executor).adopted == 1
+                second.update("theirs", importance=0.9)
+            else:
+                raw.hset(key, mapping={"access_count": "4", "content": "edited"})
+
+        op = _between_read_and_write(adopt_ids(first._ctx, ["theirs"]), the_other_adopts)
+        report = run_sync(op, first._executor)
+        assert (report.adopted, report.skipped) == (0, 1)
+        if meanwhile == "another_adopter":
+            item = first.get("theirs")
+            assert item is not None and item.importance == pytest.approx(0.9)
+            assert first.stats().items == 2
+        else:
+            assert raw.hget(key, "content") == "edited" and not raw.hexists(key, "session")
+            assert run_sync(adopt_ids(first._ctx, ["theirs"]), first._executor).adopted == 1
+            item = first.get("theirs")
+            assert item is not None and (item.content, item.access_count) == ("edited", 4)
+        assert 0 < raw.pttl(key) <= 600_000
+    finally:
+        first.client.close()
+        second.client.close()

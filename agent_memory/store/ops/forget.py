@@ -334,6 +334,41 @@ def clear_for_replacement(ctx: StoreContext, ids: Sequence[str]) -> Operation[No
             raise_unless_wrong_type(ctx, commands, done)
 
 
+def clear_if_unchanged(
+    ctx: StoreContext, guards: Mapping[str, Sequence[Any]]
+) -> Operation[set[str]]:
+    """On a cluster, delete the records that guarded writes (adoptions) replace, each
+    only while it still holds what was read (``guards``: by id, the field count, fields
+    and expected values of :data:`~agent_memory.schema.scripts.DELETE_IF_UNCHANGED`);
+    returns the ids refused (changed since the read, adopted by another process, or
+    gone), which must not be written. One round trip (and, where valkey-search 1.0
+    holds back plain writes after a script's, the searches that settle each primary
+    before the plain writes that follow).
+
+    A standalone server checks the record in the write's own script; a cluster's write
+    is several commands (registrations, then the record), so this check comes first: a
+    change landing between it and the record's write is still overwritten. A guard
+    requires the record to be foreign (no ``session``): never registered nor counted in
+    the term statistics, its usage counters reset by the write, so its deletion leaves
+    no bookkeeping.
+    """
+    ids = list(guards)
+    if not ids:
+        return set()
+    replies = yield from execute_writes(
+        ctx,
+        [
+            Command(("EVAL", scripts.DELETE_IF_UNCHANGED, "1", ctx.keys.memory(m), *guards[m]))
+            for m in ids
+        ],
+    )
+    raise_first_error(replies)
+    refused = {m for m, r in zip(ids, replies, strict=True) if r is None or r == 0}
+    if len(refused) < len(ids):
+        yield from settle_each_primary(ctx)  # the plain writes of the rewrite come next
+    return refused
+
+
 def is_unregister(cmd: Command) -> bool:
     """Whether ``cmd`` is an :func:`unregister_command`."""
     return cmd.name.upper() == "EVAL" and cmd.args[1] == scripts.UNREGISTER

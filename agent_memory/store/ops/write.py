@@ -34,7 +34,7 @@ from agent_memory.store.ops.dedupe import (
 from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.embedding import embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.forget import clear_for_replacement
+from agent_memory.store.ops.forget import clear_for_replacement, clear_if_unchanged
 from agent_memory.store.ops.labeling import labeler_failed, run_labeler
 from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import (
@@ -426,8 +426,17 @@ def write_memories(
     buckets: dict[str, tuple[str, list[str]]] = {}
     for start in range(0, len(written), _WRITE_CHUNK):
         chunk: Sequence[tuple[NewMemory, float | None]] = written[start : start + _WRITE_CHUNK]
-        guarded = not ctx.settings.cluster and any(m.id in guards for m, _ in chunk)
+        guarded = any(m.id in guards for m, _ in chunk)
         chosen = [m.id for m, _ in chunk if m.explicit_id and (not guarded or m.id not in guards)]
+        if guarded and ctx.settings.cluster:
+            # the records a guard protects, deleted first while unchanged (no script
+            # can check them and write the listings in other slots at once)
+            mine = {m.id: guards[m.id] for m, _ in chunk if m.id in guards}
+            lost = yield from clear_if_unchanged(ctx, mine)
+            refused |= lost
+            chunk = [(m, ttl) for m, ttl in chunk if m.id not in lost]
+            if not chunk:
+                continue
         if chosen:
             # A caller-chosen id replaces whatever memory holds it, entirely: written
             # over, the old one's registrations in its scope (possibly another), its
