@@ -396,6 +396,26 @@ async def test_wrong_arguments_go_back_to_the_model(store: MemoryStore) -> None:
     assert [i.content for i in (await store.list(scope)).items] == ["fine"]
 
 
+@pytest.mark.parametrize("arguments", ["[]", '["text", "x"]', '"x"', "null", "5"])
+async def test_arguments_that_are_not_an_object_go_back_to_the_model(
+    store: MemoryStore, arguments: str
+) -> None:
+    """A model may emit any JSON as a call's arguments: one that is not an object is a
+    validation error the model is asked to correct, not a ``TypeError`` ending the run."""
+    scope = Scope(namespace="acme")
+    steps = [
+        lambda messages: ModelResponse(parts=[ToolCallPart("save_memory", arguments)]),
+        _say("done"),
+    ]
+    agent = Agent(_memory_script(steps), toolsets=[memory_toolset(store, scope=scope)])
+    result = await agent.run("go")
+    assert result.output == "done"
+    (retry,) = [p for p in _returns(result.all_messages()) if isinstance(p, ToolReturnPart)]
+    assert (retry.tool_name, retry.outcome) == ("save_memory", "retried")
+    assert "Input should be an object" in str(retry.content)
+    assert (await store.list(scope)).total == 0
+
+
 async def test_return_errors_false_raises_library_errors(store: MemoryStore) -> None:
     toolset = memory_toolset(store, scope=Scope(namespace="acme"), return_errors=False)
     with pytest.raises(InvalidInputError):

@@ -16,11 +16,13 @@ or the embedder raise :mod:`agent_memory.errors` exceptions and end the run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
+from pydantic_core import SchemaValidator, core_schema
 
 from agent_memory.errors import EmbedderError, InvalidInputError, NotFoundError
 from agent_memory.integrations import _memory_tools
@@ -28,6 +30,12 @@ from agent_memory.schema.types import Scope
 from agent_memory.store.memory_store import MemoryStore
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+#: What a model's arguments must be before our checks see them: a JSON object.
+#: ``Tool.from_schema`` validates with "any", so arguments such as ``[]`` reached the
+#: ``**args`` call of the validator and failed the run with a ``TypeError``; this one
+#: answers them with a validation error the model is asked to correct.
+_OBJECT_ARGUMENTS = SchemaValidator(core_schema.dict_schema(core_schema.str_schema()))
 
 
 def _tool(calls: _memory_tools.MemoryToolCalls, kind: str, return_errors: bool) -> Tool[Any]:
@@ -57,6 +65,7 @@ def _tool(calls: _memory_tools.MemoryToolCalls, kind: str, return_errors: bool) 
     tool: Tool[Any] = Tool.from_schema(
         call, spec.name, spec.description, spec.input_schema(), args_validator=validate
     )
+    tool.function_schema = dataclasses.replace(tool.function_schema, validator=_OBJECT_ARGUMENTS)
     return tool
 
 
