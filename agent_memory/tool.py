@@ -17,8 +17,10 @@ from agent_memory.core.tool_schema import (
     check_arguments,
     durability_schema,
     parse_arguments,
+    text_schema,
 )
 from agent_memory.errors import InvalidInputError
+from agent_memory.schema.labels import MAX_KEYS, MAX_LABEL_CHARS, MAX_VALUES_PER_KEY
 from agent_memory.schema.types import Scope
 from agent_memory.store.memory_store import MemoryStore
 from agent_memory.store.sync_store import SyncMemoryStore
@@ -56,20 +58,32 @@ class _ToolCore:
         self.spec = self._spec()
 
     def _spec(self) -> ToolSpec:
+        # The store's label limits (schema.labels), so a call valid under the schema is
+        # one the store accepts: keys and values of 1-64 characters, at most 16 keys and
+        # 16 values a key (or the policy's fewer).
+        settings = self.store._ctx.settings
+        policy = settings.label_policy
+        per_key = MAX_VALUES_PER_KEY if policy is None else policy.max_values_per_key
+        bounded = {"minLength": 1, "maxLength": MAX_LABEL_CHARS}
         labels: dict[str, Any] = {
             "type": "object",
             "description": 'Optional labels, e.g. {"topic": ["deploys"]}.',
-            "additionalProperties": {"type": "array", "items": {"type": "string"}},
+            "maxProperties": MAX_KEYS,
+            "propertyNames": dict(bounded),
+            "additionalProperties": {
+                "type": "array",
+                "items": {"type": "string", **bounded},
+                "maxItems": per_key,
+            },
         }
-        policy = self.store._ctx.settings.label_policy
         if policy is not None and policy.allowed_keys is not None:
-            labels["propertyNames"] = {"enum": sorted(policy.allowed_keys)}
+            labels["propertyNames"]["enum"] = sorted(policy.allowed_keys)
         durability = durability_schema(
             self.scope.session_id is not None,
             "'shared' memories outlive the session; 'session' ones do not.",
         )
         properties = {
-            "text": {"type": "string", "minLength": 1, "description": "What to remember."},
+            "text": text_schema("What to remember.", settings.max_content_bytes),
             "durability": durability,
             "labels": labels,
             "importance": IMPORTANCE,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,29 @@ IMPORTANCE: Mapping[str, Any] = {
     "maximum": 1,
     "description": "0 (trivial) to 1 (critical); default 0.5.",
 }
+
+
+#: A memory id as the store accepts it (``check_id``): 1-128 ASCII letters, digits, ``_``, ``-``.
+MEMORY_ID: Mapping[str, Any] = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$"}
+
+#: A recall's selection id as the store accepts it (32 lowercase hex digits).
+SELECTION_ID: Mapping[str, Any] = {"type": "string", "pattern": "^[0-9a-f]{32}$"}
+
+
+def text_schema(description: str, max_chars: int) -> dict[str, Any]:
+    """A memory text or query: non-empty, at most ``max_chars`` characters.
+
+    The store counts UTF-8 bytes (``max_content_bytes``); a JSON schema counts
+    characters. A text of more characters than the byte limit is always over it, so
+    ``maxLength`` refuses what is certainly too long; a shorter text of multi-byte
+    characters may still be refused by the store, as the description says.
+    """
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": max_chars,
+        "description": f"{description} At most {max_chars} bytes of UTF-8.",
+    }
 
 
 def durability_schema(with_session: bool, description: str) -> dict[str, Any]:
@@ -160,14 +184,25 @@ def _check_array(name: str, schema: Mapping[str, Any], value: Any) -> None:
 def _check_string(name: str, schema: Mapping[str, Any], value: Any) -> None:
     if not isinstance(value, str) or len(value) < schema.get("minLength", 0):
         raise InvalidInputError(f"argument {name!r} must be a non-empty string", field=name)
+    longest = schema.get("maxLength")
+    if longest is not None and len(value) > longest:
+        raise InvalidInputError(
+            f"argument {name!r} must be at most {longest} characters, got {len(value)}",
+            field=name,
+        )
+    pattern = schema.get("pattern")
+    if pattern is not None and not re.search(pattern, value):
+        raise InvalidInputError(
+            f"argument {name!r} must match {pattern}, got {value[:60]!r}", field=name
+        )
     if "enum" in schema and value not in schema["enum"]:
         raise InvalidInputError(f"argument {name!r} must be one of {schema['enum']}", field=name)
 
 
 def _check_number(name: str, schema: Mapping[str, Any], value: Any, *, integer: bool) -> None:
-    kind = "integer" if integer else "number"
+    kind = "an integer" if integer else "a number"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInputError(f"argument {name!r} must be a {kind}", field=name)
+        raise InvalidInputError(f"argument {name!r} must be {kind}", field=name)
     if integer and not (isinstance(value, int) or float(value).is_integer()):
         raise InvalidInputError(f"argument {name!r} must be an integer", field=name)
     try:
@@ -178,7 +213,11 @@ def _check_number(name: str, schema: Mapping[str, Any], value: Any, *, integer: 
         raise InvalidInputError(f"argument {name!r} must be a finite number", field=name)
     low, high = schema.get("minimum"), schema.get("maximum")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise InvalidInputError(f"argument {name!r} must be in [{low}, {high}]", field=name)
+        if low is not None and high is not None:
+            bounds = f"in [{low}, {high}]"
+        else:
+            bounds = f">= {low}" if low is not None else f"<= {high}"
+        raise InvalidInputError(f"argument {name!r} must be {bounds}", field=name)
     if "exclusiveMinimum" in schema and not value > schema["exclusiveMinimum"]:
         raise InvalidInputError(
             f"argument {name!r} must be > {schema['exclusiveMinimum']}", field=name
@@ -188,7 +227,22 @@ def _check_number(name: str, schema: Mapping[str, Any], value: Any, *, integer: 
 def _check_object(name: str, schema: Mapping[str, Any], value: Any) -> None:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
         raise InvalidInputError(f"argument {name!r} must be an object", field=name)
-    names = schema.get("propertyNames", {}).get("enum")
+    most = schema.get("maxProperties")
+    if most is not None and len(value) > most:
+        raise InvalidInputError(
+            f"argument {name!r} must have at most {most} keys, got {len(value)}", field=name
+        )
+    keys = schema.get("propertyNames", {})
+    shortest, longest = keys.get("minLength", 0), keys.get("maxLength")
+    for key in value:
+        if len(key) < shortest or (longest is not None and len(key) > longest):
+            most_chars = "" if longest is None else f" and at most {longest}"
+            raise InvalidInputError(
+                f"argument {name!r} has a key of {len(key)} characters "
+                f"(keys have at least {shortest}{most_chars})",
+                field=name,
+            )
+    names = keys.get("enum")
     unknown = sorted(set(value) - set(names)) if names is not None else []
     if unknown:
         raise InvalidInputError(

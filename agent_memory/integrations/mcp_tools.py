@@ -9,13 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agent_memory.core.checks import MAX_TTL_SECONDS
 from agent_memory.core.tool_schema import (
     AUTHORITY_ARGUMENTS,
     IMPORTANCE,
+    MEMORY_ID,
+    SELECTION_ID,
     ToolSpec,
     check_arguments,
     durability_schema,
+    text_schema,
 )
+from agent_memory.store.memory_store import DEFAULT_MAX_CONTENT_BYTES
 
 MAX_RECALL_K = 50
 MAX_LIST_LIMIT = 100
@@ -28,21 +33,27 @@ _TAGS = {
 }
 
 
-def tool_specs(with_session: bool) -> list[ToolSpec]:
-    """The MCP server's tools; ``durability`` is declared only when a session is bound."""
+def tool_specs(with_session: bool, *, max_text: int = DEFAULT_MAX_CONTENT_BYTES) -> list[ToolSpec]:
+    """The MCP server's tools; ``durability`` is declared only when a session is bound.
+
+    Args:
+        with_session: whether a session is bound.
+        max_text: the store's ``max_content_bytes``, the most a content or query holds.
+    """
     durability = durability_schema(
         True,
         "'shared' (default): durable, visible to every conversation of this workspace. "
         "'session': visible only in the current session.",
     )
     remember_props: dict[str, Mapping[str, Any]] = {
-        "content": {"type": "string", "minLength": 1, "description": "The fact to remember."},
+        "content": text_schema("The fact to remember.", max_text),
         "importance": IMPORTANCE,
         "tags": {**_TAGS, "description": "Optional keywords for later filtering."},
         "ttl_seconds": {
             "type": "number",
             "exclusiveMinimum": 0,
-            "description": "Forget automatically after this many seconds.",
+            "maximum": MAX_TTL_SECONDS,
+            "description": "Forget automatically after this many seconds (at most 10 years).",
         },
     }
     list_props: dict[str, Mapping[str, Any]] = {
@@ -69,7 +80,7 @@ def tool_specs(with_session: bool) -> list[ToolSpec]:
             "Find the memories most relevant to a query, best first. Returns them with a "
             "selection_id; call `complete` with that id once you know how useful they were.",
             {
-                "query": {"type": "string", "minLength": 1, "description": "What to look for."},
+                "query": text_schema("What to look for.", max_text),
                 "k": {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_K},
                 "tags": {**_TAGS, "description": "Only memories carrying all these tags."},
             },
@@ -78,7 +89,7 @@ def tool_specs(with_session: bool) -> list[ToolSpec]:
         ToolSpec(
             "forget",
             "Delete a memory by id.",
-            {"id": {"type": "string", "minLength": 1}},
+            {"id": MEMORY_ID},
             ("id",),
         ),
         ToolSpec("list", "List stored memories, newest first, with the total.", list_props),
@@ -88,7 +99,7 @@ def tool_specs(with_session: bool) -> list[ToolSpec]:
             "0.5 = neutral, 1 = exactly what was needed). Returns applied=false when the "
             "selection was already completed or has expired.",
             {
-                "selection_id": {"type": "string", "minLength": 1},
+                "selection_id": SELECTION_ID,
                 "score": {"type": "number", "minimum": 0, "maximum": 1},
             },
             ("selection_id", "score"),
@@ -97,7 +108,7 @@ def tool_specs(with_session: bool) -> list[ToolSpec]:
             "feedback",
             "Mark one memory as useful (up to 1) or misleading (down to -1); null clears the mark.",
             {
-                "id": {"type": "string", "minLength": 1},
+                "id": MEMORY_ID,
                 "value": {"type": ["number", "null"], "minimum": -1, "maximum": 1},
             },
             ("id", "value"),

@@ -240,7 +240,7 @@ async def test_complete_applies_only_the_selections_of_the_bound_scope() -> None
         "applied": False
     }
     assert await store.complete(theirs, 1.0)  # untouched: still there for its own tenant
-    with pytest.raises(InvalidInputError, match="not a selection id"):
+    with pytest.raises(InvalidInputError, match="selection_id"):
         await tools.call("complete", {"selection_id": "not-hex", "score": 0.0})
     restarted = MemoryTools(store, namespace="a")  # the store checks the scope, not the process
     assert await restarted.call("complete", {"selection_id": mine, "score": 1.0}) == {

@@ -425,7 +425,7 @@ async def test_memory_tool_writes_only_into_its_bound_scope(env: StoreEnv) -> No
     schema = anthropic["input_schema"]
     assert schema["additionalProperties"] is False and schema["required"] == ["text"]
     assert "namespace" not in schema["properties"] and "session_id" not in schema["properties"]
-    assert schema["properties"]["labels"]["propertyNames"] == {"enum": ["topic"]}
+    assert schema["properties"]["labels"]["propertyNames"]["enum"] == ["topic"]
     unbound = memory_tool(_raw_store(store), namespace="tenant-a")
     assert unbound.parameters["properties"]["durability"]["enum"] == ["shared"]
     with pytest.raises(InvalidInputError):
