@@ -31,7 +31,8 @@ def normalise(text: object, *, what: str) -> str:
     value = " ".join(text.split()).casefold()
     if not value or len(value) > MAX_LABEL_CHARS:
         raise InvalidInputError(
-            f"label {what} must be 1-{MAX_LABEL_CHARS} characters, got {text!r}", field="labels"
+            f"label {what} must be 1-{MAX_LABEL_CHARS} characters, got {text[:80]!r}",
+            field="labels",
         )
     try:  # a lone surrogate would fail only when the write encodes it (or digests it)
         value.encode("utf-8")

@@ -205,7 +205,8 @@ def check_threshold(value: object) -> float:
 
 def check_id(memory_id: object) -> str:
     if not isinstance(memory_id, str) or not re.fullmatch(r"[A-Za-z0-9_\-]{1,128}", memory_id):
-        raise InvalidInputError(f"not a memory id: {memory_id!r}", field="id")
+        # shown(): a model may send megabytes as an id; the message is read back to it.
+        raise InvalidInputError(f"not a memory id: {shown(memory_id)}", field="id")
     return memory_id
 
 

@@ -578,6 +578,18 @@ async def test_tools_reject_authority_and_bad_arguments(store: MemoryStore) -> N
         await invoke(raising["forget_memory"], id="0" * 26)
 
 
+async def test_an_oversized_id_is_not_echoed_back_to_the_model(store: MemoryStore) -> None:
+    """The error a model reads names the bad id by its start: a megabyte id came back
+    whole, filling the model's context with its own garbage."""
+    scope = Scope(namespace="acme")
+    tools = _by_name(memory_tools(store, scope=scope))
+    kept = await invoke(tools["save_memory"], text="kept", importance=None)
+    answer = await invoke(tools["forget_memory"], id="z" * 1_000_000)
+    assert answer["error"].startswith("not a memory id: 'zzz")
+    assert len(answer["error"]) < 200
+    assert [i.id for i in (await store.list(scope)).items] == [kept["id"]]
+
+
 async def test_memory_tools_bad_construction(store: MemoryStore, aclient: Any) -> None:
     with pytest.raises(InvalidInputError):
         memory_tools(store, scope={"namespace": "x"})  # type: ignore[arg-type]

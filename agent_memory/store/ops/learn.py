@@ -72,7 +72,7 @@ def check_score(score: object, *, low: float, high: float, field: str) -> float:
 
 def check_selection(selection_id: object) -> str:
     if not isinstance(selection_id, str) or not _SELECTION.fullmatch(selection_id):
-        raise InvalidInputError(f"not a selection id: {selection_id!r}", field="selection_id")
+        raise InvalidInputError(f"not a selection id: {shown(selection_id)}", field="selection_id")
     return selection_id
 
 
