@@ -122,7 +122,7 @@ class MemoryTools:
         """
         spec = self._specs.get(name)
         if spec is None:
-            raise InvalidInputError(f"unknown tool {name!r}", field="name")
+            raise InvalidInputError(f"unknown tool {name[:64]!r}", field="name")
         args = check_arguments(spec, arguments, owner="memory server")
         handler: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] = getattr(
             self, f"_tool_{name}"
@@ -218,15 +218,18 @@ def build_server(tools: MemoryTools) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: mt.CallToolRequestParams
     ) -> mt.CallToolResult:
+        # The name is the model's text: logged quoted and cut, so a newline or an escape
+        # sequence in it cannot forge or garble the operator's log lines.
+        shown = repr(params.name[:64])
         try:
             result = await tools.call(params.name, params.arguments)
         except AgentMemoryError as exc:
-            log.info("tool %s failed: %s", params.name, type(exc).__name__)
+            log.info("tool %s failed: %s", shown, type(exc).__name__)
             return _tool_error(type(exc).__name__, str(exc))
         except Exception as exc:
             # A defect, not a bad call: logged with its traceback for the operator, and
             # still answered as a tool error so the client's session goes on.
-            log.exception("tool %s raised an unexpected %s", params.name, type(exc).__name__)
+            log.exception("tool %s raised an unexpected %s", shown, type(exc).__name__)
             return _tool_error("InternalError", f"the memory server failed: {exc!r}")
         return mt.CallToolResult(
             content=[mt.TextContent(text=json.dumps(result, ensure_ascii=False))],

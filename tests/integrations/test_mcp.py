@@ -277,3 +277,25 @@ async def test_an_unexpected_exception_is_a_tool_error_and_the_session_goes_on(
         monkeypatch.undo()
         remembered = await client.call_tool("remember", {"content": "still serving"})
         assert not remembered.is_error
+
+
+async def test_a_forged_tool_name_cannot_forge_log_lines(caplog: pytest.LogCaptureFixture) -> None:
+    """The tool name is the model's text: it was logged raw (a newline in it wrote a
+    line of the model's choosing into the operator's log) and echoed whole."""
+    import logging
+
+    from mcp import Client
+
+    from agent_memory.backends.inprocess import AsyncInProcessClient, Keyspace
+    from agent_memory.integrations.mcp import build_server
+
+    store = MemoryStore(AsyncInProcessClient(Keyspace()), "mcp_forged", HashingEmbedder())
+    forged = "x\nCRITICAL agent_memory: forged\x1b[2K" + "y" * 100_000
+    caplog.set_level(logging.INFO, logger="agent_memory.integrations.mcp")
+    async with Client(build_server(MemoryTools(store, namespace="a"))) as client:
+        failed = await client.call_tool(forged, {})
+        assert failed.is_error
+        assert len(failed.content[0].text) < 200  # type: ignore[union-attr]
+        assert not (await client.call_tool("list", {})).is_error
+    lines = [r.getMessage() for r in caplog.records if r.name.endswith("integrations.mcp")]
+    assert lines and all("\n" not in line and "\x1b" not in line for line in lines)
