@@ -95,7 +95,7 @@ class MemoryTools:
 
     def __post_init__(self) -> None:
         Scope(namespace=self.namespace, session_id=self.session_id)  # validates both
-        limit = self.store._ctx.settings.max_content_bytes
+        limit = self.store.max_content_bytes
         specs = tool_specs(self.session_id is not None, max_text=limit)
         self._specs = {s.name: s for s in specs}
 
