@@ -69,11 +69,12 @@ def _number(raw: Any) -> float:
     return value
 
 
-def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     memory, registry, bucket, usage, stats, terms, version, epoch = keys[:8]
     memory_id, expiry, token = _s(argv[1]), argv[2], argv[5]
     nterms = int(_s(argv[6]))
     pairs, fields = argv[8 : 8 + 2 * nterms], argv[8 + 2 * nterms :]
+    replaced = _delete_memory(ks, [memory], []) if _s(argv[4]) == "1" else None
     _hash_set(ks, [memory, *fields, "seq", str(_incrby(ks, [keys[8]]))])
     if _s(argv[0]) != "0":
         _expire(0.001)(ks, [memory, argv[0]])
@@ -99,7 +100,7 @@ def _write_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     for i in range(0, len(pairs), 2):
         _add_stat(ks, terms, pairs[i], pairs[i + 1])
     _set(ks, [version, token])
-    return result
+    return [result, *replaced] if replaced is not None else result
 
 
 def _publish(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
@@ -285,17 +286,28 @@ def _update_if_exists(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
 
 def _unregister(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     nsets = int(_s(argv[0]))
+    owner = [_bytes(v) for v in argv[3:7]]
     sets, memories = keys[1 : 1 + nsets], keys[1 + nsets :]
-    gone = [
-        memory_id for key, memory_id in zip(memories, argv[3:], strict=True) if not ks._alive(key)
-    ]
-    if not gone:
+    kinds, ids = [_s(k) for k in argv[7 : 7 + nsets]], argv[7 + nsets :]
+    fields: list[str] = []
+    leaving: list[list[Any]] = [[] for _ in sets]
+    for key, memory_id in zip(memories, ids, strict=True):
+        held: list[bytes] | None = None
+        if ks._alive(key):
+            h = ks.data[key]
+            fields_held = ("namespace", "agentId", "threadId", "session")
+            held = [_bytes(h.get(f) or b"") if isinstance(h, Hash) else b"" for f in fields_held]
+        else:
+            fields += [prefix + _s(memory_id) for prefix in (_s(argv[1]), _s(argv[2]))]
+        for s, kind in enumerate(kinds):
+            if held is None or not _stays(kind, held, owner):
+                leaving[s].append(memory_id)
+    steps: list[tuple[Callable[[Keyspace, list[Any]], Any], list[Any]]] = []
+    if fields:
+        steps.append((_hdel, [keys[0], *fields]))
+    steps += [(_zrem, [key, *gone]) for key, gone in zip(sets, leaving, strict=True) if gone]
+    if not steps:
         return 0
-    fields = [prefix + _s(m) for m in gone for prefix in (_s(argv[1]), _s(argv[2]))]
-    steps: list[tuple[Callable[[Keyspace, list[Any]], Any], list[Any]]] = [
-        (_hdel, [keys[0], *fields]),
-        *((_zrem, [key, *gone]) for key in sets),
-    ]
     failed = 0
     for step, args in steps:
         try:
@@ -303,6 +315,20 @@ def _unregister(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
         except ServerResponseError:
             failed = 1
     return 1 + failed
+
+
+def _stays(kind: str, held: list[bytes], owner: list[bytes]) -> bool:
+    """Whether a record holding ``held`` (namespace, agent, thread, session tokens)
+    belongs to a set of ``kind`` that lists memories of ``owner``'s tokens."""
+    if kind == "*":
+        return True
+    same = [a == b for a, b in zip(held, owner, strict=True)]
+    return same[0] and (
+        kind == "n"
+        or (kind == "a" and same[1])
+        or (kind == "t" and same[2])
+        or (kind == "b" and all(same[1:]))
+    )
 
 
 def _unregister_expired(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[bytes]:
@@ -508,7 +534,7 @@ def _delete_if_unchanged(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     return _delete_memory(ks, keys, argv)
 
 
-def _adopt_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+def _adopt_memory(ks: Keyspace, keys: list[str], argv: list[Any]) -> Any:
     if not ks._alive(keys[0]):
         return 0
     h = ks.data[keys[0]]

@@ -107,30 +107,58 @@ field differs or the key holds no hash (nothing deleted)."""
 
 UNREGISTER = """
 local nsets = tonumber(ARGV[1])
-local gone = {}
+local owner = {ARGV[4], ARGV[5], ARGV[6], ARGV[7]}
 local fields = {}
+local leaving = {}
+for s = 1, nsets do leaving[s] = {} end
 for i = 2 + nsets, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 0 then
-    local id = ARGV[i + 2 - nsets]
-    gone[#gone + 1] = id
+  local id = ARGV[i + 6]
+  local held = false
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    held = redis.pcall('HMGET', KEYS[i], 'namespace', 'agentId', 'threadId', 'session')
+    if held.err then held = {} end
+  else
     fields[#fields + 1] = ARGV[2] .. id
     fields[#fields + 1] = ARGV[3] .. id
   end
+  for s = 1, nsets do
+    local kind = ARGV[7 + s]
+    local stays = false
+    if held then
+      local same = {}
+      for j = 1, 4 do same[j] = (held[j] or '') == owner[j] end
+      stays = kind == '*' or (same[1] and (kind == 'n' or (kind == 'a' and same[2])
+        or (kind == 't' and same[3]) or (kind == 'b' and same[2] and same[3] and same[4])))
+    end
+    if not stays then leaving[s][#leaving[s] + 1] = id end
+  end
 end
-if #gone == 0 then return 0 end
-local failed = 0
-if type(redis.pcall('HDEL', KEYS[1], unpack(fields))) == 'table' then failed = 1 end
-for i = 2, 1 + nsets do
-  if type(redis.pcall('ZREM', KEYS[i], unpack(gone))) == 'table' then failed = 1 end
+local removed, failed = 0, 0
+if #fields > 0 then
+  removed = 1
+  if type(redis.pcall('HDEL', KEYS[1], unpack(fields))) == 'table' then failed = 1 end
 end
+for s = 1, nsets do
+  if #leaving[s] > 0 then
+    removed = 1
+    if type(redis.pcall('ZREM', KEYS[1 + s], unpack(leaving[s]))) == 'table' then failed = 1 end
+  end
+end
+if removed == 0 then return 0 end
 return 1 + failed
 """
-"""Unregister deleted memories that share their listings, except those a writer has
-stored again since (standalone servers). KEYS = [usage counters, sorted set that lists
-them, ..., memory, ...]; ARGV = [number of sets, exposure field prefix, access field
-prefix, id, ...] (an id per memory key). Returns 0 when every memory exists again (their
-registrations are the new writes': nothing removed), 1 when done, 2 when a set or the
-usage hash was another type (the rest done; the caller reports it)."""
+"""Unregister deleted memories that share their listings, except from the sets a memory
+stored again since under the same id belongs to (standalone servers): a forget whose
+bookkeeping lands after an import of the id, or the replaced memory of a write under a
+caller-chosen id, leaves the new memory's registrations and removes only the old one's.
+KEYS = [usage counters, sorted set that lists them, ..., memory, ...]; ARGV = [number
+of sets, exposure field prefix, access field prefix, the deleted memories' namespace,
+agent, thread and session tokens ('' for none), what keeps an id in each set (``n``
+its namespace, ``a`` namespace and agent, ``t`` namespace and thread, ``b`` all four:
+the scope bucket, ``*`` any record under the id), id, ...] (an id per memory key). The
+usage counters of a memory go only when no record holds its id. Returns 0 when nothing
+was removed, 1 when done, 2 when a set or the usage hash was another type (the rest
+done; the caller reports it)."""
 
 UNREGISTER_EXPIRED = """
 local now = tonumber(ARGV[1])
@@ -205,6 +233,13 @@ WRITE_MEMORY = (
     ADD_STAT_LUA
     + """
 local nterms = tonumber(ARGV[7])
+local replaced = false
+if ARGV[5] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
+  replaced = redis.pcall('HMGET', KEYS[1], 'content', 'namespace', 'agentId', 'threadId', 'session')
+  if replaced.err then replaced = {false, false, false, false, false} end
+  replaced[1] = replaced[1] or ''
+  redis.call('DEL', KEYS[1])
+end
 local fields = {unpack(ARGV, 9 + 2 * nterms)}
 fields[#fields + 1] = 'seq'
 fields[#fields + 1] = redis.call('INCR', KEYS[9])
@@ -225,6 +260,7 @@ local counted = redis.pcall('HINCRBY', KEYS[5], 'remembers', 1)
 if type(counted) == 'table' and counted.err then result = 2 end
 for i = 9, 8 + 2 * nterms, 2 do add_stat(KEYS[6], ARGV[i], ARGV[i + 1]) end
 redis.call('SET', KEYS[7], ARGV[6])
+if replaced then return {result, unpack(replaced)} end
 return result
 """
 )
@@ -237,7 +273,11 @@ a memory: its usage is reset and the epoch changes), a fresh change token, term 
 namespace token, (term field, delta) ..., field, value, ...]. Returns 1, or 2 when a
 usage reset, the namespace set or the ``remembers`` counter failed (another writer
 replaced that key by another type): the memory and its registrations are written either
-way, never half of them."""
+way, never half of them. Under a caller-chosen id a memory already stored is replaced in
+the same step (readers see the old memory or the new one, never none) and the reply is
+``[1 or 2, content, namespace, agent, thread, session]`` of the memory replaced (as
+:data:`DELETE_MEMORY` returns them): its registrations elsewhere and its terms are the
+caller's to take out (:data:`UNREGISTER` spares the new memory's)."""
 
 _ADOPT_GUARD = """
 local nguard = tonumber(ARGV[1])

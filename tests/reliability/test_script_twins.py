@@ -339,8 +339,12 @@ def many(draw: Any) -> Scenario:
         usage = draw(st.sampled_from([{"usage": {"x:m1": "2", "a:m2": "1"}}, {}]))
         listed = draw(st.sampled_from([{"set": {"m1": 1.0, "m2": 2.0}}, {}]))
         broken = {"set": "not a set"} if not listed and draw(st.booleans()) else {}
+        # whose memories were deleted, and what keeps an id stored again in the set
+        owner = [draw(st.sampled_from(["ns", "other"])), draw(st.sampled_from(["", "a1"])),
+                 "", draw(st.sampled_from(["", "_s"]))]  # fmt: skip
+        kind = draw(st.sampled_from(["n", "a", "t", "b", "*"]))
         return Scenario(scripts.UNREGISTER, ["usage", "set", "mem:m1", "mem:m2", "mem:m3"],
-                        ["1", "x:", "a:", "m1", "m2", "m3"],
+                        ["1", "x:", "a:", *owner, kind, "m1", "m2", "m3"],
                         {**hashes, **usage}, zsets=listed, strings={**strings, **broken})  # fmt: skip
     if kind == "text":
         expected = draw(st.sampled_from(["a note", "", "ü"]))

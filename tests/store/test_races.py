@@ -42,6 +42,30 @@ async def test_a_late_unregistration_spares_a_memory_stored_again(env: StoreEnv)
     assert await store.get(mid) is None
 
 
+async def test_a_late_unregistration_clears_the_old_scope_of_a_memory_stored_elsewhere(
+    env: StoreEnv,
+) -> None:
+    """A forget deletes a memory of namespace a; before its bookkeeping runs, a write
+    stores the id again in namespace b. The late bookkeeping skipped every set because
+    the id existed again, so namespace a kept listing (and listed) a memory of b. It
+    must take the id out of a's sets and leave b's."""
+    store = env.make()
+    raw = getattr(store, "wrapped", store)
+    mid = await store.remember("walrus migration", scope=Scope(namespace="a", agent_id="x"))
+    deleted = deleted_from(mid, await _send(raw, delete_command(raw._ctx, mid)))
+    assert deleted is not None
+    moved = MemoryInput("penguin colony", id=mid, scope=Scope(namespace="b", agent_id="x"))
+    assert await store.remember_many([moved]) == [mid]
+    for cmd in bookkeeping(raw._ctx, [deleted]):
+        await _send(raw, cmd)
+    assert (await store.list(scope=Scope(namespace="a"))).items == ()
+    assert (await store.list(scope=Scope(namespace="a", agent_id="x"))).items == ()
+    assert [i.id for i in (await store.list(scope=Scope(namespace="b"))).items] == [mid]
+    assert (await store.stats()).items == 1
+    assert await store.forget_by_scope(Scope(namespace="a")) == 0
+    assert await store.get(mid) is not None
+
+
 async def test_forget_by_scope_leaves_listed_a_memory_stored_again_meanwhile(
     env: StoreEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,3 +188,91 @@ async def test_a_judged_forget_keeps_a_memory_changed_after_the_judgement(env: S
     kept = await store.get(stale[0])
     assert kept is not None and kept.tags == ("revived",)
     assert (await store.stats()).counters.get("forgets") == 1
+
+
+async def test_two_writes_under_one_chosen_id_leave_one_memory_counted_once(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writers store a memory under the same caller-chosen id, in two namespaces.
+    The second one's write lands after the first cleared the id but before its own
+    write reached the server: the first write replaced the second's memory without
+    unregistering it, so both namespaces listed the id (a memory of namespace b was
+    listed, counted and searched in namespace a) and both texts stayed in the term
+    statistics. One memory must remain, listed and counted in its own namespace only."""
+    from agent_memory.schema import scripts
+    from agent_memory.store.ops import write as write_module
+    from tests.store.test_hybrid import _expected, _stats
+
+    store = env.make()
+    raw = getattr(store, "wrapped", store)
+    other = _blocking_store(env, raw.name)
+    writing = write_module.execute_writes
+    raced: list[str] = []
+
+    def race_before_the_write(ctx: Any, commands: Any) -> Any:
+        writes = any(c.name == "EVAL" and c.args[1] == scripts.WRITE_MEMORY for c in commands)
+        if ctx is raw._ctx and writes and not raced:
+            raced.extend(
+                (yield from call(
+                    lambda: other.remember_many(
+                        [MemoryInput("penguin colony south", id="m1", scope=Scope(namespace="b"))]
+                    ),
+                    what="the other write",
+                ))
+            )  # fmt: skip
+        return (yield from writing(ctx, commands))
+
+    monkeypatch.setattr(write_module, "execute_writes", race_before_the_write)
+    try:
+        await store.remember_many(
+            [MemoryInput("walrus migration north", id="m1", scope=Scope(namespace="a"))]
+        )
+        monkeypatch.undo()
+        assert raced == ["m1"]
+        item = await store.get("m1")
+        assert item is not None and item.content == "walrus migration north"
+        assert [i.id for i in (await store.list(scope=Scope(namespace="a"))).items] == ["m1"]
+        assert (await store.list(scope=Scope(namespace="b"))).items == ()
+        assert (await store.stats()).items == 1
+        assert await _stats(store, "a") == _expected(["walrus migration north"])
+        assert await _stats(store, "b") == {}
+        assert await store.forget_by_scope(Scope(namespace="b")) == 0
+        assert await store.get("m1") is not None
+    finally:
+        other.client.close()
+
+
+async def test_a_write_under_a_chosen_id_that_never_lands_keeps_the_memory_it_replaces(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write under an existing caller-chosen id deleted the stored memory in a round
+    trip of its own, then wrote the new one: the connection lost before the write left
+    no memory at all (and a reader in between found none). The replacement is one step:
+    a write that never reaches the server leaves the old memory, listed and counted."""
+    from agent_memory.errors import ServerUnavailableError
+    from agent_memory.schema import scripts
+    from agent_memory.store.ops import write as write_module
+    from tests.store.test_hybrid import _expected, _stats
+
+    store = env.make()
+    raw = getattr(store, "wrapped", store)
+    scope = Scope(namespace="a")
+    await store.remember_many([MemoryInput("walrus migration north", id="m1", scope=scope)])
+    writing = write_module.execute_writes
+
+    def lost_before_the_write(ctx: Any, commands: Any) -> Any:
+        if ctx is raw._ctx and any(
+            c.name == "EVAL" and c.args[1] == scripts.WRITE_MEMORY for c in commands
+        ):
+            raise ServerUnavailableError("connection lost")
+        return (yield from writing(ctx, commands))
+
+    monkeypatch.setattr(write_module, "execute_writes", lost_before_the_write)
+    with pytest.raises(ServerUnavailableError):
+        await store.remember_many([MemoryInput("penguin colony", id="m1", scope=scope)])
+    monkeypatch.undo()
+    item = await store.get("m1")
+    assert item is not None and item.content == "walrus migration north"
+    assert [i.id for i in (await store.list(scope=scope)).items] == ["m1"]
+    assert (await store.stats()).items == 1
+    assert await _stats(store, "a") == _expected(["walrus migration north"])

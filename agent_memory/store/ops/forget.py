@@ -86,9 +86,10 @@ def bookkeeping(
     never registered nor counted in the statistics: only its usage counters go.
 
     On a standalone server the memories listed in the same sets are unregistered by
-    one script that first checks each was not stored again since its deletion (an
-    import, a caller-chosen id): that write registered it itself, atomically, and its
-    registrations must stay. A cluster keeps the registrations in other slots than the
+    one script that spares, in each set, an id stored again since its deletion (an
+    import, a caller-chosen id) by a memory that belongs there: that write registered it
+    itself, atomically, and its registrations must stay, while the old memory's in
+    another scope must go. A cluster keeps the registrations in other slots than the
     memory, so there they are removed as they are, and :func:`relist_stored_again`
     lists again, a round trip later, those whose record exists by then.
     """
@@ -96,7 +97,7 @@ def bookkeeping(
         return []
     by_key: dict[str, list[str]] = {}
     texts: dict[str, list[str]] = {}
-    by_sets: dict[tuple[str, ...], list[str]] = {}
+    by_owner: dict[tuple[str, str, str, str], list[str]] = {}
     unlisted: list[str] = []  # not written by this library: in none of its sets
     for d in deleted:
         if d.namespace is None or d.session is None:
@@ -105,17 +106,19 @@ def bookkeeping(
             # added to the term statistics, so nothing of it is taken out of them.
             unlisted.append(d.id)
             continue
-        keys = ctx.keys.expiry_sets(d.namespace, d.agent, d.thread)
-        bucket = L.bucket_digest(d.namespace, d.agent or "", d.thread or "", d.session or "")
-        keys.append(ctx.keys.scope_bucket(bucket))
+        owner = (d.namespace, d.agent or "", d.thread or "", d.session)
         texts.setdefault(d.namespace, []).append(d.content)
         if ctx.settings.cluster:
             unlisted.append(d.id)
-            for key in keys:
+            for key, _ in owned_sets(ctx, owner):
                 by_key.setdefault(key, []).append(d.id)
         else:
-            by_sets.setdefault(tuple(keys), []).append(d.id)
-    commands = [unregister_command(ctx, ids, sets) for sets, ids in by_sets.items()]
+            by_owner.setdefault(owner, []).append(d.id)
+    commands: list[Command] = []
+    for owner, ids in by_owner.items():
+        sets = owned_sets(ctx, owner)
+        keys, kinds = [key for key, _ in sets], [kind for _, kind in sets]
+        commands.append(unregister_command(ctx, ids, keys, kinds, owner=owner))
     commands += [command("ZREM", key, *ids) for key, ids in by_key.items()]
     commands += [bump(ctx.keys.registry_version(ns)) for ns in sorted(texts)]
     usage = [f for memory_id in unlisted for f in ctx.keys.usage_fields(memory_id)]
@@ -130,15 +133,39 @@ def bookkeeping(
     return commands
 
 
-def unregister_command(ctx: StoreContext, ids: Sequence[str], sets: Sequence[str]) -> Command:
-    """The removal of deleted memories from ``sets`` (all of them listed in the same
-    sets) and of their usage counters, except those stored again meanwhile
-    (:data:`~agent_memory.schema.scripts.UNREGISTER`)."""
+def owned_sets(ctx: StoreContext, owner: tuple[str, str, str, str]) -> list[tuple[str, str]]:
+    """Every set that lists a memory of ``owner`` (namespace, agent, thread and session
+    tokens, '' for none), each with what keeps an id in it (:data:`~agent_memory.schema.
+    scripts.UNREGISTER`): the registry, the agent and thread indexes, the scope bucket."""
+    ns, agent, thread, session = owner
+    sets = [(ctx.keys.registry(ns), "n")]
+    if agent:
+        sets.append((ctx.keys.agent_index(ns, agent), "a"))
+    if thread:
+        sets.append((ctx.keys.thread_index(ns, thread), "t"))
+    bucket = L.bucket_digest(ns, agent, thread, session)
+    return [*sets, (ctx.keys.scope_bucket(bucket), "b")]
+
+
+def unregister_command(
+    ctx: StoreContext,
+    ids: Sequence[str],
+    sets: Sequence[str],
+    kinds: Sequence[str] | None = None,
+    *,
+    owner: tuple[str, str, str, str] = ("", "", "", ""),
+) -> Command:
+    """The removal of deleted memories of ``owner`` from ``sets`` (all of them listed
+    in the same sets) and of their usage counters, except from the sets a memory stored
+    again meanwhile under the same id belongs to (``kinds``: what keeps an id in each
+    set, see :data:`~agent_memory.schema.scripts.UNREGISTER`; by default any record
+    under the id keeps it everywhere)."""
+    kinds = kinds if kinds is not None else ["*"] * len(sets)
     return Command(
         (
             "EVAL", scripts.UNREGISTER, str(1 + len(sets) + len(ids)),
             ctx.keys.usage, *sets, *(ctx.keys.memory(m) for m in ids),
-            str(len(sets)), L.USAGE_EXPOSURES, L.USAGE_ACCESSES, *ids,
+            str(len(sets)), L.USAGE_EXPOSURES, L.USAGE_ACCESSES, *owner, *kinds, *ids,
         )
     )  # fmt: skip
 

@@ -34,7 +34,14 @@ from agent_memory.store.ops.dedupe import (
 from agent_memory.store.ops.durability import check_replicated, wait_commands
 from agent_memory.store.ops.embedding import embed_texts
 from agent_memory.store.ops.ensure import ensure_ready
-from agent_memory.store.ops.forget import clear_for_replacement, clear_if_unchanged
+from agent_memory.store.ops.forget import (
+    Deleted,
+    bookkeeping,
+    clear_for_replacement,
+    clear_if_unchanged,
+    deleted_from,
+    raise_unless_wrong_type,
+)
 from agent_memory.store.ops.labeling import labeler_failed, run_labeler
 from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import (
@@ -213,6 +220,31 @@ def _report_bookkeeping(ctx: StoreContext, replies: Sequence[Any]) -> None:
             ctx.keys.name, failed, ctx.keys.usage, ctx.keys.stats,
         )  # fmt: skip
         ctx.count("bookkeeping_failures", failed)
+
+
+def _status(reply: Any) -> Any:
+    """A standalone write script's status (its reply, or the first element of the
+    reply of one that replaced a memory: :data:`~agent_memory.schema.scripts.WRITE_MEMORY`)."""
+    return reply[0] if isinstance(reply, list) else reply
+
+
+def _replaced_bookkeeping(
+    ctx: StoreContext, chunk: Sequence[tuple[NewMemory, float | None]], replies: Sequence[Any]
+) -> Operation[None]:
+    """Take out what the memories a standalone write replaced under caller-chosen ids
+    left behind: their registrations in the sets the new memories do not belong to and
+    their terms (one round trip, only when a write replaced one; not counted as
+    forgets). A record another library wrote was never registered nor counted: the
+    script reset its usage, nothing else is left."""
+    replaced: list[Deleted] = []
+    for (memory, _), reply in zip(chunk, replies, strict=True):
+        d = deleted_from(memory.id, reply[1:]) if isinstance(reply, list) else None
+        if d is not None and d.namespace is not None and d.session is not None:
+            replaced.append(d)
+    commands = bookkeeping(ctx, replaced, counter=None)
+    if commands:
+        done = yield from execute_batch(commands)
+        raise_unless_wrong_type(ctx, commands, done)
 
 
 def _tolerate_bookkeeping(
@@ -427,7 +459,6 @@ def write_memories(
     for start in range(0, len(written), _WRITE_CHUNK):
         chunk: Sequence[tuple[NewMemory, float | None]] = written[start : start + _WRITE_CHUNK]
         guarded = any(m.id in guards for m, _ in chunk)
-        chosen = [m.id for m, _ in chunk if m.explicit_id and (not guarded or m.id not in guards)]
         if guarded and ctx.settings.cluster:
             # the records a guard protects, deleted first while unchanged (no script
             # can check them and write the listings in other slots at once)
@@ -437,10 +468,13 @@ def write_memories(
             chunk = [(m, ttl) for m, ttl in chunk if m.id not in lost]
             if not chunk:
                 continue
-        if chosen:
+        chosen = [m.id for m, _ in chunk if m.explicit_id and m.id not in guards]
+        if chosen and ctx.settings.cluster:
             # A caller-chosen id replaces whatever memory holds it, entirely: written
             # over, the old one's registrations in its scope (possibly another), its
-            # other fields, its TTL and its terms in the statistics would stay.
+            # other fields, its TTL and its terms in the statistics would stay. (A
+            # standalone write script deletes it in the same step and answers what
+            # its bookkeeping needs: :func:`_replaced_bookkeeping`.)
             yield from clear_for_replacement(ctx, chosen)
         # added up once per batch (in each script when a guard may refuse the write)
         terms_apart = ctx.settings.cluster or (len(chunk) > 1 and not guarded)
@@ -465,7 +499,9 @@ def write_memories(
             replies = _tolerate_bookkeeping(ctx, commands, replies)
         raise_first_error(replies)
         if not ctx.settings.cluster:
-            _report_bookkeeping(ctx, replies[len(terms) : len(terms) + len(chunk)])
+            scripted = replies[len(terms) : len(terms) + len(chunk)]
+            yield from _replaced_bookkeeping(ctx, chunk, scripted)
+            _report_bookkeeping(ctx, [_status(reply) for reply in scripted])
             refused |= {
                 m.id for (m, _), reply in zip(chunk, replies[len(terms) :], strict=False)
                 if m.id in guards and reply == 0
