@@ -215,12 +215,19 @@ def _contexts(raw: Any) -> tuple[dict[str, list[float]], int]:
     return kept, len(data) - len(kept)
 
 
-def _apply_eval(ks: Keyspace, key: str, argv: list[Any]) -> int:
+def _apply_eval(ks: Keyspace, key: str, argv: list[Any], written: Any = None) -> int:
     if not ks._alive(key):
         return 0
     if _type(ks, key) != "hash":
         return 3
     h = ks.get(key, Hash)
+    stored = h.get("seq")
+    if (
+        written is not None
+        and _s(written) != ""
+        and (stored is None or _bytes(stored) != _bytes(written))
+    ):
+        return 0  # the memory the recall ranked was replaced under its id
     repaired = _hincrbyfloat(h, "eval_sum", argv[0]) + _hincrbyfloat(h, "eval_weight", argv[1])
     if _s(argv[5]) == "1":
         h["last_reinforced_at"] = argv[3]
@@ -253,7 +260,11 @@ def _complete(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[int]:
     if not ks._alive(keys[0]):
         return [0]
     ks.delete(keys[0])
-    return [1, *(_apply_eval(ks, key, argv) for key in keys[1:])]
+    written = [argv[5 + i] if 5 + i < len(argv) else None for i in range(1, len(keys))]
+    return [
+        1,
+        *(_apply_eval(ks, key, argv, seq) for key, seq in zip(keys[1:], written, strict=True)),
+    ]
 
 
 def _feedback(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
@@ -588,7 +599,9 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     cache_scripts.DESTROY_THREAD: _destroy_thread,
     cache_scripts.LIST_WITH_LIFETIME: _list_with_lifetime,
     scripts.COMPLETE: _complete,
-    scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(ks, keys[0], argv),
+    scripts.APPLY_EVAL: lambda ks, keys, argv: _apply_eval(
+        ks, keys[0], argv, argv[6] if len(argv) > 6 else None
+    ),
     scripts.FEEDBACK: _feedback,
     scripts.FORGET_EMPTY_NAMESPACE: _forget_empty_namespace,
     scripts.DELETE_IF_HOLDS: _delete_if_holds,

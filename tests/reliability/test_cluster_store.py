@@ -335,3 +335,28 @@ async def test_dedupe_finds_a_duplicate_behind_a_farther_match_on_a_cluster(
     )
     assert again == [first]
     assert (await store.list(scope=scope)).total == 2  # "fact 0" and "other 6"
+
+
+async def test_complete_on_a_cluster_credits_only_the_memories_its_recall_ranked(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """Between a recall and its completion one memory was forgotten and another
+    forgotten and stored again under its id: the completion re-creates neither, and the
+    new memory under the old id takes no credit; the one left alone learns as usual."""
+    store, raw, embed = cluster_store
+    await store.ensure_index()
+    q = random_unit("credit")
+    embed.set("credit", q)
+    ids = ["kept", "gone", "again"]
+    for i in range(len(ids)):
+        embed.set(f"credit {i}", near(q, 0.05 + 0.01 * i, f"c{i}"))
+    await store.remember_many([MemoryInput(f"credit {i}", id=m) for i, m in enumerate(ids)])
+    result = await store.recall("credit", k=3)
+    assert {h.item.id for h in result} == set(ids)
+    assert await store.forget("gone") and await store.forget("again")
+    await store.remember_many([MemoryInput("credit 2", id="again")])
+    assert await store.complete(result.selection_id, 1.0) is True
+    key = f"{store.name}:mem:"
+    assert float(raw.hget(key + "kept", "eval_weight")) == pytest.approx(1 / 3)
+    assert raw.exists(key + "gone") == 0
+    assert raw.hmget(key + "again", "eval_sum", "eval_weight") == [None, None]

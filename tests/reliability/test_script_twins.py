@@ -183,7 +183,7 @@ MEMORY = st.fixed_dictionaries(
     {"content": st.sampled_from(["a note", "", "ü"]), "importance": SMALL,
      "last_accessed_at": st.sampled_from(["0", "500", "1000"])},
     optional={"expires_at": st.sampled_from(["1300", "1301", "900", "junk", "1e9", ""]),"access_count": COUNT, "eval_sum": AGGREGATE, "eval_weight": AGGREGATE,
-              "utility_ctx": CONTEXTS,
+              "utility_ctx": CONTEXTS, "seq": st.sampled_from(["7", "8"]),
               "namespace": st.just("ns"), "session": st.just("_s"), "agentId": st.just("a1")},
 )  # fmt: skip
 
@@ -304,6 +304,8 @@ def single_memory(draw: Any) -> Scenario:
         (scripts.APPLY_EVAL, ["0.25", "0.5", "c", "1400", "1", "1"]),
         (scripts.APPLY_EVAL, ["1", "1", "a", "1400", "2", "0"]),
         (scripts.APPLY_EVAL, ["-0.25", "0.5", "", "1400", "8", "0"]),
+        (scripts.APPLY_EVAL, ["0.25", "0.5", "c", "1400", "2", "1", "7"]),
+        (scripts.APPLY_EVAL, ["0.25", "0.5", "", "1400", "2", "1", ""]),
     ]))  # fmt: skip
     return Scenario(source, ["mem:m1"], argv, hashes, strings=strings)
 
@@ -358,8 +360,10 @@ def many(draw: Any) -> Scenario:
                         strings=strings)  # fmt: skip
     if kind == "complete":
         receipt = {"receipt": "x"} if draw(st.booleans()) else {}
+        written = draw(st.sampled_from([[], ["7", "8"], ["", "7"]]))  # each memory's seq
         return Scenario(scripts.COMPLETE, ["receipt", "mem:m1", "mem:m2"],
-                        ["0.1", "0.5", "ctx", "1500", "8", "1"], hashes, strings=receipt)  # fmt: skip
+                        ["0.1", "0.5", "ctx", "1500", "8", "1", *written], hashes,
+                        strings=receipt)  # fmt: skip
     if kind == "stats":
         delta = draw(
             st.lists(

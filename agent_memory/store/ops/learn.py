@@ -6,7 +6,9 @@ Consuming the selection receipt and updating the aggregates is one server-side s
 on a standalone server, so a second completion of the same selection (even 50 arriving
 at once) finds no receipt and changes nothing. On a cluster the receipt is consumed
 with ``GETDEL`` (still exactly once) and the aggregates are then updated key by key: a
-crash between the two loses that observation but never counts it twice.
+crash between the two loses that observation but never counts it twice. The receipt
+names each memory's write ``seq`` as ranked: a memory forgotten and stored again under
+its id since the recall takes no credit for it.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def complete(
     )
     if raw is None:
         return False
-    ids, context, recorded = _parse_receipt(selection_id, raw)
+    ids, written, context, recorded = _parse_receipt(selection_id, raw)
     if scope is not None and recorded != receipt_scope(scope):
         return False  # another scope's selection: answered like an unknown one
     if (
@@ -110,7 +112,13 @@ def complete(
     unlisted = command("ZREM", ctx.keys.receipts, selection_id)
     if ctx.settings.cluster:
         replies = yield from execute_batch(
-            [*(Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv)) for key in keys), unlisted]
+            [
+                *(
+                    Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv, seq))
+                    for key, seq in zip(keys, written, strict=True)
+                ),
+                unlisted,
+            ]
         )
         raise_first_error(replies[:-1])
         applied, statuses, removed = True, replies[:-1], replies[-1]
@@ -118,7 +126,17 @@ def complete(
         reply, removed = yield from execute_writes(
             ctx,
             [
-                Command(("EVAL", scripts.COMPLETE, str(1 + len(keys)), receipt_key, *keys, *argv)),
+                Command(
+                    (
+                        "EVAL",
+                        scripts.COMPLETE,
+                        str(1 + len(keys)),
+                        receipt_key,
+                        *keys,
+                        *argv,
+                        *written,
+                    )
+                ),
                 unlisted,
             ],
         )
@@ -137,16 +155,21 @@ def complete(
     return applied
 
 
-def _parse_receipt(selection_id: str, raw: object) -> tuple[list[str], str, object]:
-    """A receipt's memory ids, utility context and recorded scope (``None`` in a
-    receipt an older release wrote, which names no scope)."""
+def _parse_receipt(selection_id: str, raw: object) -> tuple[list[str], list[str], str, object]:
+    """A receipt's memory ids, the write ``seq`` of each as recalled (``""``: unknown,
+    as in a receipt an older release wrote: any memory under that id is credited),
+    utility context and recorded scope (``None`` in a receipt an older release wrote,
+    which names no scope)."""
     try:
         receipt = json.loads(text(raw))
         ids = [check_id(i) for i in receipt["ids"]]
+        written = receipt.get("seq") or [None] * len(ids)
+        if len(written) != len(ids) or not all(s is None or isinstance(s, str) for s in written):
+            raise ValueError(f"its seq {written!r} does not match its ids")
         context = str(receipt.get("ctx") or "")
     except (ValueError, KeyError, TypeError, AgentMemoryError) as exc:
         raise AgentMemoryError(f"selection receipt {selection_id} is corrupt: {exc}") from exc
-    return ids, context, receipt.get("scope")
+    return ids, [s or "" for s in written], context, receipt.get("scope")
 
 
 _REPAIRED = 2  # the apply script's statuses (``scripts._APPLY_EVAL``)

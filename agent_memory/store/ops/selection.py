@@ -19,7 +19,7 @@ from typing import Any
 from agent_memory.backends.context import StoreContext
 from agent_memory.backends.reads import fields_of, unreadable
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import integer, optional_text
+from agent_memory.core.replies import integer, lenient_text, optional_text
 from agent_memory.errors import AgentMemoryError, ReplyParseError, WrongTypeError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
@@ -64,6 +64,14 @@ def _touched_at(hit: Ranked) -> int:
     return payload.item.last_accessed_at
 
 
+def _written(hit: Ranked) -> str | None:
+    """The write ``seq`` of a hit as ranked (``None``: unknown, an older release's
+    memory), for ``complete()`` to credit that write only."""
+    payload = hit.candidate.payload
+    assert isinstance(payload, Visible)
+    return lenient_text(payload.item.fields.get(L.F_SEQ))
+
+
 def side_effects(
     ctx: StoreContext,
     hits: list[Ranked],
@@ -74,8 +82,8 @@ def side_effects(
     scope: Scope | None,
 ) -> Operation[list[HitRecord]]:
     """The hits' full records, then exposures, reinforcement, counters and the selection
-    receipt (its ids, context and the recall's ``scope``), in one round trip. Returns
-    each hit's record (read before reinforcement)."""
+    receipt (its ids and their write ``seq``, context and the recall's ``scope``), in
+    one round trip. Returns each hit's record (read before reinforcement)."""
     keys = ctx.keys
     fetches = (
         [Command(("HMGET", keys.memory(r.candidate.id), *L.ITEM_FIELDS)) for r in hits]
@@ -87,6 +95,7 @@ def side_effects(
     receipt = json.dumps(
         {
             "ids": [r.candidate.id for r in hits],
+            "seq": [_written(r) for r in hits],
             "ctx": context or "",
             "scope": receipt_scope(scope),
         }
