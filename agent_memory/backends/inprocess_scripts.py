@@ -39,7 +39,7 @@ from agent_memory.core.numbers import (
     lua_text,
     string2ld_rejects,
 )
-from agent_memory.errors import ServerResponseError
+from agent_memory.errors import ServerResponseError, WrongTypeError
 from agent_memory.schema import lexical, scripts
 from agent_memory.schema.utility import is_context_entry
 
@@ -153,21 +153,36 @@ def _recall_effects(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[Any]
         elif ks._alive(key):
             values = _hmget(ks, [key, *fields])
             # a counter another writer left negative is no "gone" mark (-1, -2)
-            exposures = max(_hincrby(ks, [usage, "x:" + _s(memory_id), "1"]) - 1, 0)
+            exposures = _counted(ks, usage, "x:" + _s(memory_id))
             if reinforce:
-                accesses = max(_hincrby(ks, [usage, "a:" + _s(memory_id), "1"]) - 1, 0)
+                accesses = _counted(ks, usage, "a:" + _s(memory_id))
                 # ``t <= now - step`` (a NaN stamp is left alone, unlike TOUCH's test)
                 if _stored_number(ks, key, "last_accessed_at") <= now - _number(argv[2]):
                     _hash_set(ks, [key, "last_accessed_at", argv[0]])
             else:
-                stored = _stored_number(ks, usage, "a:" + _s(memory_id))
-                accesses = _reply_int(max(stored, 0))
+                try:
+                    stored = _stored_number(ks, usage, "a:" + _s(memory_id))
+                    accesses = _reply_int(max(stored, 0))
+                except WrongTypeError:
+                    accesses = _DAMAGED_COUNTER
         out.append([exposures, accesses, values])
     if memories:
         _set(ks, [receipt, argv[4], "PX", argv[5]])
         _zadd(ks, [receipts, argv[0], argv[6]])
         out.append(len(ks.get(receipts, SortedSet) or {}))
     return out
+
+
+_DAMAGED_COUNTER = -3
+
+
+def _counted(ks: Keyspace, usage: str, field: str) -> int:
+    """The script's ``counted``: HINCRBY by one, the count before it, or -3 when the
+    server refuses (a counter that is not an integer, a usage key of another type)."""
+    try:
+        return max(_hincrby(ks, [usage, field, "1"]) - 1, 0)
+    except (ValueError, WrongTypeError):
+        return _DAMAGED_COUNTER
 
 
 def _touch(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:

@@ -16,6 +16,11 @@ return 1
 """ARGV = [ttl_ms, field, value, ...]: the hash never exists without its TTL."""
 
 RECALL_EFFECTS = """
+local function counted(field)
+  local n = redis.pcall('HINCRBY', KEYS[2], field, 1)
+  if type(n) == 'table' then return -3 end
+  return math.max(n - 1, 0)
+end
 redis.call('HINCRBY', KEYS[1], 'recalls', 1)
 redis.call('HINCRBY', KEYS[1], ARGV[4], 1)
 local n = #KEYS - 4
@@ -31,13 +36,14 @@ for i = 1, n do
     if redis.call('EXISTS', key) == 1 then x, a = -2, -2 end
   else
     values = redis.call('HMGET', key, unpack(fields))
-    x = math.max(redis.call('HINCRBY', KEYS[2], 'x:' .. id, 1) - 1, 0)
+    x = counted('x:' .. id)
     if ARGV[2] == '1' then
-      a = math.max(redis.call('HINCRBY', KEYS[2], 'a:' .. id, 1) - 1, 0)
+      a = counted('a:' .. id)
       local t = tonumber(redis.call('HGET', key, 'last_accessed_at')) or 0
       if t <= now - tonumber(ARGV[3]) then redis.call('HSET', key, 'last_accessed_at', ARGV[1]) end
     else
-      a = math.max(tonumber(redis.call('HGET', KEYS[2], 'a:' .. id)) or 0, 0)
+      local held = redis.pcall('HGET', KEYS[2], 'a:' .. id)
+      if type(held) == 'table' then a = -3 else a = math.max(tonumber(held) or 0, 0) end
     end
   end
   out[i] = {x, a, values}
@@ -58,7 +64,9 @@ usage hash, and refreshes its ``last_accessed_at`` when that is at least one rec
 step old (the only write to the indexed document, rare by design); then stores the
 receipt. Returns ``[exposures, accesses, [field values]]`` per memory, as they were
 before this recall (``-1, -1, []`` for a memory forgotten meanwhile, never re-created;
-``-2, -2, []`` for a key that no longer holds a hash), then the number of receipts."""
+``-2, -2, []`` for a key that no longer holds a hash; ``-3`` for a counter another
+writer damaged, or a usage key of another type: left as it is, while every other
+effect and the receipt are still written), then the number of receipts."""
 
 TOUCH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end

@@ -204,6 +204,10 @@ def recall_effects(draw: Any) -> Scenario:
     fields = draw(st.lists(WORDS, min_size=1, max_size=3, unique=True))
     argv = ["1000", draw(st.sampled_from(["0", "1"])), draw(st.sampled_from(["1", "600"])),
             "recall_hits", '{"ids": []}', "60000", "sel", str(len(fields)), *fields, *ids]  # fmt: skip
+    if not usage and draw(st.booleans()):  # another writer replaced the usage counters
+        return Scenario(scripts.RECALL_EFFECTS, ["stats", "usage", "receipts", "receipt",
+                        *(f"mem:{i}" for i in ids)], argv, hashes,
+                        strings={**strings, "usage": "not a hash"})  # fmt: skip
     return Scenario(scripts.RECALL_EFFECTS, ["stats", "usage", "receipts", "receipt",
                     *(f"mem:{i}" for i in ids)], argv, {**hashes, "usage": usage}, strings=strings)  # fmt: skip
 

@@ -31,7 +31,9 @@ logger = logging.getLogger("agent_memory.store")
 
 MAX_RECENCY_STEP_MS = 3_600_000
 RECEIPT_TRIM_SHARE = 0.9  # trimming keeps this share of max_receipts (amortises the trim)
-_NOT_A_HASH = -2  # the effects script's mark for a key that holds another type
+# The effects script's marks (``scripts.RECALL_EFFECTS``): a memory gone, a key that
+# holds another type, a usage counter the server refused to count (another writer's).
+_GONE, _NOT_A_HASH, _DAMAGED_COUNTER = -1, -2, -3
 
 
 def recency_step_ms(half_life_seconds: float) -> int:
@@ -161,10 +163,22 @@ def side_effects(
     for r, used in zip(hits, usage, strict=True):
         if used[0] == _NOT_A_HASH:
             unreadable(ctx, r.candidate.id, "its key holds no hash")
+        elif _DAMAGED_COUNTER in used:
+            logger.warning(
+                "usage counters of memory %s of store %s are unreadable (not a count, or "
+                "%s holds no hash); read as zeros, left as they are",
+                r.candidate.id, keys.name, keys.usage,
+            )  # fmt: skip
+            ctx.count("corrupt_records")
     return [
-        HitRecord(f if used[0] >= 0 else None, max(used[0], 0), max(used[1], 0))
+        HitRecord(f if used[0] not in (_GONE, _NOT_A_HASH) else None, *map(_count, used))
         for f, used in zip(fields, usage, strict=True)
     ]
+
+
+def _count(value: int) -> int:
+    """A usage count as replied, a mark (negative) read as none."""
+    return max(value, 0)
 
 
 def _per_key_effects(
