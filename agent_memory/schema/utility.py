@@ -137,7 +137,13 @@ def eval_mean(total: float, weight: float) -> float:
 def impossible(state: UtilityState) -> str | None:
     """What in ``state`` no writer makes and :func:`utility` cannot weigh (``None``:
     nothing). Every evaluation adds a positive weight, so a negative ``eval_weight`` is
-    damage: -1 would divide by zero and any other negative one turn or blow up the mean."""
+    damage: -1 would divide by zero and any other negative one turn or blow up the mean.
+    An infinite aggregate is damage too (the server never adds up to one): infinity
+    over infinity is NaN, which the clamp of :func:`eval_mean` turns into the best
+    utility there is, and an infinite sum over a finite weight saturates it."""
+    for name, value in (("eval_sum", state.eval_sum), ("eval_weight", state.eval_weight)):
+        if not math.isfinite(value):
+            return f"{name} {value!r} is not finite"
     if state.eval_weight < 0:
         return f"eval_weight {state.eval_weight!r} is negative"
     return None

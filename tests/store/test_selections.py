@@ -57,3 +57,21 @@ async def test_damaged_usage_counters_cost_no_selection(env: StoreEnv, damage: s
         assert await raw_command(store, "HGET", usage, exposures) in ("many", b"many")
     else:
         assert await raw_command(store, "GET", usage) in ("not a hash", b"not a hash")
+
+
+async def test_infinite_learning_aggregates_are_damage_not_the_best_utility(
+    env: StoreEnv,
+) -> None:
+    """Aggregates no writer makes (infinities another writer stored): read as damage,
+    logged and counted, never as a utility of 1 that ranks the memory first."""
+    embed, _ = _world(3)
+    store = env.make(embed, reinforcement=True)
+    ids = [await store.remember(f"m{i}") for i in range(3)]
+    raw = _raw_store(store)
+    await raw_command(
+        store, "HSET", raw._ctx.keys.memory(ids[2]), "eval_sum", "inf", "eval_weight", "inf"
+    )
+    before = raw._ctx.counters.get("corrupt_records", 0)
+    hits = await store.recall("query", k=3)
+    assert [h.item.id for h in hits] == ids[:2]
+    assert raw._ctx.counters.get("corrupt_records", 0) > before
