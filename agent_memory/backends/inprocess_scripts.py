@@ -236,7 +236,7 @@ def _apply_eval(ks: Keyspace, key: str, argv: list[Any], written: Any = None) ->
     if _type(ks, key) != "hash":
         return 3
     h = ks.get(key, Hash)
-    stored = h.get("seq")
+    stored = h.get("created_at")
     if (
         written is not None
         and _s(written) != ""
@@ -278,7 +278,7 @@ def _complete(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[int]:
     written = [argv[5 + i] if 5 + i < len(argv) else None for i in range(1, len(keys))]
     return [
         1,
-        *(_apply_eval(ks, key, argv, seq) for key, seq in zip(keys[1:], written, strict=True)),
+        *(_apply_eval(ks, key, argv, at) for key, at in zip(keys[1:], written, strict=True)),
     ]
 
 

@@ -352,7 +352,7 @@ end
 local function apply(key, written)
   if redis.call('EXISTS', key) == 0 then return 0 end
   if redis.call('TYPE', key)['ok'] ~= 'hash' then return 3 end
-  if written and written ~= '' and redis.call('HGET', key, 'seq') ~= written then return 0 end
+  if written and written ~= '' and redis.call('HGET', key, 'created_at') ~= written then return 0 end
   local repaired = add_float(key, 'eval_sum', ARGV[1]) + add_float(key, 'eval_weight', ARGV[2])
   if ARGV[6] == '1' then redis.call('HSET', key, 'last_reinforced_at', ARGV[4]) end
   if ARGV[3] ~= '' then
@@ -388,7 +388,7 @@ end
 """
 """``apply(key, written)`` adds one evaluation to a memory's aggregates and says what it
 found: 0 no memory (or, ``written`` given and not empty, none that still holds that
-write ``seq``: the memory the recall ranked was forgotten and its id stored again,
+``created_at``: the memory the recall ranked was forgotten and its id stored again,
 and the new memory takes no credit for the old one's selection), 1 applied, 2 applied after replacing learning data no writer makes (an
 ``eval_sum`` / ``eval_weight`` that is not a number, a ``utility_ctx`` that is not a
 JSON object of ``[sum, weight, updated_ms]`` entries: derived data, rebuilt from this
@@ -406,7 +406,7 @@ return out
 """
 )
 """KEYS = [receipt, memory...]; ARGV = [share, weight, context, now_ms, max_contexts,
-positive, written seq per memory ('' unknown)...]: consume the receipt and update every memory's aggregates atomically; a
+positive, each memory's ``created_at`` as recalled ('' unknown)...]: consume the receipt and update every memory's aggregates atomically; a
 second completion finds no receipt and changes nothing (standalone servers). Returns
 ``[1, status per memory...]`` (see ``_APPLY_EVAL``), or ``[0]`` without a receipt."""
 
@@ -417,7 +417,7 @@ return apply(KEYS[1], ARGV[7])
 """
 )
 """Single-key variant for clusters, after the receipt was consumed with GETDEL (ARGV as
-:data:`COMPLETE`'s, with the one memory's written seq)."""
+:data:`COMPLETE`'s, with the one memory's ``created_at`` as recalled)."""
 
 FEEDBACK = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end

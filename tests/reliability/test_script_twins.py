@@ -183,7 +183,7 @@ MEMORY = st.fixed_dictionaries(
     {"content": st.sampled_from(["a note", "", "ü"]), "importance": SMALL,
      "last_accessed_at": st.sampled_from(["0", "500", "1000"])},
     optional={"expires_at": st.sampled_from(["1300", "1301", "900", "junk", "1e9", ""]),"access_count": COUNT, "eval_sum": AGGREGATE, "eval_weight": AGGREGATE,
-              "utility_ctx": CONTEXTS, "seq": st.sampled_from(["7", "8"]),
+              "utility_ctx": CONTEXTS, "created_at": st.sampled_from(["7", "8"]),
               "namespace": st.just("ns"), "session": st.just("_s"), "agentId": st.just("a1")},
 )  # fmt: skip
 
@@ -364,7 +364,7 @@ def many(draw: Any) -> Scenario:
                         strings=strings)  # fmt: skip
     if kind == "complete":
         receipt = {"receipt": "x"} if draw(st.booleans()) else {}
-        written = draw(st.sampled_from([[], ["7", "8"], ["", "7"]]))  # each memory's seq
+        written = draw(st.sampled_from([[], ["7", "8"], ["", "7"]]))  # each memory's created_at
         return Scenario(scripts.COMPLETE, ["receipt", "mem:m1", "mem:m2"],
                         ["0.1", "0.5", "ctx", "1500", "8", "1", *written], hashes,
                         strings=receipt)  # fmt: skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from agent_memory import MemoryInput
@@ -14,7 +16,8 @@ async def test_a_memory_stored_again_under_its_id_takes_no_credit_of_an_older_se
     env: StoreEnv,
 ) -> None:
     embed, _ = _world(2)
-    store = env.make(embed)
+    ticks = itertools.count(1_700_000_000_000, 5)  # ms, 5 per reading of the clock
+    store = env.make(embed, clock=lambda: next(ticks) / 1000)
     await store.remember_many([MemoryInput("m0", id="chosen"), MemoryInput("m1", id="other")])
     result = await store.recall("query", k=2)
     assert {h.item.id for h in result} == {"chosen", "other"}

@@ -273,10 +273,10 @@ def _split_terms(raw: bytes | str) -> tuple[str, ...]:
 def rank_fields(ctx: StoreContext, *, with_labels: bool, with_content: bool) -> tuple[str, ...]:
     """The fields a recall candidate needs for ranking (the full record is fetched for
     the returned hits only, with the side effects); the content only for hybrid
-    recalls, which rescore it with BM25. The write ``seq`` goes into the selection
+    recalls, which rescore it with BM25. The creation stamp also goes into the selection
     receipt, so a completion credits only the memories the recall ranked, not one stored
     again under a forgotten one's id."""
-    names = [L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES, L.F_SEQ]
+    names = [L.F_IMPORTANCE, L.F_CREATED, L.F_ACCESSED, L.F_EXPIRES]
     if with_content:
         names.insert(0, L.F_CONTENT)
         if ctx.lexical_form == lexical.TEXT_FORM:

@@ -7,7 +7,7 @@ on a standalone server, so a second completion of the same selection (even 50 ar
 at once) finds no receipt and changes nothing. On a cluster the receipt is consumed
 with ``GETDEL`` (still exactly once) and the aggregates are then updated key by key: a
 crash between the two loses that observation but never counts it twice. The receipt
-names each memory's write ``seq`` as ranked: a memory forgotten and stored again under
+names each memory's creation stamp as ranked: a memory forgotten and stored again under
 its id since the recall takes no credit for it.
 """
 
@@ -114,8 +114,8 @@ def complete(
         replies = yield from execute_batch(
             [
                 *(
-                    Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv, seq))
-                    for key, seq in zip(keys, written, strict=True)
+                    Command(("EVAL", scripts.APPLY_EVAL, "1", key, *argv, stamp))
+                    for key, stamp in zip(keys, written, strict=True)
                 ),
                 unlisted,
             ]
@@ -156,16 +156,16 @@ def complete(
 
 
 def _parse_receipt(selection_id: str, raw: object) -> tuple[list[str], list[str], str, object]:
-    """A receipt's memory ids, the write ``seq`` of each as recalled (``""``: unknown,
+    """A receipt's memory ids, the ``created_at`` of each as recalled (``""``: unknown,
     as in a receipt an older release wrote: any memory under that id is credited),
     utility context and recorded scope (``None`` in a receipt an older release wrote,
     which names no scope)."""
     try:
         receipt = json.loads(text(raw))
         ids = [check_id(i) for i in receipt["ids"]]
-        written = receipt.get("seq") or [None] * len(ids)
+        written = receipt.get("at") or [None] * len(ids)
         if len(written) != len(ids) or not all(s is None or isinstance(s, str) for s in written):
-            raise ValueError(f"its seq {written!r} does not match its ids")
+            raise ValueError(f"its creation stamps {written!r} do not match its ids")
         context = str(receipt.get("ctx") or "")
     except (ValueError, KeyError, TypeError, AgentMemoryError) as exc:
         raise AgentMemoryError(f"selection receipt {selection_id} is corrupt: {exc}") from exc

@@ -67,11 +67,14 @@ def _touched_at(hit: Ranked) -> int:
 
 
 def _written(hit: Ranked) -> str | None:
-    """The write ``seq`` of a hit as ranked (``None``: unknown, an older release's
-    memory), for ``complete()`` to credit that write only."""
+    """The creation stamp of a hit as ranked, as stored (``None``: unreadable), for
+    ``complete()`` to credit that write only: a memory stored again under the id gets
+    a new one. (A ranking field already: the write ``seq`` would cost the search one
+    more field per candidate.)"""
     payload = hit.candidate.payload
     assert isinstance(payload, Visible)
-    return lenient_text(payload.item.fields.get(L.F_SEQ))
+    raw = payload.item.fields.get(L.F_CREATED)
+    return raw if isinstance(raw, str) else lenient_text(raw)
 
 
 def side_effects(
@@ -84,7 +87,7 @@ def side_effects(
     scope: Scope | None,
 ) -> Operation[list[HitRecord]]:
     """The hits' full records, then exposures, reinforcement, counters and the selection
-    receipt (its ids and their write ``seq``, context and the recall's ``scope``), in
+    receipt (its ids and their creation stamps, context and the recall's ``scope``), in
     one round trip. Returns each hit's record (read before reinforcement)."""
     keys = ctx.keys
     fetches = (
@@ -97,7 +100,7 @@ def side_effects(
     receipt = json.dumps(
         {
             "ids": [r.candidate.id for r in hits],
-            "seq": [_written(r) for r in hits],
+            "at": [_written(r) for r in hits],
             "ctx": context or "",
             "scope": receipt_scope(scope),
         }
