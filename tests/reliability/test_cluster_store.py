@@ -360,3 +360,106 @@ async def test_complete_on_a_cluster_credits_only_the_memories_its_recall_ranked
     assert float(raw.hget(key + "kept", "eval_weight")) == pytest.approx(1 / 3)
     assert raw.exists(key + "gone") == 0
     assert raw.hmget(key + "again", "eval_sum", "eval_weight") == [None, None]
+
+
+def _ids_in_slot(prefix: str, slot: int, count: int) -> list[str]:
+    from valkey.crc import key_slot
+
+    ids: list[str] = []
+    n = 0
+    while len(ids) < count:
+        if key_slot(f"{prefix}mig{n}".encode()) == slot:
+            ids.append(f"mig{n}")
+        n += 1
+    return ids
+
+
+# The asyncio cluster clients of both packages send ASKING and the redirected command
+# as two pooled commands, possibly on two connections: the target then answers MOVED
+# and the call fails as unavailable now and then (README "Cluster").
+BLOCKING_FLAVOURS = [f for f in CLUSTER_FLAVOURS if not f.is_async]
+
+
+@pytest.mark.parametrize("flavour", BLOCKING_FLAVOURS, ids=[f.id for f in BLOCKING_FLAVOURS])
+async def test_operations_follow_a_slot_while_it_migrates(
+    cluster_url: str, flavour: Flavour
+) -> None:
+    """The slot of some memories and of the registry moves to another primary while the
+    store works on it (MIGRATING / IMPORTING, half the keys moved: ASK replies, then
+    MOVED once it is done). Every operation succeeds; nothing is counted twice, lost or
+    left unlisted."""
+    import valkey
+    from valkey.cluster import ValkeyCluster
+    from valkey.crc import key_slot
+
+    client = flavour.client(cluster_url, cluster=True)
+    raw = ValkeyCluster.from_url(cluster_url, decode_responses=True)
+    name = f"mg{uuid.uuid4().hex[:10]}"
+    store: Any
+    if flavour.is_async:
+        store = MemoryStore(client, name, TableEmbedder())
+    else:
+        store = AsyncView(SyncMemoryStore(client, name, TableEmbedder()))
+    prefix = f"{name}:mem:"
+    slot = key_slot(f"{name}:__mem_reg:{namespace_token('ns')}".encode())
+    ids = _ids_in_slot(prefix, slot, 10)
+    a, b = Scope(namespace="ns", agent_id="a"), Scope(namespace="ns", agent_id="b")
+    source = raw.get_node_from_key(f"{prefix}{ids[0]}")
+    target = next(n for n in raw.get_primaries() if n.name != source.name)
+    nodes = {n.name: valkey.Valkey(host=n.host, port=int(n.port)) for n in raw.get_primaries()}
+    node_ids = {
+        name_: str(c.execute_command("CLUSTER", "MYID"), "utf-8") for name_, c in nodes.items()
+    }
+    src, dst = nodes[source.name], nodes[target.name]
+    try:
+        await store.remember_many(
+            [MemoryInput(content=f"old {i}", id=m, scope=a if i % 2 else b) for i, m in enumerate(ids[:6])]
+        )  # fmt: skip
+        elsewhere = await store.remember("elsewhere", scope=a)
+        dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", node_ids[source.name])
+        src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", node_ids[target.name])
+        keys = src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+        assert len(keys) >= 7  # six memories and the registry
+        src.execute_command("MIGRATE", target.host, target.port, "", 0, 5000, "KEYS", *keys[::2])
+
+        new = await store.remember_many(
+            [MemoryInput(content=f"new {i}", id=m, scope=a) for i, m in enumerate(ids[6:])]
+        )
+        assert [i.content for i in await asyncio.gather(*(store.get(m) for m in ids))] == [
+            *(f"old {i}" for i in range(6)), *(f"new {i}" for i in range(4))
+        ]  # fmt: skip
+        assert (await store.recall("new 1", scope=Scope(namespace="ns"), k=1))[0].item.id == new[1]
+        assert (await store.update(ids[0], content="old 0 changed")).content == "old 0 changed"
+        assert await store.forget(ids[1]) is True
+        assert await store.forget_by_scope(b) == 3  # ids 0, 2, 4
+
+        for key in src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000):
+            src.execute_command("MIGRATE", target.host, target.port, key, 0, 5000)
+        for node in (dst, src, *nodes.values()):
+            node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", node_ids[target.name])
+
+        assert await store.forget(ids[3]) is True  # MOVED now
+        left = {elsewhere, ids[5], *new}
+        assert {
+            i.id for i in (await store.list(scope=Scope(namespace="ns"), limit=50)).items
+        } == left
+        stats = await store.stats()
+        assert stats.items == len(left)
+        assert stats.counters["remembers"] == 11 and stats.counters["forgets"] == 5
+        registered = set()
+        for key in raw.scan_iter(match=f"{name}:__mem_reg:*"):
+            registered |= set(raw.zrange(key, 0, -1))
+        assert registered == left
+    finally:
+        # never leave the shared cluster with a slot half moved
+        for key in src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000):
+            src.execute_command("MIGRATE", target.host, target.port, key, 0, 5000)
+        for node in (dst, src, *nodes.values()):
+            node.execute_command("CLUSTER", "SETSLOT", slot, "NODE", node_ids[target.name])
+        for node in nodes.values():
+            node.close()
+        raw.close()
+        closer = getattr(client, "aclose", None) or client.close
+        result = closer()
+        if result is not None:
+            await result
