@@ -278,7 +278,7 @@ async def test_a_stored_negative_eval_weight_is_an_unreadable_memory(
     """A negative eval_weight (no evaluation makes one; an older import let it in) divided
     by zero in every read of the namespace: the memory is skipped like any unreadable one,
     logged and counted, every read returns the others, prune keeps it, and it can be
-    forgotten."""
+    forgotten. An export keeps it, without the damaged learning state."""
     embed = TableEmbedder()
     embed.set("query", random_unit("q"))
     forgetting = Forgetting(half_life_seconds=30 * 86400.0)
@@ -294,7 +294,9 @@ async def test_a_stored_negative_eval_weight_is_an_unreadable_memory(
     with caplog.at_level("WARNING", logger="agent_memory.store"):
         assert [i.id for i in (await store.list()).items] == [healthy]
         assert [h.item.id for h in await store.recall("query", k=5)] == [healthy]
-        assert [r["id"] for r in await _export(store)] == [healthy]
+        exported = await _export(store)
+        assert [r["id"] for r in exported] == [healthy, *victims]
+        assert not any({"eval_sum", "eval_weight"} & set(r["learning"]) for r in exported[1:])
         for victim in victims:
             assert await store.get(victim) is None
         assert not (await store.prune()).deleted

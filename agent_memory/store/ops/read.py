@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,10 +100,15 @@ def item_commands(ctx: StoreContext, ids: Sequence[str]) -> list[Command]:
 
 
 def parse_items(
-    ctx: StoreContext, ids: Sequence[str], replies: Sequence[Any]
+    ctx: StoreContext,
+    ids: Sequence[str],
+    replies: Sequence[Any],
+    repair: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
 ) -> list[tuple[str, dict[str, Any], MemoryItem | None]]:
     """Each id's stored fields and item (``None``: missing, expired or unreadable) with
-    its usage counters, from the replies of :func:`item_commands` (exactly those)."""
+    its usage counters, from the replies of :func:`item_commands` (exactly those).
+    ``repair(id, fields)``, when given, returns the fields the item is built from (and
+    returned), e.g. without damaged learning state it has reported."""
     records = read_many_replies(ctx, replies[:-1], len(ids))
     counts, problem = usage_counts(replies[-1], len(ids))
     if problem is not None:
@@ -118,6 +123,8 @@ def parse_items(
             out.append((memory_id, {}, None))
             continue
         fields = fields_of(values)
+        if repair is not None:
+            fields = repair(memory_id, fields)
         out.append((memory_id, fields, item_or_none(ctx, memory_id, fields, used)))
     return out
 

@@ -70,11 +70,20 @@ def export_records(
     if include_vectors:
         commands += [Command(("HGET", ctx.keys.memory(m), L.F_VECTOR), binary=True) for m in ids]
     replies = yield from execute_batch(commands)
-    fetched = parse_items(ctx, ids, replies[: len(reads)])
+    learned: dict[str, dict[str, str]] = {}
+
+    def without_damage(memory_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        # Learning state no writer makes is exported without it (reported once, here),
+        # and must not make the whole record unreadable (and so left out of the export).
+        learned[memory_id] = _learning(ctx, memory_id, fields)
+        kept = {k: v for k, v in fields.items() if k not in _LEARNING_FIELDS}
+        return {**kept, **learned[memory_id]}
+
+    fetched = parse_items(ctx, ids, replies[: len(reads)], repair=without_damage)
     vectors = replies[len(reads) :]
     now = ctx.now_ms()
     records = []
-    for index, (_, fields, item) in enumerate(fetched):
+    for index, (_, _, item) in enumerate(fetched):
         if item is None:
             continue
         record: dict[str, Any] = {
@@ -88,7 +97,7 @@ def export_records(
             "metadata": dict(item.metadata), "dim": ctx.dim,
             "labels": {k: list(v) for k, v in item.labels.items()},
             "exposures": item.exposures,
-            "learning": _learning(ctx, item.id, fields),
+            "learning": learned[item.id],
         }  # fmt: skip
         if ctx.embedder_id is not None:
             record["embedder"] = ctx.embedder_id
