@@ -374,19 +374,28 @@ def _unregister_expired(ks: Keyspace, keys: list[str], argv: list[Any]) -> list[
     return removed
 
 
-def _update_text(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
+def _update_guarded(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     if not ks._alive(keys[0]):
         return 0
-    current = _hmget(ks, [keys[0], argv[1]])[0]
-    expected = argv[2]
-    if current is None or _bytes(current) != _bytes(expected):
-        return -1
-    nterms = int(_s(argv[3]))
-    _hash_set(ks, [keys[0], *argv[4 + 2 * nterms :]])
-    if int(_s(argv[0])) > 0:
-        _expire(0.001)(ks, [keys[0], argv[0]])
-    if len(keys) > 1:
-        _adjust_stats(ks, keys[1:], argv[4 : 4 + 2 * nterms])
+    nsets, nguard = int(_s(argv[1])), int(_s(argv[4]))
+    h = ks.data[keys[0]]
+    if nguard > 0 and not isinstance(h, Hash):
+        return -1  # the server's HMGET fails on another type: read as a change
+    for i in range(nguard):
+        value = h.get(_s(argv[5 + i])) if isinstance(h, Hash) else None
+        if (b"=" + _bytes(value) if value is not None else b"") != _bytes(argv[5 + nguard + i]):
+            return -1
+    at = 5 + 2 * nguard
+    nterms = int(_s(argv[at]))
+    if len(argv) > at + 1 + 2 * nterms:
+        _hash_set(ks, [keys[0], *argv[at + 1 + 2 * nterms :]])
+    ttl = _number(argv[0])
+    if ttl > 0:
+        _expire(0.001)(ks, [keys[0], lua_text(ttl)])
+    if len(keys) > 1 + nsets:
+        _adjust_stats(ks, keys[1:2], argv[at + 1 : at + 1 + 2 * nterms])
+    for key in keys[len(keys) - nsets :] if nsets else ():
+        _zadd(ks, [key, "XX", argv[2], argv[3]])
     return 1
 
 
@@ -604,7 +613,7 @@ _SCRIPT_TWINS: dict[str, Callable[[Keyspace, list[str], list[Any]], Any]] = {
     scripts.RECALL_EFFECTS: _recall_effects,
     scripts.TOUCH: _touch,
     scripts.UPDATE_IF_EXISTS: _update_if_exists,
-    scripts.UPDATE_TEXT: _update_text,
+    scripts.UPDATE_GUARDED: _update_guarded,
     scripts.UNREGISTER: _unregister,
     scripts.UNREGISTER_EXPIRED: _unregister_expired,
     scripts.REFRESH_DUPLICATE: _refresh_duplicate,

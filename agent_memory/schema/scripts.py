@@ -200,29 +200,45 @@ return 1
 """
 """ARGV = [ttl_ms or 0 (keep), field, value, ...]: update only a memory that still exists."""
 
-UPDATE_TEXT = (
+UPDATE_GUARDED = (
     ADD_STAT_LUA
     + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('HGET', KEYS[1], ARGV[2]) ~= ARGV[3] then return -1 end
-local nterms = tonumber(ARGV[4])
-redis.call('HSET', KEYS[1], unpack(ARGV, 5 + 2 * nterms))
+local nsets, nguard = tonumber(ARGV[2]), tonumber(ARGV[5])
+local held = {}
+if nguard > 0 then held = redis.pcall('HMGET', KEYS[1], unpack(ARGV, 6, 5 + nguard)) end
+if held.err then return -1 end
+for i = 1, nguard do
+  local value = held[i]
+  if value then value = '=' .. value else value = '' end
+  if value ~= ARGV[5 + nguard + i] then return -1 end
+end
+local at = 6 + 2 * nguard
+local nterms = tonumber(ARGV[at])
+if #ARGV > at + 2 * nterms then redis.call('HSET', KEYS[1], unpack(ARGV, at + 1 + 2 * nterms)) end
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
-if #KEYS > 1 then
-  for i = 5, 4 + 2 * nterms, 2 do
+if #KEYS > 1 + nsets then
+  for i = at + 1, at + 2 * nterms, 2 do
     if add_stat(KEYS[2], ARGV[i], ARGV[i + 1]) <= 0 then redis.call('HDEL', KEYS[2], ARGV[i]) end
   end
 end
+for i = #KEYS - nsets + 1, #KEYS do redis.call('ZADD', KEYS[i], 'XX', ARGV[3], ARGV[4]) end
 return 1
 """
 )
-"""A new text for a memory, written only over the text it was computed against.
-KEYS = [memory, term statistics (standalone servers)]; ARGV = [ttl_ms or 0 (keep),
-content field, expected content, term count, (term field, delta) ..., field, value, ...].
-Returns 0 when the memory is gone, -1 when its text is no longer the expected one
-(another writer changed it: nothing written), 1 when written, with the statistics
-trading the old text's terms for the new one's in the same step."""
+"""New fields for a memory, written only while it is still the memory a caller read
+(``update``, ``expire_many``). KEYS = [memory, term statistics (optional), sorted set
+scored by expiry...]; ARGV = [ttl_ms or 0 (keep), number of sorted sets (the last
+KEYS), their new score, the memory's id, guard count n, field..., expected..., term
+count, (term field, delta) ..., field, value, ...]. An expected value is ``=`` and the
+value read, or empty for a field that was absent: the guard names the memory's location
+and write ``seq`` (a write under its id since changes them) and, for a new text, the
+text it was computed against. Returns 0 when the memory is gone, -1 when a guarded
+field changed (nothing written: the caller reads again), 1 when written, with in the
+same step the term statistics trading the old text's terms for the new one's and the
+sorted sets re-scored (standalone servers; a cluster passes the memory alone, its
+listings and statistics live in other slots)."""
 
 HMGET_MANY = """
 local out = {}

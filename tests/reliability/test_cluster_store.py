@@ -171,6 +171,28 @@ async def test_a_write_by_id_replaces_a_memory_of_another_scope_on_a_cluster(
     assert item is not None and item.content == "penguin" and item.scope == b
 
 
+async def test_expiries_and_texts_updated_on_a_cluster_keep_listings_and_terms_in_step(
+    cluster_store: tuple[Any, Any, TableEmbedder],
+) -> None:
+    """``update`` and ``expire_many`` write through a guarded single-key script on a
+    cluster; the listings (other slots) are re-scored beside it and the term statistics
+    traded after it: each listing scores the memory as its record expires."""
+    store, raw, _ = cluster_store
+    scope = Scope(namespace="n", agent_id="x")
+    mid = await store.remember("walrus migration", scope=scope)
+    other = await store.remember("penguin colony", scope=scope)
+    updated = await store.update(mid, content="seal pup", ttl=600.0)
+    assert updated.content == "seal pup" and updated.expires_at is not None
+    assert await store.expire_many({other: 900.0, "never-stored": 5.0}) == [other]
+    keys = store._ctx.keys if hasattr(store, "_ctx") else store.wrapped._ctx.keys
+    for memory_id in (mid, other):
+        expires = float(raw.hget(keys.memory(memory_id), "expires_at"))
+        for listing in keys.expiry_sets(namespace_token("n"), "x", None):
+            assert raw.zscore(listing, memory_id) == expires
+    terms = raw.hgetall(keys.term_stats(namespace_token("n")))
+    assert "t:walrus" not in terms and terms["t:seal"] == "1"
+
+
 async def test_prune_on_a_cluster_unlists_expired_memories_everywhere(
     cluster_store: tuple[Any, Any, TableEmbedder],
 ) -> None:

@@ -290,9 +290,14 @@ def single_memory(draw: Any) -> Scenario:
         (scripts.TOUCH, ["1000", "500"]),
         (scripts.UPDATE_IF_EXISTS, ["0", "importance", "0.9"]),
         (scripts.UPDATE_IF_EXISTS, ["4000", "content", "new"]),
-        (scripts.UPDATE_TEXT, ["0", "content", "", "0", "content", "new"]),
-        (scripts.UPDATE_TEXT, ["4000", "content", "a note", "0", "content", "new", "importance", "1"]),
-        (scripts.UPDATE_TEXT, ["0", "content", "ü", "0", "content", "new"]),
+        (scripts.UPDATE_GUARDED, ["0", "0", "0", "m1", "1", "content", "=", "0", "content", "new"]),
+        (scripts.UPDATE_GUARDED, ["4000", "0", "0", "m1", "1", "content", "=a note", "0", "content", "new",
+                                  "importance", "1"]),
+        (scripts.UPDATE_GUARDED, ["0", "0", "0", "m1", "1", "content", "=ü", "0", "content", "new"]),
+        (scripts.UPDATE_GUARDED, ["0", "0", "0", "m1", "2", "namespace", "agentId", "=ns", "", "0",
+                                  "importance", "1"]),
+        (scripts.UPDATE_GUARDED, ["4000", "0", "0", "m1", "1", "seq", "", "0"]),
+        (scripts.UPDATE_GUARDED, ["0", "0", "0", "m1", "0", "0", "importance", "1"]),
         (scripts.REFRESH_DUPLICATE, ["1200", "0.9", "", "0"]),
         (scripts.REFRESH_DUPLICATE, ["1200", "0.9", "5000", "3800"]),
         (scripts.REFRESH_DUPLICATE, ["1200", "0.1", "1250", "50"]),
@@ -352,12 +357,25 @@ def many(draw: Any) -> Scenario:
         return Scenario(scripts.UNREGISTER, ["usage", "set", "mem:m1", "mem:m2", "mem:m3"],
                         ["1", "x:", "a:", *owner, kind, "m1", "m2", "m3"],
                         {**hashes, **usage}, zsets=listed, strings={**strings, **broken})  # fmt: skip
-    if kind == "text":
-        expected = draw(st.sampled_from(["a note", "", "ü"]))
+    if kind == "text":  # a guarded update: its terms traded, its listings re-scored
+        expected = draw(st.sampled_from(["=a note", "=", "=ü", ""]))
+        held = draw(st.sampled_from(["=ns", ""]))
         start = {"terms": {"t:a": "1", "n": "2"}} if draw(st.booleans()) else {}
-        return Scenario(scripts.UPDATE_TEXT, ["mem:m1", "terms"],
-                        ["0", "content", expected, "2", "t:a", "-1", "t:b", "1", "content", "b"],
-                        {**hashes, **start}, strings=strings)  # fmt: skip
+        listed = draw(
+            st.sampled_from(
+                [
+                    {},
+                    {"reg": {"m1": math.inf, "m2": 1.0}},
+                    {"reg": {"m2": 1.0}, "agent": {"m1": 900.0}},
+                ]
+            )
+        )
+        stats = draw(st.sampled_from([["terms"], []]))
+        traded = ["2", "t:a", "-1", "t:b", "1"] if stats else ["0"]
+        return Scenario(scripts.UPDATE_GUARDED, ["mem:m1", *stats, "reg", "agent"],
+                        ["1500", "2", "1500", "m1", "2", "content", "namespace", expected, held,
+                         *traded, "content", "b", "expires_at", "1500"],
+                        {**hashes, **start}, zsets=listed, strings=strings)  # fmt: skip
     if kind == "hmget":
         fields = draw(st.lists(WORDS, min_size=1, max_size=3, unique=True))
         return Scenario(scripts.HMGET_MANY, ["mem:m1", "mem:m2", "mem:m3"], fields, hashes,
@@ -409,7 +427,7 @@ def many(draw: Any) -> Scenario:
 def test_every_script_has_a_scenario() -> None:
     covered = {
         scripts.RECALL_EFFECTS, scripts.WRITE_MEMORY, scripts.ADOPT_MEMORY, scripts.TOUCH, scripts.UPDATE_IF_EXISTS,
-        scripts.UPDATE_TEXT, scripts.UNREGISTER, scripts.UNREGISTER_EXPIRED,
+        scripts.UPDATE_GUARDED, scripts.UNREGISTER, scripts.UNREGISTER_EXPIRED,
         scripts.REFRESH_DUPLICATE, scripts.FEEDBACK, scripts.DELETE_MEMORY,
         scripts.DELETE_IF_UNCHANGED,
         scripts.WRITE_WITH_TTL, scripts.APPLY_EVAL, scripts.HMGET_MANY, scripts.COMPLETE,
@@ -650,6 +668,8 @@ def _damaged_scenarios(v: str) -> list[Scenario]:
         Scenario(scripts.APPLY_EVAL, ["mem:m1"], [v, "0.5", "c", "1400", "2", "1"],
                  {"mem:m1": {"content": "a", "eval_sum": "1"}}),
         Scenario(scripts.UPDATE_IF_EXISTS, ["mem:m1"], [v, "importance", "1"],
+                 {"mem:m1": {"content": "a"}}),
+        Scenario(scripts.UPDATE_GUARDED, ["mem:m1"], [v, "0", "0", "m1", "0", "0", "importance", "1"],
                  {"mem:m1": {"content": "a"}}),
         Scenario(scripts.WRITE_WITH_TTL, ["mem:m1"], [v, "importance", "1"]),
     ]  # fmt: skip

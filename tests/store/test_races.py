@@ -276,3 +276,106 @@ async def test_a_write_under_a_chosen_id_that_never_lands_keeps_the_memory_it_re
     assert [i.id for i in (await store.list(scope=scope)).items] == ["m1"]
     assert (await store.stats()).items == 1
     assert await _stats(store, "a") == _expected(["walrus migration north"])
+
+
+async def _score(store: Any, key: str, member: str) -> float | None:
+    raw = getattr(store, "wrapped", store)
+    held = await _send(raw, Command(("ZSCORE", key, member)))
+    return float(held) if held is not None else None
+
+
+async def _listings_agree_with_the_record(store: Any, mid: str, home: Scope, away: Scope) -> None:
+    """The memory ``mid`` lives in ``home``: its listings there score it as its record
+    expires, and ``away``'s (where it lived before) no longer list it."""
+    from agent_memory.schema.encoding import encode_value, namespace_token
+
+    raw = getattr(store, "wrapped", store)
+    keys = raw._ctx.keys
+    expires = await _send(raw, Command(("HGET", keys.memory(mid), "expires_at")))
+    wanted = float(expires) if expires is not None else float("inf")
+    for scope, listed in ((home, wanted), (away, None)):
+        ns = namespace_token(scope.namespace)
+        for key in keys.expiry_sets(ns, encode_value(str(scope.agent_id)), None):
+            assert await _score(store, key, mid) == listed, key
+    assert (await store.stats()).items == 1
+
+
+def _race_before(
+    module: Any, monkeypatch: pytest.MonkeyPatch, store: Any, other_write: Any
+) -> list[Any]:
+    """Run ``other_write`` (a blocking call on another client) once, just before the
+    first batch ``module`` sends through ``execute_writes`` for ``store``."""
+    raw = getattr(store, "wrapped", store)
+    writing = module.execute_writes
+    raced: list[Any] = []
+
+    def race_before_the_write(ctx: Any, commands: Any) -> Any:
+        if ctx is raw._ctx and not raced:
+            raced.append((yield from call(other_write, what="the other write")))
+        return (yield from writing(ctx, commands))
+
+    monkeypatch.setattr(module, "execute_writes", race_before_the_write)
+    return raced
+
+
+@pytest.mark.parametrize("operation", ["expire_many", "update"])
+async def test_an_expiry_racing_a_write_under_its_id_leaves_listings_scored_as_the_record(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """``expire_many`` / ``update(ttl=)`` read where a memory is listed, then set its
+    record's expiry and re-scored those listings. A write under its id moving it to
+    another namespace in between kept its new listings scored as persistent (+inf)
+    while its record got the expiry: the listings must score the memory as its record
+    expires, and the old namespace must not list it."""
+    from agent_memory.store.ops import expiry as expiry_module
+    from agent_memory.store.ops import update as update_module
+
+    store = env.make()
+    raw = getattr(store, "wrapped", store)
+    before, after = Scope(namespace="a", agent_id="x"), Scope(namespace="b", agent_id="y")
+    await store.remember_many([MemoryInput("walrus migration", id="m1", scope=before)])
+    other = _blocking_store(env, raw.name)
+    module = expiry_module if operation == "expire_many" else update_module
+    raced = _race_before(
+        module, monkeypatch, store,
+        lambda: other.remember_many([MemoryInput("penguin colony", id="m1", scope=after)]),
+    )  # fmt: skip
+    try:
+        if operation == "expire_many":
+            assert await store.expire_many({"m1": 600.0}) == ["m1"]
+        else:
+            assert (await store.update("m1", ttl=600.0)).expires_at is not None
+        monkeypatch.undo()
+        assert raced == [["m1"]]
+        await _listings_agree_with_the_record(store, "m1", after, before)
+    finally:
+        other.client.close()
+
+
+async def test_an_update_of_the_text_racing_the_same_text_elsewhere_trades_the_right_terms(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``update(content=)`` checked only that the stored text was the one it read, then
+    traded terms in the namespace it read. A write of that same text under the id in
+    another namespace in between passed the check: the old namespace got the new
+    text's terms and the new one kept the old text's. Each namespace's statistics must
+    hold exactly its memories' texts."""
+    from agent_memory.store.ops import update as update_module
+    from tests.store.test_hybrid import _expected, _stats
+
+    store = env.make()
+    raw = getattr(store, "wrapped", store)
+    text = "walrus migration north"
+    await store.remember_many([MemoryInput(text, id="m1", scope=Scope(namespace="a"))])
+    other = _blocking_store(env, raw.name)
+    moved = [MemoryInput(text, id="m1", scope=Scope(namespace="b"))]
+    raced = _race_before(update_module, monkeypatch, store, lambda: other.remember_many(moved))
+    try:
+        item = await store.update("m1", content="penguin colony south")
+        monkeypatch.undo()
+        assert raced == [["m1"]]
+        assert item.content == "penguin colony south"
+        assert await _stats(store, "a") == {}
+        assert await _stats(store, "b") == _expected(["penguin colony south"])
+    finally:
+        other.client.close()

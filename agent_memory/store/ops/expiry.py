@@ -7,19 +7,27 @@ import math
 from collections.abc import Mapping
 
 from agent_memory.backends.context import StoreContext
-from agent_memory.backends.reads import Unreadable, read_many, read_many_replies, unreadable
+from agent_memory.backends.reads import (
+    Unreadable,
+    fields_of,
+    read_many,
+    read_many_replies,
+    unreadable,
+)
 from agent_memory.core.effects import Command, Operation, command, execute_batch
 from agent_memory.core.replies import integer, optional_text, raise_first_error
 from agent_memory.errors import InvalidInputError
 from agent_memory.schema import layout as L
-from agent_memory.schema import scripts
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.ensure import ensure_ready
+from agent_memory.store.ops.guarded import IDENTITY, guarded_update
 from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import check_id, check_ttl
 
-# What a new expiry touches besides the record: the sets that score it by its expiry.
+# What a new expiry touches besides the record: the sets that score it by its expiry;
+# read with what tells whether a write under its id replaced it since.
 _LOCATION = (L.F_NAMESPACE, L.F_AGENT, L.F_THREAD, L.F_EXPIRES)
+_READ = tuple(dict.fromkeys((*_LOCATION, *IDENTITY)))
 
 
 def check_ttls(ttls: object) -> dict[str, float]:
@@ -38,14 +46,18 @@ def check_ttls(ttls: object) -> dict[str, float]:
 def expire_many(ctx: StoreContext, ttls: Mapping[str, float]) -> Operation[list[str]]:
     """Expire each memory ``ttls[id]`` seconds from now: one round trip reads where the
     memories are listed, one writes every new expiry (the record's, as ``update`` does,
-    and its score in the expiry-ordered sets). Returns the ids that still existed."""
+    and its score in the expiry-ordered sets: in the same script on a standalone
+    server). A memory replaced meanwhile by a write under its id keeps that write's
+    expiry and listings, as if this call had come first. Returns the ids that still
+    existed."""
     checked = check_ttls(ttls)
     if not checked:
         return []
     yield from ensure_ready(ctx)
     ids = list(checked)
-    replies = yield from execute_batch(read_many(ctx, [ctx.keys.memory(m) for m in ids], _LOCATION))
+    replies = yield from execute_batch(read_many(ctx, [ctx.keys.memory(m) for m in ids], _READ))
     now = ctx.now_ms()
+    cluster = ctx.settings.cluster
     writes: list[Command] = []
     namespaces: set[str] = set()
     written: list[tuple[str, int]] = []  # (id, position of its script in writes)
@@ -53,30 +65,34 @@ def expire_many(ctx: StoreContext, ttls: Mapping[str, float]) -> Operation[list[
         if isinstance(values, Unreadable):
             unreadable(ctx, memory_id, "its key holds no hash")
             continue
-        namespace, agent, thread, expiry = (optional_text(v) for v in values)
+        read = fields_of(values, _READ)
+        namespace, agent, thread, expiry = (optional_text(read.get(f)) for f in _LOCATION)
         if namespace is None:
             continue  # gone (or not a memory this library wrote)
         if expiry is not None and expiry.isascii() and expiry.isdigit() and int(expiry) <= now:
             continue  # expired by the store's clock: never brought back
         ttl_ms = max(1, math.ceil(checked[memory_id] * 1000))
-        expires = str(now + ttl_ms)
-        key = ctx.keys.memory(memory_id)
+        expires = now + ttl_ms
+        listings = ctx.keys.expiry_sets(namespace, agent, thread)
         written.append((memory_id, len(writes)))
         writes.append(
-            Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, str(ttl_ms), L.F_EXPIRES, expires))
-        )
-        # XX: a memory deleted meanwhile is not put back in its sets.
-        writes += [
-            command("ZADD", listed, "XX", expires, memory_id)
-            for listed in ctx.keys.expiry_sets(namespace, agent, thread)
-        ]
+            guarded_update(
+                ctx.keys.memory(memory_id), memory_id, read, ttl_ms=ttl_ms,
+                writes=(L.F_EXPIRES, str(expires)),
+                listings=() if cluster else listings, score=expires,
+            )
+        )  # fmt: skip
+        if cluster:  # the listings live in other slots (XX: a memory deleted meanwhile
+            # is not put back in them)
+            writes += [command("ZADD", key, "XX", str(expires), memory_id) for key in listings]
         namespaces.add(namespace)
     writes += [bump(ctx.keys.registry_version(ns)) for ns in sorted(namespaces)]
     if not written:
         return []
     done = yield from execute_writes(ctx, writes)
     raise_first_error(done)
-    return [memory_id for memory_id, at in written if integer(done[at])]
+    # -1: replaced by a write under its id since the read, which came after this call.
+    return [memory_id for memory_id, at in written if integer(done[at]) != 0]
 
 
 __all__ = ["check_ttls", "expire_many"]

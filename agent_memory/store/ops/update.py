@@ -25,7 +25,6 @@ from agent_memory.core.effects import (
 from agent_memory.core.replies import integer, optional_text, raise_first_error, text
 from agent_memory.errors import AgentMemoryError, NotFoundError
 from agent_memory.schema import layout as L
-from agent_memory.schema import scripts
 from agent_memory.schema.encoding import SHARED_SESSION_TOKEN, encode_value
 from agent_memory.schema.layout import Keys
 from agent_memory.schema.lexical import adjust_args, stats_delta
@@ -39,6 +38,7 @@ from agent_memory.schema.types import MemoryItem
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.embedding import embed_one
 from agent_memory.store.ops.ensure import ensure_ready
+from agent_memory.store.ops.guarded import IDENTITY, guarded_update
 from agent_memory.store.ops.read import is_expired, item_commands, parse_items
 from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import (
@@ -49,7 +49,7 @@ from agent_memory.store.validation import (
     check_ttl,
 )
 
-# How many times an update reads again after another writer changed the text.
+# How many times an update reads again after another writer changed the memory.
 _ATTEMPTS = 8
 _FIRST_BACKOFF = 0.001  # seconds, doubled at each attempt
 _MAX_BACKOFF = 0.05
@@ -68,7 +68,8 @@ class Changes:
 @dataclass(frozen=True)
 class UpdatePlan:
     """The commands of one update attempt. The first one's reply says how it went (1
-    written, 0 the memory is gone, below 0 its text changed since it was read);
+    written, 0 the memory is gone, below 0 it changed since it was read: another
+    text, or a write under its id);
     ``cluster_terms`` are the term statistics to trade after the write (only on a
     cluster, where they live in another slot than the memory)."""
 
@@ -112,27 +113,22 @@ def plan_update(
     if expires is not None:
         writes += [L.F_EXPIRES, str(expires)]
     ns_token = text(fields[L.F_NAMESPACE])
-    terms: dict[str, int] = {}
-    if new_text is not None:
-        terms = term_trade(current_content, new_text)
-        stats = () if cluster else (keys.term_stats(ns_token),)
-        write = Command(
-            (
-                "EVAL", scripts.UPDATE_TEXT, str(1 + len(stats)), key, *stats,
-                str(ttl_ms), L.F_CONTENT, current_content, str(len(terms)),
-                *(x for name, amount in sorted(terms.items()) for x in (name, str(amount))),
-                *writes,
-            )
-        )  # fmt: skip
-    else:
-        write = Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, str(ttl_ms), *writes))
+    agent, thread = (optional_text(fields.get(f)) for f in (L.F_AGENT, L.F_THREAD))
+    listings = keys.expiry_sets(ns_token, agent, thread) if expires is not None else []
+    terms = term_trade(current_content, new_text) if new_text is not None else {}
+    # Written only over the memory read (a write under its id since moves or replaces
+    # it) and, for a new text, over the text the terms and embedding were computed from.
+    write = guarded_update(
+        key, memory_id, fields,
+        guard=(*IDENTITY, L.F_CONTENT) if new_text is not None else IDENTITY,
+        ttl_ms=ttl_ms, writes=writes,
+        term_stats=None if cluster or not terms else keys.term_stats(ns_token), terms=terms,
+        listings=() if cluster else listings, score=expires,
+    )  # fmt: skip
     commands = [write]
+    if cluster:  # the listings live in other slots: re-scored beside the write
+        commands += [command("ZADD", listed, "XX", str(expires), memory_id) for listed in listings]
     if expires is not None:
-        agent, thread = (optional_text(fields.get(f)) for f in (L.F_AGENT, L.F_THREAD))
-        commands += [
-            command("ZADD", listed, "XX", str(expires), memory_id)
-            for listed in keys.expiry_sets(ns_token, agent, thread)
-        ]
         commands.append(bump(keys.registry_version(ns_token)))
     if changes.tags is not None or changes.content is not None:
         commands.append(bump(keys.epoch(ns_token)))
@@ -159,18 +155,22 @@ def update(
 ) -> Operation[MemoryItem]:
     """Change fields of an existing memory; re-embeds when the content changes.
 
-    A new text is written only over the text it was computed against (on a standalone
-    server the statistics trade that text's terms for the new ones in the same script);
-    if another writer changed the text in between, the update reads again. On a cluster
-    the statistics live in another slot and are traded once the write succeeded, so
-    racing updates or a racing forget may leave them slightly off there (a count below
-    zero is dropped). Two round trips: the read, then the write with the read-back of
+    The write applies only to the memory read: a write under its id since (which may
+    have moved it to another namespace, agent or thread) makes the update read again,
+    as does another text when the text changes. A new text is written only over the
+    text it was computed against, and on a standalone server the statistics of the
+    memory's namespace trade that text's terms for the new ones, and a new TTL re-scores
+    its listings, in the same script. On a cluster the statistics and listings live in
+    other slots: the statistics are traded once the write succeeded and the listings
+    re-scored beside it, so racing writes may leave them slightly off there (a count
+    below zero is dropped). Two round trips: the read, then the write with the read-back of
     the item returned (as ``get`` reads it); a third on a cluster when the text changes.
 
     Raises:
         NotFoundError: no memory with that id (or it expired / was forgotten meanwhile).
         InvalidInputError: a bad value; nothing was changed.
-        AgentMemoryError: other writers changed the memory's text at every attempt.
+        AgentMemoryError: other writers changed the memory (its text, or a write under
+            its id) at every attempt.
     """
     check_id(memory_id)
     changes = Changes(
@@ -218,7 +218,7 @@ def update(
         if outcome == 0:
             raise NotFoundError(f"memory {memory_id!r} was forgotten while being updated")
         if outcome < 0:
-            continue  # its text changed since it was read
+            continue  # changed since it was read (another text, or rewritten)
         adjust = adjust_args(ctx.keys.term_stats(text(fields[L.F_NAMESPACE])), plan.cluster_terms)
         if adjust is not None:  # not atomic with the write (see above)
             raise_first_error((yield from execute_batch([Command(adjust)])))
@@ -229,7 +229,7 @@ def update(
             )
         return item
     raise AgentMemoryError(
-        f"memory {memory_id!r}: its text changed under {_ATTEMPTS} attempts to update it"
+        f"memory {memory_id!r}: other writers changed it under {_ATTEMPTS} attempts to update it"
     )
 
 
