@@ -21,8 +21,10 @@ from agent_memory.backends.ft_index import (
     already_exists,
     await_backfill,
     check_compatible,
+    check_layout,
     create_args,
     drop_index,
+    expected_fields,
     is_missing,
     mentions,
     read_index_info,
@@ -51,11 +53,7 @@ from agent_memory.schema.encoding import session_token
 from agent_memory.schema.filters import MemoryFilter
 from agent_memory.schema.layout import (
     DISTANCE_ALIAS,
-    F_LEX,
-    F_LEX_TERMS,
-    F_LEX_TEXT,
     F_SESSION,
-    F_SESSION_VECTOR,
 )
 from agent_memory.schema.lexical import TEXT_FORM, VECTOR_FORM, term_token
 from agent_memory.schema.records import vector_blob
@@ -124,8 +122,8 @@ class FtBackend:
             server_has_text=dialect.family == "redisearch",
         )
         native_text = ctx.lexical_form == TEXT_FORM
-        lexical_fields = (F_LEX_TEXT,) if native_text else (F_LEX, F_LEX_TERMS)
-        needed = (F_SESSION_VECTOR, *lexical_fields)
+        # An index of an older schema lacks some (the lexical fields, ``svec``): upgraded.
+        needed = tuple(expected_fields(ctx, native_text))
         found = yield from read_info(ctx)
         if found is not None:
             info, raw = found
@@ -141,6 +139,7 @@ class FtBackend:
                     "record, run adopt_foreign(replace_index=True) or `agent-memory adopt "
                     "--replace-index`; or use another store name."
                 )
+            check_layout(ctx, info)
             if all(mentions(raw, name) for name in needed):
                 yield from ensure_lexical(ctx)
                 self._index_docs = info.num_docs
@@ -161,6 +160,7 @@ class FtBackend:
             other = yield from read_index_info(ctx)
             if other is not None:
                 check_compatible(ctx, other)
+                check_layout(ctx, other)
             if ctx.settings.cluster:
                 yield from repair_shards(ctx)
             yield from await_backfill(ctx)

@@ -28,7 +28,7 @@ from agent_memory.errors import (
 from agent_memory.schema.layout import F_SESSION
 from agent_memory.schema.lexical import TEXT_FORM
 from agent_memory.search.parse import IndexInfo, parse_index_info
-from agent_memory.search.query import VectorIndexSpec, create_index_args
+from agent_memory.search.query import VectorIndexSpec, create_index_args, index_field_types
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +127,42 @@ def check_compatible(ctx: StoreContext, info: IndexInfo) -> None:
     if info.metric is not None and info.metric != "COSINE":
         raise IndexMismatchError(
             f"index {ctx.keys.index} uses distance metric {info.metric}, expected COSINE"
+        )
+
+
+def expected_fields(ctx: StoreContext, native_text: bool) -> dict[str, str]:
+    """The attributes (and their types) of the index the store creates."""
+    assert ctx.dim is not None
+    return index_field_types(VectorIndexSpec(dim=ctx.dim), native_text=native_text)
+
+
+def check_layout(ctx: StoreContext, info: IndexInfo) -> None:
+    """Refuse an index that no release of the library created under the store's name:
+    one covering other keys than the store's memories, or typing an attribute the
+    store writes otherwise (a search would fail on it, or find nothing without an
+    error). Attributes it lacks are an older schema's, which the caller upgrades.
+
+    Raises:
+        IndexMismatchError: another key prefix, or another type of an attribute.
+    """
+    index, prefix = ctx.keys.index, ctx.keys.prefix
+    if info.prefixes is not None and info.prefixes != (prefix,):
+        raise IndexMismatchError(
+            f"index {index} covers the keys under {list(info.prefixes)}, not those under "
+            f"{prefix!r} alone: the store's memories would be left out of it, or other "
+            "hashes taken in. It is left as it is; use another store name or drop the index."
+        )
+    expected = expected_fields(ctx, ctx.lexical_form == TEXT_FORM)
+    wrong = [
+        f"{name} is {kind}, expected {expected[name]}"
+        for name, kind in info.field_types
+        if name in expected and kind != expected[name]
+    ]
+    if wrong:
+        raise IndexMismatchError(
+            f"index {index} types attributes of the store's memories otherwise "
+            f"({'; '.join(wrong)}): searches would fail or miss memories. It is left as it "
+            "is; use another store name or drop the index."
         )
 
 

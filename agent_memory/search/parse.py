@@ -119,6 +119,10 @@ class IndexInfo:
     indexing: bool
     failures: int
     progress: float | None = None  # share of the backfill done (0..1), when reported
+    # the key prefixes the index covers, when the reply lists them
+    prefixes: tuple[str, ...] | None = None
+    # (attribute, type) of each attribute listed: ``("session", "TAG")``
+    field_types: tuple[tuple[str, str], ...] = ()
 
 
 def _flatten(value: Any) -> list[Any]:
@@ -145,21 +149,55 @@ def _lookup(stream: list[Any], *names: str) -> Any:
     return None
 
 
-def _attribute_stream(reply: Any, field: str) -> list[Any] | None:
-    """The flattened description of one attribute (by identifier or alias) among the
-    ``attributes`` of an FT.INFO reply, if the reply lists it."""
+def _entry(reply: Any, name: str) -> Any:
+    """The value of ``name`` in a flat key/value list or a map (``None``: absent)."""
     if isinstance(reply, Mapping):
         entries: list[tuple[Any, Any]] = list(reply.items())
     elif isinstance(reply, (list, tuple)):
         entries = list(zip(reply[::2], reply[1::2], strict=False))
     else:
         return None
-    attributes = next(
-        (v for k, v in entries if isinstance(k, (str, bytes)) and text(k) == "attributes"), None
-    )
-    if not isinstance(attributes, (list, tuple)):
+    return next((v for k, v in entries if isinstance(k, (str, bytes)) and text(k) == name), None)
+
+
+def _shown(value: str | bytes) -> str:
+    """Text of a name in an FT.INFO reply; bytes that are not UTF-8 escaped (a name the
+    library never writes, compared and shown, never used as a key)."""
+    return value.decode("utf-8", "backslashreplace") if isinstance(value, bytes) else value
+
+
+def _attributes(reply: Any) -> list[Any]:
+    attributes = _entry(reply, "attributes")
+    return list(attributes) if isinstance(attributes, (list, tuple)) else []
+
+
+def _field_types(reply: Any) -> tuple[tuple[str, str], ...]:
+    """(attribute, type) of each attribute an FT.INFO reply lists (both servers)."""
+    found: list[tuple[str, str]] = []
+    for attribute in _attributes(reply):
+        flat = _flatten(attribute)
+        name = _lookup(flat, "attribute")
+        if not isinstance(name, (str, bytes)):
+            name = _lookup(flat, "identifier")
+        kind = _lookup(flat, "type")
+        if isinstance(name, (str, bytes)) and isinstance(kind, (str, bytes)):
+            found.append((_shown(name), _shown(kind).upper()))
+    return tuple(found)
+
+
+def _prefixes(reply: Any) -> tuple[str, ...] | None:
+    """The key prefixes of an FT.INFO reply's ``index_definition`` (``None``: not
+    listed)."""
+    prefixes = _entry(_entry(reply, "index_definition"), "prefixes")
+    if not isinstance(prefixes, (list, tuple)):
         return None
-    for attribute in attributes:
+    return tuple(_shown(p) for p in prefixes if isinstance(p, (str, bytes)))
+
+
+def _attribute_stream(reply: Any, field: str) -> list[Any] | None:
+    """The flattened description of one attribute (by identifier or alias) among the
+    ``attributes`` of an FT.INFO reply, if the reply lists it."""
+    for attribute in _attributes(reply):
         flat = _flatten(attribute)
         names = {_lookup(flat, "identifier"), _lookup(flat, "attribute")}
         if any(isinstance(n, (str, bytes)) and text(n) == field for n in names):
@@ -194,6 +232,8 @@ def parse_index_info(reply: Any, vector_field: str = F_VECTOR) -> IndexInfo:
         indexing=bool(integer(indexing)) if indexing is not None else False,
         failures=integer(failures) if failures is not None else 0,
         progress=_share(percent),
+        prefixes=_prefixes(reply),
+        field_types=_field_types(reply),
     )
 
 

@@ -109,6 +109,15 @@ def create_index_args(
     numeric fields the BetterDB TypeScript library filters on (``importance``,
     ``created_at``) complete the schema; per-read counters are not indexed.
     """
+    options = ["NOOFFSETS", "NOFIELDS", "STOPWORDS", "0"] if native_text else []
+    schema = [
+        arg for name, kind, params in _schema(spec, native_text) for arg in (name, kind, *params)
+    ]
+    return [index, "ON", "HASH", "PREFIX", "1", prefix, *options, "SCHEMA", *schema]
+
+
+def _schema(spec: VectorIndexSpec, native_text: bool) -> list[tuple[str, str, list[str]]]:
+    """The index's attributes: (name, type, the arguments after the type)."""
     vector_params = ["TYPE", "FLOAT32", "DIM", str(spec.dim), "DISTANCE_METRIC", spec.metric]
     if spec.algorithm == "HNSW":
         vector_params += [
@@ -116,37 +125,39 @@ def create_index_args(
             "EF_CONSTRUCTION", str(spec.ef_construction),
             "EF_RUNTIME", str(spec.ef_runtime),
         ]  # fmt: skip
-    tag = ["TAG", "CASESENSITIVE"]
+    tag = ["CASESENSITIVE"]
+    listed = ["SEPARATOR", TAG_SEPARATOR, "CASESENSITIVE"]
+    lexical: list[tuple[str, str, list[str]]]
     if native_text:
-        options = ["NOOFFSETS", "NOFIELDS", "STOPWORDS", "0"]
-        lexical = [F_LEX_TEXT, "TEXT", "NOSTEM"]
+        lexical = [(F_LEX_TEXT, "TEXT", ["NOSTEM"])]
     else:
-        options = []
+        lex_params = ["TYPE", "FLOAT32", "DIM", str(spec.lexical_dim), "DISTANCE_METRIC", "IP"]
         lexical = [
-            F_LEX, "VECTOR", "FLAT", "6",
-            "TYPE", "FLOAT32", "DIM", str(spec.lexical_dim), "DISTANCE_METRIC", "IP",
-            F_LEX_TERMS, "TAG", "SEPARATOR", TAG_SEPARATOR, "CASESENSITIVE",
-        ]  # fmt: skip
-    session_vector = [
-        F_SESSION_VECTOR, "VECTOR", "FLAT", "6",
-        "TYPE", "FLOAT32", "DIM", str(spec.dim), "DISTANCE_METRIC", spec.metric,
-    ]  # fmt: skip
+            (F_LEX, "VECTOR", ["FLAT", str(len(lex_params)), *lex_params]),
+            (F_LEX_TERMS, "TAG", listed),
+        ]
+    session_params = ["TYPE", "FLOAT32", "DIM", str(spec.dim), "DISTANCE_METRIC", spec.metric]
     return [
-        index, "ON", "HASH", "PREFIX", "1", prefix, *options, "SCHEMA",
-        F_VECTOR, "VECTOR", spec.algorithm, str(len(vector_params)), *vector_params,
-        *session_vector,
+        (F_VECTOR, "VECTOR", [spec.algorithm, str(len(vector_params)), *vector_params]),
+        (F_SESSION_VECTOR, "VECTOR", ["FLAT", str(len(session_params)), *session_params]),
         *lexical,
-        F_NAMESPACE, *tag,
-        F_SESSION, *tag,
-        F_AGENT, *tag,
-        F_THREAD, *tag,
-        F_TAGS, "TAG", "SEPARATOR", TAG_SEPARATOR, "CASESENSITIVE",
-        F_SOURCE, *tag,
-        F_LABELS, "TAG", "SEPARATOR", TAG_SEPARATOR, "CASESENSITIVE",
-        F_IMPORTANCE, "NUMERIC",
-        F_CREATED, "NUMERIC",
-        F_EXPIRES, "NUMERIC",
-    ]  # fmt: skip
+        (F_NAMESPACE, "TAG", tag),
+        (F_SESSION, "TAG", tag),
+        (F_AGENT, "TAG", tag),
+        (F_THREAD, "TAG", tag),
+        (F_TAGS, "TAG", listed),
+        (F_SOURCE, "TAG", tag),
+        (F_LABELS, "TAG", listed),
+        (F_IMPORTANCE, "NUMERIC", []),
+        (F_CREATED, "NUMERIC", []),
+        (F_EXPIRES, "NUMERIC", []),
+    ]
+
+
+def index_field_types(spec: VectorIndexSpec, *, native_text: bool = False) -> dict[str, str]:
+    """Each attribute :func:`create_index_args` gives the index, with its type as
+    ``FT.INFO`` lists it: ``{"session": "TAG", ...}`` (pure)."""
+    return {name: kind for name, kind, _ in _schema(spec, native_text)}
 
 
 def decimal(value: float) -> str:
