@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import valkey
 
 from agent_memory import IndexMismatchError, SyncMemoryStore
+from agent_memory.backends.ft import FtBackend
 from agent_memory.search.parse import parse_index_info
 from agent_memory.search.query import VectorIndexSpec, create_index_args
 from tests.conftest import ServerInfo
@@ -95,3 +97,31 @@ def test_an_index_of_ours_lacking_a_field_is_rebuilt_with_it(
     tagged = store.remember("a tagged memory", tags=["t1"])
     store.remember("an untagged memory")
     assert [h.item.id for h in store.recall("a tagged memory", tags=["t1"])] == [tagged]
+
+
+def test_an_index_dropped_right_after_ensure_created_it_does_not_fail_the_store(
+    client: valkey.Valkey, search_server: ServerInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process drops the index (an upgrade re-creating it, an operator) between
+    the FT.CREATE of ensure_index and its count of foreign documents: the call and the
+    store go on (the next search re-creates the index), no raw "not found" error."""
+    name = f"drp{uuid.uuid4().hex[:8]}"
+    other = valkey.Valkey.from_url(search_server.url)
+    preparing = FtBackend.prepare
+
+    def prepare_then_lose_it(self: FtBackend, ctx: Any) -> Any:
+        created = yield from preparing(self, ctx)
+        other.execute_command("FT.DROPINDEX", f"{name}:mem:idx")
+        return created
+
+    monkeypatch.setattr(FtBackend, "prepare", prepare_then_lose_it)
+    store = SyncMemoryStore(client, name, TableEmbedder(), default_threshold=2.0)
+    try:
+        assert store.ensure_index().backend == "ft"
+        monkeypatch.undo()
+        mid = store.remember("a memory written after the index was lost")
+        assert [h.item.id for h in store.recall("a memory written after the index was lost")] == [
+            mid
+        ]
+    finally:
+        other.close()

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.backends.context import StoreContext
-from agent_memory.backends.ft_index import drop_foreign_index
+from agent_memory.backends.ft_index import drop_foreign_index, is_missing
 from agent_memory.core.effects import (
     Command,
     Operation,
@@ -258,8 +258,12 @@ def adopt_foreign(ctx: StoreContext) -> Operation[AdoptionReport]:
 def _index_holds_more(ctx: StoreContext, registries: list[str]) -> Operation[bool]:
     """Whether the index holds more documents than ``registries`` list memories and
     the last scan left as they were (foreign records it could not adopt: counted as
-    known, or every check would scan the keyspace for them again); one round trip."""
+    known, or every check would scan the keyspace for them again); one round trip. No
+    index (another process dropped it, to re-create it or not): none to adopt now; the
+    next search re-creates it."""
     items, replies = yield from count_in(ctx, registries, command("FT.INFO", ctx.keys.index))
+    if is_missing(replies[0]):
+        return False
     if isinstance(replies[0], AgentMemoryError):
         raise replies[0]
     known = items + len(ctx.foreign_skipped)
