@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import valkey
 
-from agent_memory import IndexMismatchError, SyncMemoryStore
+from agent_memory import IndexMismatchError, MemoryInput, SyncMemoryStore
 from agent_memory.backends.ft import FtBackend
 from agent_memory.search.parse import parse_index_info
 from agent_memory.search.query import VectorIndexSpec, create_index_args
@@ -123,5 +123,25 @@ def test_an_index_dropped_right_after_ensure_created_it_does_not_fail_the_store(
         assert [h.item.id for h in store.recall("a memory written after the index was lost")] == [
             mid
         ]
+    finally:
+        other.close()
+
+
+def test_a_store_opened_while_the_index_backfills_waits_for_it(
+    client: valkey.Valkey, search_server: ServerInfo
+) -> None:
+    """Another process has just created the index over memories already stored (an
+    upgrade re-creating it, an operator): the server indexes them in the background. A
+    store opening now waits for the backfill as the creator does, so its first recall
+    finds them (valkey-search answered it with no hits, without an error)."""
+    name = f"bkf{uuid.uuid4().hex[:8]}"
+    writer = SyncMemoryStore(client, name, TableEmbedder(), ft_dialect="baseline")
+    ids = writer.remember_many([MemoryInput(f"memory number {i}") for i in range(3000)])
+    client.execute_command("FT.DROPINDEX", f"{name}:mem:idx")
+    client.execute_command("FT.CREATE", *_ours(name))
+    other = valkey.Valkey.from_url(search_server.url)
+    try:
+        reader = SyncMemoryStore(other, name, TableEmbedder(), ft_dialect="baseline")
+        assert [h.item.id for h in reader.recall("memory number 7", k=1)] == [ids[7]]
     finally:
         other.close()

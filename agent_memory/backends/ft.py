@@ -145,6 +145,10 @@ class FtBackend:
                 self._index_docs = info.num_docs
                 if ctx.settings.cluster:
                     yield from repair_shards(ctx)
+                elif info.indexing:
+                    # Another process has just created it over stored memories: the
+                    # server is still indexing them, and a search now would miss some.
+                    yield from await_backfill(ctx)
                 return False
             yield from ensure_lexical(ctx, force=True)
             yield from self.drop(ctx)
