@@ -102,7 +102,9 @@ def test_text_form_rescoring_reads_the_stored_terms(server: ServerInfo) -> None:
 
 
 @pytest.mark.parametrize("kind", ["valkey", "valkey-redisearch"])
-@pytest.mark.parametrize("damage", ["another type", "a member that is not UTF-8"])
+@pytest.mark.parametrize(
+    "damage", ["another type", "a member that is not UTF-8", "content that is not UTF-8"]
+)
 def test_the_upgrade_of_an_old_store_skips_damaged_records(
     servers: _Servers, kind: str, damage: str
 ) -> None:
@@ -115,6 +117,8 @@ def test_the_upgrade_of_an_old_store_skips_damaged_records(
         if damage == "another type":
             client.delete(f"{name}:mem:{ids[0]}")
             client.set(f"{name}:mem:{ids[0]}", "junk")
+        elif damage == "content that is not UTF-8":
+            client.hset(f"{name}:mem:{ids[0]}", "content", b"\xff\xfe")
         else:
             (registry,) = client.keys(f"{name}:__mem_reg:*")
             client.zadd(registry, {b"\xff\xfe": float("inf")})

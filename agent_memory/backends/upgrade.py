@@ -197,7 +197,9 @@ def rebuild_lexical(ctx: StoreContext) -> Operation[int]:
             for memory_id, content_raw, _ in read:
                 content = lenient_text(content_raw)
                 if content is None:
-                    continue  # gone, or unreadable: left as it is
+                    if content_raw is not None:  # None: gone meanwhile
+                        unreadable(ctx, memory_id, "its content is not valid UTF-8 (left as it is)")
+                    continue
                 contents.append(content)
                 key = ctx.keys.memory(memory_id)
                 fields = lexical_fields(content, ctx.lexical_form)
