@@ -8,10 +8,17 @@ from typing import Any
 
 import pytest
 
-from agent_memory import Forgetting, IndexMismatchError, NotFoundError, Scope, StoreClosedError
+from agent_memory import (
+    Forgetting,
+    IndexMismatchError,
+    MemoryInput,
+    NotFoundError,
+    Scope,
+    StoreClosedError,
+)
 from agent_memory.core.effects import command, execute_batch
 from agent_memory.schema.encoding import namespace_token
-from agent_memory.store.ops import capacity
+from agent_memory.store.ops import capacity, write
 from tests.store.conftest import StoreEnv
 from tests.store.test_ranking import Clock
 from tests.support import TableEmbedder, count_round_trips, near, random_unit
@@ -89,6 +96,38 @@ async def test_a_deduplicated_write_keeps_the_longer_lifetime(env: StoreEnv) -> 
     fresh = await store.remember("soon gone", dedupe=True, scope=scope)
     assert fresh != gone and await store.get(gone) is None
     assert (await store.get(fresh)).expires_at is None  # type: ignore[union-attr]
+
+
+async def test_a_batch_of_duplicates_of_a_vanished_memory_stores_one_copy(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes of one batch that all find one stored duplicate, gone before its refresh
+    (expired by the store's clock; deleted by another client after the search), store
+    one fresh memory between them: each of them used to be written as a copy."""
+    clock = Clock()
+    store = env.make(clock=clock)
+    scope = Scope(agent_id="a")
+    batch = [MemoryInput("soon gone", scope=scope), MemoryInput("soon gone", scope=scope)]
+    gone = await store.remember("soon gone", ttl=1, scope=scope)
+    clock.now += 2  # expired for the store; the server has not reaped it
+    ids = await store.remember_many(batch, dedupe=True)
+    assert ids[0] == ids[1] != gone
+    assert [item.id for item in (await store.list(scope=scope)).items] == [ids[0]]
+
+    searching = write.find_duplicates
+
+    def deleted_after_search(ctx: Any, memories: Any, distance: float) -> Any:
+        found = yield from searching(ctx, memories, distance)
+        yield from execute_batch([command("DEL", ctx.keys.memory(m)) for m in found if m])
+        return found
+
+    scope = Scope(agent_id="b")
+    batch = [MemoryInput("forgotten", scope=scope), MemoryInput("forgotten", scope=scope)]
+    stored = await store.remember("forgotten", scope=scope)
+    monkeypatch.setattr(write, "find_duplicates", deleted_after_search)
+    again = await store.remember_many(batch, dedupe=True)
+    assert again[0] == again[1] != stored
+    assert [item.id for item in (await store.list(scope=scope)).items] == [again[0]]
 
 
 async def test_update_of_a_record_without_a_namespace_says_so(env: StoreEnv) -> None:

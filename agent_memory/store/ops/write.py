@@ -377,8 +377,16 @@ def _deduplicated_write(
     gone = yield from refresh_existing(ctx, [refreshes[t] for t in sorted(refreshes)])
     ids: list[str] = []
     fresh: list[tuple[NewMemory, float | None]] = []
+    # A stored duplicate gone before its refresh (forgotten, expired by the store's
+    # clock): the first of the batch's writes that found it is written in its place,
+    # and the others collapse into that one, as into any earlier write of the batch.
+    replaced: dict[str, str] = {}
     for (memory, ttl), target in zip(memories, targets, strict=True):
-        if target is None or target in gone:
+        if target is not None and target in gone and target in replaced:
+            ids.append(replaced[target])
+        elif target is None or target in gone:
+            if target is not None:
+                replaced[target] = memory.id
             fresh.append((memory, ttl))
             ids.append(memory.id)
         else:
