@@ -130,6 +130,24 @@ async def test_a_batch_of_duplicates_of_a_vanished_memory_stores_one_copy(
     assert [item.id for item in (await store.list(scope=scope)).items] == [again[0]]
 
 
+async def test_a_duplicate_expired_by_the_stores_clock_does_not_hide_a_live_one(
+    env: StoreEnv,
+) -> None:
+    """A search that meets a duplicate expired by the store's clock (the server has not
+    reaped it) before the live one written in its place refreshes the live one: the
+    expired one used to be chosen, found gone, and a new copy written on each write."""
+    clock = Clock()
+    store = env.make(clock=clock)
+    scope = Scope(agent_id="a")
+    expired = [await store.remember("a passing note", ttl=1, scope=scope) for _ in range(4)]
+    clock.now += 2  # expired for the store; the server has not reaped them
+    live = await store.remember("a passing note", dedupe=True, scope=scope)
+    assert live not in expired
+    for _ in range(3):
+        assert await store.remember("a passing note", dedupe=True, scope=scope) == live
+    assert [item.id for item in (await store.list(scope=scope)).items] == [live]
+
+
 async def test_update_of_a_record_without_a_namespace_says_so(env: StoreEnv) -> None:
     store = env.make()
     mid = await store.remember("a note")

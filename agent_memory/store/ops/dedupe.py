@@ -13,7 +13,7 @@ from agent_memory.backends.base import KnnMatch, KnnQuery
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command
 from agent_memory.core.replies import integer, optional_text, raise_first_error
-from agent_memory.errors import AgentMemoryError
+from agent_memory.errors import AgentMemoryError, ReplyParseError
 from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.encoding import encode_value
@@ -53,11 +53,12 @@ def stored_duplicate(
     matches: Sequence[KnnMatch],
     k: int,
     distance: float,
+    now_ms: int,
 ) -> tuple[bool, str | None]:
     """``(True, id)``: the nearest match of ``matches`` (at most ``k`` asked) within
-    ``distance`` in the exact scope ``wanted``, or ``(True, None)`` when there is none;
-    ``(False, None)`` when all ``k`` matches are near but in other scopes, so a wider
-    search may still find one.
+    ``distance`` in the exact scope ``wanted`` and not expired by ``now_ms``, or
+    ``(True, None)`` when there is none; ``(False, None)`` when all ``k`` matches are
+    near but in other scopes (or expired), so a wider search may still find one.
 
     The filter of the search cannot say "no agent" or "no thread" (valkey-search has no
     test for a missing field), so a memory without them is searched among its
@@ -72,9 +73,22 @@ def stored_duplicate(
             optional_text(match.fields.get(L.F_THREAD)),
             optional_text(match.fields.get(L.F_SESSION)),
         )
-        if found == wanted:
+        if found == wanted and not _expired(match.fields.get(L.F_EXPIRES), now_ms):
+            # (one expired by the store's clock, not yet reaped, would not be refreshed:
+            # chosen, it would hide a live copy written in its place behind it)
             return True, match.id
     return len(matches) < k, None
+
+
+def _expired(expires: object, now_ms: int) -> bool:
+    """An ``expires_at`` at or before ``now_ms`` (an unreadable one is left to the
+    refresh, which finds such a memory as it is)."""
+    if expires is None:
+        return False
+    try:
+        return integer(expires) <= now_ms
+    except ReplyParseError:
+        return False
 
 
 def find_duplicates(
@@ -94,13 +108,14 @@ def find_duplicates(
     stored: list[str | None] = [None] * len(memories)
     pending = list(range(len(memories)))
     k = _NEIGHBOURS
+    now = ctx.now_ms()
     while pending:
         queries = [KnnQuery(filters[i], k, memories[i].vector) for i in pending]
         results = yield from ctx.backend.knn(ctx, queries)
         undecided = []
         for index, matches in zip(pending, results, strict=True):
             decided, stored[index] = stored_duplicate(
-                _tokens(memories[index]), matches, k, distance
+                _tokens(memories[index]), matches, k, distance, now
             )
             if not decided:
                 undecided.append(index)
