@@ -268,6 +268,24 @@ async def test_capacity_evicts_lowest_importance_and_recency_exactly(env: StoreE
     assert stats.items == 4
 
 
+async def test_capacity_does_not_count_a_memory_expired_by_the_stores_clock(
+    env: StoreEnv,
+) -> None:
+    """A memory expired by the store's clock but not yet reaped by the server is no
+    memory of the scope: it used to count against the cap and, ranked by its importance,
+    had a live memory evicted in its place."""
+    clock = Clock()
+    store = env.make(clock=clock, max_items_per_scope=2)
+    scope = Scope(agent_id="capped")
+    await store.remember("expiring", ttl=1, importance=0.9, scope=scope)
+    low = await store.remember("low", importance=0.1, scope=scope)
+    clock.now += 2  # expired for the store; the server has not reaped it
+    new = await store.remember("new", importance=0.1, scope=scope)
+    assert {i.id for i in (await store.list(scope=scope)).items} == {low, new}
+    stats = await store.stats()
+    assert stats.evictions == 0 and stats.items == 2
+
+
 async def test_capacity_ties_evict_the_oldest_writes_first(env: StoreEnv) -> None:
     """Five equal memories written in one millisecond of the store's clock: the two
     written first go (ties were broken by id, so a write's own id could be evicted)."""

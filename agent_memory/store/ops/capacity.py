@@ -36,7 +36,8 @@ def evict_over_capacity(
 
     Reads every member of the bucket (no ceiling on its size), drops members whose
     memory expired or was deleted, ranks the rest by importance + recency with the
-    store's weights and deletes the lowest (ties: the oldest write first). A member
+    store's weights and deletes the lowest (ties: the oldest write first); a member
+    expired by the store's clock is not counted (the server reaps it). A member
     whose record cannot be read is logged and counted (``corrupt_records``), and neither
     ranked nor evicted. Members in
     ``spare`` count against the cap but are never evicted (what a consolidation just
@@ -69,12 +70,13 @@ def _evict_once(
     if len(ids) <= cap:
         return 0, True
     fetched = yield from execute_batch(
-        [Command(("HMGET", ctx.keys.memory(m), *_RANKED_BY, L.F_SEQ)) for m in ids]
+        [Command(("HMGET", ctx.keys.memory(m), *_RANKED_BY, L.F_SEQ, L.F_EXPIRES)) for m in ids]
     )
     raise_first_error([r for r in fetched if not isinstance(r, WrongTypeError)])
     read: dict[str, dict[str, Any]] = {}
     live, importance, touched, created_at, sequence, gone = [], [], [], [], [], []
     spared_live = 0
+    now = ctx.now_ms()
     for memory_id, values in zip(ids, fetched, strict=True):
         if isinstance(values, WrongTypeError):
             unreadable(ctx, memory_id, "its key holds no hash (not evicted)")
@@ -87,10 +89,15 @@ def _evict_once(
             created = integer(values[1]) if values[1] is not None else 0
             accessed = integer(values[2]) if values[2] is not None else created
             written = integer(values[3]) if values[3] is not None else 0
+            expires = integer(values[4]) if values[4] is not None else None
         except ReplyParseError as exc:
             # Unranked, it is neither evicted (that would delete data for damage) nor
             # counted against the cap; the write that triggered this stays a success.
             unreadable(ctx, memory_id, f"{exc} (not evicted)")
+            continue
+        if expires is not None and expires <= now:
+            # expired by the store's clock, not yet reaped: no longer a memory of the
+            # scope, so it neither counts against the cap nor outranks a live one
             continue
         if memory_id in spare:
             spared_live += 1
@@ -107,7 +114,7 @@ def _evict_once(
             live,
             importance,
             touched,
-            now_ms=ctx.now_ms(),
+            now_ms=now,
             weights=ctx.config.weights,
             half_life_seconds=ctx.config.half_life_seconds,
             created_ms=created_at,
