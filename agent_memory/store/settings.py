@@ -114,7 +114,7 @@ def store_settings(
         in_process=is_in_process(client),
         cluster=cluster,
         dedupe=bool(dedupe),
-        dedupe_distance=check_threshold(dedupe_distance),
+        dedupe_distance=check_threshold(dedupe_distance, "dedupe_distance"),
         keep_fact_history=bool(keep_fact_history),
         label_policy=checked(label_policy, LabelPolicy, "label_policy"),
         labeler=callable_or_none(labeler, "labeler"),

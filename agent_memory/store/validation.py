@@ -191,14 +191,15 @@ def check_k(k: object, *, field: str = "k", maximum: int = 1000) -> int:
     return k
 
 
-def check_threshold(value: object) -> float:
+def check_threshold(value: object, field: str = "threshold") -> float:
+    """A cosine distance in [0, 2]; ``field`` names the argument in the error."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInputError("threshold must be a number in [0, 2]", field="threshold")
+        raise InvalidInputError(f"{field} must be a number in [0, 2]", field=field)
     result = _as_float(value)
     if not math.isfinite(result) or not 0.0 <= result <= 2.0:
         raise InvalidInputError(
-            f"threshold is a cosine distance and must be in [0, 2], got {shown(value)}",
-            field="threshold",
+            f"{field} is a cosine distance and must be in [0, 2], got {shown(value)}",
+            field=field,
         )
     return result
 

@@ -163,6 +163,18 @@ def test_constructor_arguments(env: StoreEnv) -> None:
         env.make(embed="not callable")
 
 
+def test_dedupe_and_capacity_arguments_name_themselves(env: StoreEnv) -> None:
+    """A bad ``dedupe_distance`` used to be reported as a bad ``threshold``."""
+    for bad in (float("nan"), float("inf"), -0.01, 2.01, True, "0.1", None):
+        with pytest.raises(InvalidInputError, match="dedupe_distance") as caught:
+            env.make(dedupe_distance=bad)
+        assert caught.value.field == "dedupe_distance"
+    for bad in (0, -1, True, 2.5, 5.0, "5", float("nan")):
+        with pytest.raises(InvalidInputError, match="max_items_per_scope") as caught:
+            env.make(max_items_per_scope=bad)
+        assert caught.value.field == "max_items_per_scope"
+
+
 def test_unknown_client_option_is_bad_input_at_once() -> None:
     """Raised by from_url itself (before any I/O), with the client's reason, never later
     as a server error; the URL's password does not appear."""
