@@ -148,6 +148,21 @@ async def test_a_duplicate_expired_by_the_stores_clock_does_not_hide_a_live_one(
     assert [item.id for item in (await store.list(scope=scope)).items] == [live]
 
 
+async def test_dedupe_distance_zero_collapses_exact_copies(env: StoreEnv) -> None:
+    """At ``dedupe_distance=0`` only exact copies are duplicates: two in one batch used to
+    be measured a rounding error apart (a float64 product of float32 vectors) and both
+    stored."""
+    store = env.make(dedupe_distance=0.0)
+    scope = Scope(agent_id="a")
+    ids = await store.remember_many(
+        [MemoryInput("other", scope=scope), MemoryInput("other", scope=scope)], dedupe=True
+    )
+    assert ids[0] == ids[1]
+    assert await store.remember("other", scope=scope, dedupe=True) == ids[0]
+    assert await store.remember("another", scope=scope, dedupe=True) != ids[0]
+    assert (await store.list(scope=scope)).total == 2
+
+
 async def test_update_of_a_record_without_a_namespace_says_so(env: StoreEnv) -> None:
     store = env.make()
     mid = await store.remember("a note")

@@ -19,6 +19,7 @@ from agent_memory.schema import scripts
 from agent_memory.schema.encoding import encode_value
 from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.records import NewMemory
+from agent_memory.schema.scoring import cosine_distances
 from agent_memory.schema.versions import bump
 from agent_memory.store.ops.settle import execute_writes
 
@@ -34,6 +35,11 @@ _WIDEN = 8
 _MAX_NEIGHBOURS = 4096
 """The widest search: past it a memory whose near matches all sit in other scopes is
 written as new (logged and counted as ``dedupe_search_exhausted``)."""
+
+_ROUNDING = 1e-5
+"""Allowance for the search modules' FLOAT32 arithmetic: two copies of one vector come
+back up to about 1e-7 apart (valkey-search, RediSearch), so at ``dedupe_distance=0`` an
+exact copy is still a duplicate; re-wordings sit a thousand times farther."""
 
 _logger = logging.getLogger(__name__)
 
@@ -65,7 +71,7 @@ def stored_duplicate(
     namespace's memories of every agent and thread, and the exact scope is checked here.
     """
     for match in matches:  # nearest first (the backends' knn sorts them)
-        if match.distance > distance:
+        if match.distance > distance + _ROUNDING:
             return True, None
         found = (
             optional_text(match.fields.get(L.F_NAMESPACE)),
@@ -139,16 +145,20 @@ def find_duplicates(
                 other = memories[earlier]
                 if (
                     _tokens(other) == wanted
-                    and float(
-                        1.0
-                        - np.dot(other.vector.astype(np.float64), memory.vector.astype(np.float64))
-                    )
-                    <= distance
+                    and batch_distance(other, memory) <= distance + _ROUNDING
                 ):
                     match_id = out[earlier] or other.id
                     break
         out.append(match_id)
     return out
+
+
+def batch_distance(first: NewMemory, second: NewMemory) -> float:
+    """Cosine distance of two memories of one batch, as a search would measure it:
+    0 for equal vectors, else the FLOAT32 product the backends compute."""
+    if np.array_equal(first.vector, second.vector):
+        return 0.0
+    return float(cosine_distances(first.vector[np.newaxis, :], second.vector)[0])
 
 
 @dataclass(frozen=True, slots=True)
