@@ -204,7 +204,9 @@ class EmbeddingCore:
         self._count(len(items) - len(missing), len(missing))
         fresh: list[Any] = []
         if batched and missing:
-            fresh = vectors_of((yield from call(embed, missing, what="embed function")), "embed")
+            fresh = vectors_of(
+                (yield from call(embed, missing, what="embed function", listed=True)), "embed"
+            )
         elif missing:
             for text in missing:
                 fresh.append((yield from call(embed, text, what="embed function")))

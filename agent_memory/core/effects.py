@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -74,11 +74,23 @@ class Batch:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """Call a user-supplied function (sync or async) with positional arguments."""
+    """Call a user-supplied function (sync or async) with positional arguments.
+
+    With ``listed``, a one-shot iterator it returns (a generator, a ``map``) is turned
+    into a list where the function ran (:func:`listed`): its deferred work is the
+    function's, so it runs in the function's worker thread, and what it raises is the
+    function's failure.
+    """
 
     fn: Callable[..., Any]
     args: tuple[Any, ...] = field(default=())
     what: str = "callback"
+    listed: bool = False
+
+
+def listed(value: T) -> T | list[Any]:
+    """``value`` as a list when it is a one-shot iterator (a generator, say), else itself."""
+    return list(value) if isinstance(value, Iterator) else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,13 +235,16 @@ class InFlight:
         return result
 
 
-def call(fn: Callable[..., Any], *args: Any, what: str = "callback") -> Operation[Any]:
-    """Sub-operation: call a user function, awaiting it under the async runner.
+def call(
+    fn: Callable[..., Any], *args: Any, what: str = "callback", listed: bool = False
+) -> Operation[Any]:
+    """Sub-operation: call a user function, awaiting it under the async runner (with
+    ``listed``, an iterator it returns comes back as a list: see :class:`Call`).
 
     Raises:
         InvalidInputError: ``fn`` is not callable.
     """
     if not callable(fn):
         raise InvalidInputError(f"the {what} must be callable, got {type(fn).__name__}", field=what)
-    result = yield Call(fn, tuple(args), what)
+    result = yield Call(fn, tuple(args), what, listed)
     return result

@@ -12,7 +12,17 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from agent_memory.core.clients import AsyncExecutor, SyncExecutor
-from agent_memory.core.effects import Batch, Call, Command, Effect, Operation, ScanKeys, Sleep, T
+from agent_memory.core.effects import (
+    Batch,
+    Call,
+    Command,
+    Effect,
+    Operation,
+    ScanKeys,
+    Sleep,
+    T,
+    listed,
+)
 from agent_memory.errors import InvalidInputError
 
 
@@ -50,20 +60,26 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     return dunder is not None and inspect.iscoroutinefunction(dunder)
 
 
-async def call_off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+def _called(fn: Callable[..., Any], args: tuple[Any, ...], as_list: bool) -> Any:
+    result = fn(*args)
+    return listed(result) if as_list else result
+
+
+async def call_off_loop(fn: Callable[..., Any], *args: Any, as_list: bool = False) -> Any:
     """Call a user callback without blocking the event loop.
 
     An async callback runs on the loop; any other runs in the loop's default thread
     pool (with the caller's context, so tracing spans stay connected), and an
-    awaitable it returns is awaited on the loop.
+    awaitable it returns is awaited on the loop. With ``as_list``, an iterator the
+    callback returns is consumed where it ran (a blocking one's in its worker thread).
     """
     if is_async_callable(fn):
         result = fn(*args)
     else:
-        result = await asyncio.to_thread(fn, *args)
+        result = await asyncio.to_thread(_called, fn, args, as_list)
     if inspect.isawaitable(result):
         result = await result
-    return result
+    return listed(result) if as_list else result
 
 
 def run_sync(op: Operation[T], executor: SyncExecutor, call_span: SpanFactory = _no_span) -> T:
@@ -91,7 +107,7 @@ def run_sync(op: Operation[T], executor: SyncExecutor, call_span: SpanFactory = 
                     time.sleep(effect.seconds)
             elif isinstance(effect, Call):
                 with call_span(effect.what):
-                    send_value = effect.fn(*effect.args)
+                    send_value = _called(effect.fn, effect.args, effect.listed)
                 if inspect.isawaitable(send_value):
                     close = getattr(send_value, "close", None)
                     if close is not None:
@@ -160,7 +176,7 @@ async def _drive(op: Operation[T], executor: AsyncExecutor, call_span: SpanFacto
                     continue  # alone on the loop, and not for long: no turn to give
             elif isinstance(effect, Call):
                 with call_span(effect.what):
-                    send_value = await call_off_loop(effect.fn, *effect.args)
+                    send_value = await call_off_loop(effect.fn, *effect.args, as_list=effect.listed)
             else:
                 raise _misuse(effect)
         except Exception as exc:  # noqa: BLE001 - delivered into the operation, which decides

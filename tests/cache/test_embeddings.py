@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -89,6 +91,27 @@ async def test_embed_many_and_batched_wrap(env: Env) -> None:
         "embedding:hits": "4",
         "embedding:misses": "2",
     }
+
+
+async def test_a_lazy_batch_is_computed_where_the_embed_function_ran(env: Env) -> None:
+    """A generator returned by a blocking batch function is its work deferred: the
+    async cache consumes it in the function's worker thread, not on the event loop."""
+    cache = embeddings(env)
+    seen: list[int] = []
+
+    def embed_batch(texts: list[str]) -> Iterator[list[float]]:
+        def vectors() -> Iterator[list[float]]:
+            for text in texts:
+                seen.append(threading.get_ident())
+                yield fake_embed(text)
+
+        return vectors()
+
+    vectors = await cache.embed_many("lazy", ["x", "y"], embed_batch)
+    assert vectors == [pytest.approx(fake_embed(t)) for t in ["x", "y"]]
+    assert len(seen) == 2
+    if env.flavour.is_async:
+        assert threading.get_ident() not in seen
 
 
 async def test_vectors_whose_write_fails_are_returned_and_counted(

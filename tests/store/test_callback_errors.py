@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
-from agent_memory import SyncMemoryStore
-from agent_memory.backends.inprocess import InProcessClient, Keyspace
+from agent_memory import MemoryStore, SyncMemoryStore
+from agent_memory.backends.inprocess import AsyncInProcessClient, InProcessClient, Keyspace
 from agent_memory.embedders import HashingEmbedder
 from agent_memory.errors import EmbedderError
 from agent_memory.store.ops import labeling
@@ -62,3 +63,51 @@ def test_a_fault_in_our_own_label_check_is_not_reported_as_the_labeler(
     store = _store(labeler=lambda text: {"topic": ["x"]})
     with pytest.raises(KeyError, match="a bug in the library"):
         store.recall("deploy")
+
+
+def _lazy_batch(seen: list[int], fail_after: int | None = None) -> Any:
+    """A batch embedder returning a generator: its work happens as it is iterated."""
+
+    def embed_many(texts: list[str]) -> Any:
+        def vectors() -> Any:
+            for i, text in enumerate(texts):
+                seen.append(threading.get_ident())
+                if fail_after is not None and i == fail_after:
+                    raise RuntimeError("model crashed mid-batch")
+                yield EMBEDDER(text)
+
+        return vectors()
+
+    return embed_many
+
+
+async def test_a_lazy_batch_is_computed_off_the_event_loop() -> None:
+    """A generator returned by a blocking ``embed_many`` is its work deferred: the async
+    store must consume it in the embedder's worker thread, not on the event loop."""
+    seen: list[int] = []
+    store = MemoryStore(
+        AsyncInProcessClient(Keyspace()), "lazy", EMBEDDER, embed_many=_lazy_batch(seen)
+    )
+    await store.remember_many([{"content": "a"}, {"content": "b"}])
+    assert len(seen) == 2 and threading.get_ident() not in seen
+    assert sorted(m.content for m in (await store.list()).items) == ["a", "b"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_lazy_batch_failing_midway_is_an_embedder_error(mode: str) -> None:
+    seen: list[int] = []
+    keyspace = Keyspace()
+    items = [{"content": "a"}, {"content": "b"}]
+    with pytest.raises(EmbedderError, match="RuntimeError: model crashed") as caught:
+        if mode == "sync":
+            _store(keyspace, embed_many=_lazy_batch(seen, fail_after=1)).remember_many(items)
+        else:
+            store = MemoryStore(
+                AsyncInProcessClient(keyspace),
+                "callbacks",
+                EMBEDDER,
+                embed_many=_lazy_batch(seen, fail_after=1),
+            )
+            await store.remember_many(items)
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert _store(keyspace).list().items == ()

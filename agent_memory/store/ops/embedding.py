@@ -18,8 +18,12 @@ def _embedder_failed(exc: Exception) -> EmbedderError:
     return EmbedderError(f"the embedder raised {type(exc).__name__}: {exc}", field="embed")
 
 
-def call_embedder(fn: Any, argument: Any, *, what: str) -> Operation[Any]:
+def call_embedder(fn: Any, argument: Any, *, what: str, listed: bool = False) -> Operation[Any]:
     """Call the user's embedder; what it raises becomes :class:`EmbedderError`.
+
+    With ``listed`` (a batch), an iterator it returns (a generator, say) is consumed
+    where the embedder ran, so its deferred work stays off the event loop and what it
+    raises is the embedder's failure too.
 
     Only the call is guarded, so a fault in the library's own handling of the result
     surfaces as itself instead of being reported as the embedder's. The built-in HTTP
@@ -28,7 +32,7 @@ def call_embedder(fn: Any, argument: Any, *, what: str) -> Operation[Any]:
     the Valkey server.
     """
     try:
-        result = yield from call(fn, argument, what=what)
+        result = yield from call(fn, argument, what=what, listed=listed)
     except EmbedderError:
         raise
     except Exception as exc:  # any failure of the embedder, re-raised as ours
@@ -48,7 +52,9 @@ def embed_texts(ctx: StoreContext, texts: Sequence[str]) -> Operation[list[NDArr
         return []
     raw: list[Any]
     if ctx.settings.embed_many is not None:
-        result = yield from call_embedder(ctx.settings.embed_many, list(texts), what="embed_many")
+        result = yield from call_embedder(
+            ctx.settings.embed_many, list(texts), what="embed_many", listed=True
+        )
         if isinstance(result, (str, bytes)) or not isinstance(result, Iterable):
             raise EmbedderError(
                 f"embed_many must return a list of vectors, got {type(result).__name__}",
