@@ -86,6 +86,8 @@ def parse_response(body: bytes, count: int) -> list[list[float]]:
         doc = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ReplyParseError("embedding server answered with invalid JSON") from exc
+    except RecursionError as exc:  # nested deeper than the decoder recurses
+        raise ReplyParseError("embedding server answered with JSON nested too deep") from exc
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
         raise ReplyParseError("embedding response has no 'data' list of objects")
@@ -112,8 +114,8 @@ def _json_message(text: str) -> str | None:
     """The ``error.message`` of an OpenAI-style JSON error body; None for other bodies."""
     try:
         doc = json.loads(text)
-    except ValueError:
-        return None  # not JSON: the caller shows the raw text
+    except (ValueError, RecursionError):
+        return None  # not JSON (or nested too deep to read): the caller shows the raw text
     err = doc.get("error", doc) if isinstance(doc, dict) else doc
     message = err.get("message", err) if isinstance(err, dict) else err
     return str(message)

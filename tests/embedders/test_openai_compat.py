@@ -251,6 +251,13 @@ def test_error_statuses(server: FakeServer, status: int, exc: type[Exception]) -
     assert "Incorrect API key provided: ***" in str(info.value)
 
 
+def test_an_error_body_nested_too_deep_still_gives_the_status(server: FakeServer) -> None:
+    server.behaviour.status = 500
+    server.behaviour.error_body = "[" * 4_000
+    with pytest.raises(ServerResponseError, match="HTTP 500"):
+        make(server).embed("x")
+
+
 def test_redirect_is_not_followed(server: FakeServer) -> None:
     server.behaviour.status = 307
     server.behaviour.headers = {"Location": server.url + "/elsewhere"}
@@ -313,6 +320,8 @@ def test_connection_refused() -> None:
         b'{"data": [{"index": 5, "embedding": [1.0]}]}',
         b'{"data": [{"embedding": ["a"]}]}',
         b'{"data": [{"embedding": [1%s]}]}' % (b"0" * 400),  # beyond any float
+        b"[" * 100_000,  # nested deeper than the JSON decoder recurses
+        b'{"data": [{"embedding": %s}]}' % (b"[" * 5_000),
     ],
 )
 def test_malformed_responses(server: FakeServer, body: bytes) -> None:
