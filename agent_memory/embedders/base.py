@@ -120,9 +120,18 @@ def finish_vectors(
         raise error(f"{source} returned vectors of shape {arr.shape}, expected ({rows}, {dim})")
     if not np.isfinite(arr).all():
         raise error(f"{source} returned a vector with a non-finite value")
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
-    if rows and not (norms > 0.0).all():
-        raise error(f"{source} returned a zero vector, which cannot be normalised")
+    with np.errstate(over="ignore", under="ignore"):
+        norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    odd = ~(np.isfinite(norms) & (norms > 0.0))
+    if odd.any():
+        # A squared norm that overflows (components near 1e308) or underflows (subnormal
+        # components) is no zero vector: scaled by its largest component first, such a
+        # row has a norm in [1, sqrt(dim)].
+        peak = np.max(np.abs(arr), axis=1, keepdims=True)
+        if not (peak[odd] > 0.0).all():
+            raise error(f"{source} returned a zero vector, which cannot be normalised")
+        arr = np.where(odd, arr / np.where(odd, peak, 1.0), arr)
+        norms = np.linalg.norm(arr, axis=1, keepdims=True)
     unit = arr / norms if rows else arr
     out: list[list[float]] = unit.tolist()
     return out

@@ -250,5 +250,11 @@ def unit_vector(vector: Any, dim: int | None, *, field: str = "vector") -> NDArr
     if not math.isfinite(norm) and not np.all(np.isfinite(array)):
         raise InvalidInputError(f"{field} contains NaN or infinite values", field=field)
     if norm == 0.0 or not math.isfinite(norm):
-        raise InvalidInputError(f"{field} has zero length; cannot compute cosine", field=field)
+        # Finite components whose squares overflow (near 1e308) or underflow (subnormal)
+        # still have a direction: scaled by the largest first, the norm is in [1, sqrt(n)].
+        peak = float(np.max(np.abs(array)))
+        if peak == 0.0:
+            raise InvalidInputError(f"{field} has zero length; cannot compute cosine", field=field)
+        array = array / peak
+        norm = math.sqrt(float(np.dot(array, array)))
     return (array / norm).astype(np.float32)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import math
 import socket
 import threading
 import time
@@ -221,6 +222,18 @@ def test_wrong_dimension_non_finite_and_zero(server: FakeServer) -> None:
     server.behaviour.value = 0.0
     with pytest.raises(ServerResponseError, match="zero"):
         make(server).embed("x")
+
+
+@pytest.mark.parametrize("value", [1e308, -1e308, 1e-320])
+def test_finite_vectors_of_extreme_magnitude_are_normalised(
+    server: FakeServer, value: float
+) -> None:
+    """A vector whose squared norm overflows or underflows a float is still a direction:
+    it comes back unit length, not as zeros or as "a zero vector"."""
+    server.behaviour.value = value
+    vec = make(server).embed("x")
+    assert is_unit(vec)
+    assert vec == pytest.approx([math.copysign(DIM**-0.5, value)] * DIM)
 
 
 @pytest.mark.parametrize(

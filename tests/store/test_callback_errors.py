@@ -111,3 +111,17 @@ async def test_a_lazy_batch_failing_midway_is_an_embedder_error(mode: str) -> No
             await store.remember_many(items)
     assert isinstance(caught.value.__cause__, RuntimeError)
     assert _store(keyspace).list().items == ()
+
+
+@pytest.mark.parametrize("value", [1e308, 1e-320])
+def test_an_embedding_of_extreme_magnitude_is_stored_as_its_direction(value: float) -> None:
+    """The squared norm of [v, v, ...] overflows (or underflows) a float, yet the vector
+    has a direction: the store keeps it, and finds it, instead of calling it zero."""
+    dim = EMBEDDER.dim
+
+    def embed(text: str) -> list[float]:
+        return [value] * dim if text == "extreme" else EMBEDDER(text)
+
+    store = _store(embed=embed)
+    memory_id = store.remember("extreme")
+    assert [h.item.id for h in store.recall("extreme")] == [memory_id]
