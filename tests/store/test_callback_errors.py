@@ -125,3 +125,35 @@ def test_an_embedding_of_extreme_magnitude_is_stored_as_its_direction(value: flo
     store = _store(embed=embed)
     memory_id = store.remember("extreme")
     assert [h.item.id for h in store.recall("extreme")] == [memory_id]
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [None, {"a": 1.0}, "1, 2", [1.0, 2.0], [float("nan")] * EMBEDDER.dim, [0.0] * EMBEDDER.dim],
+    ids=["none", "dict", "str", "wrong-dim", "nan", "zero"],
+)
+def test_an_unusable_vector_is_an_embedder_error(returned: Any) -> None:
+    """What the embedder returned being no usable vector is the embedder's failure
+    (EmbedderError, as the class documents), for embed and embed_many alike."""
+
+    class Returns:
+        dim = EMBEDDER.dim  # declared, so the store sends no probe text
+
+        def __call__(self, text: str) -> Any:
+            return returned
+
+    keyspace = Keyspace()
+    store = _store(keyspace)
+    store.remember("kept")
+    with pytest.raises(EmbedderError, match="embedding"):
+        _store(keyspace, Returns()).remember("x")
+    with pytest.raises(EmbedderError, match="embedding"):
+        _store(keyspace, Returns()).recall("x")
+    with pytest.raises(EmbedderError, match="embedding"):
+        _store(keyspace, embed_many=lambda texts: [returned] * len(texts)).remember_many(
+            [{"content": "a"}, {"content": "b"}]
+        )
+    assert [m.content for m in store.list().items] == ["kept"]
+    if returned != [1.0, 2.0]:  # as the probe of an embedder declaring no dim
+        with pytest.raises(EmbedderError, match="embedding"):
+            _store(Keyspace(), lambda text: returned).ensure_index()

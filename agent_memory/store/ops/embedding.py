@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Operation, call
-from agent_memory.errors import EmbedderError
+from agent_memory.errors import EmbedderError, InvalidInputError
 from agent_memory.store.validation import unit_vector
 
 
@@ -40,13 +40,24 @@ def call_embedder(fn: Any, argument: Any, *, what: str, listed: bool = False) ->
     return result
 
 
+def checked_embedding(vector: Any, dim: int | None) -> NDArray[np.float32]:
+    """The embedder's ``vector`` checked and unit-length; not a usable vector is the
+    embedder's failure (:class:`EmbedderError`, ``field="embedding"``)."""
+    try:
+        return unit_vector(vector, dim, field="embedding")
+    except InvalidInputError as exc:
+        raise EmbedderError(
+            f"the embedder returned an unusable vector: {exc}", field="embedding"
+        ) from exc
+
+
 def embed_texts(ctx: StoreContext, texts: Sequence[str]) -> Operation[list[NDArray[np.float32]]]:
     """Embed ``texts`` (one ``embed_many`` call when configured), validated and unit-length.
 
     Raises:
-        EmbedderError: the embedder raised, or ``embed_many`` returned the wrong number
-            of vectors.
-        InvalidInputError: a vector of the wrong size, with NaN/inf, or of zero length.
+        EmbedderError: the embedder raised, ``embed_many`` returned the wrong number of
+            vectors, or a vector is unusable (not a flat sequence of numbers, of the
+            wrong size, with NaN/inf, or of zero length).
     """
     if not texts:
         return []
@@ -72,11 +83,11 @@ def embed_texts(ctx: StoreContext, texts: Sequence[str]) -> Operation[list[NDArr
             vector = yield from call_embedder(ctx.settings.embed, text, what="embed")
             raw.append(vector)
     ctx.count("embedding_calls", 1 if ctx.settings.embed_many is not None else len(texts))
-    return [unit_vector(v, ctx.dim, field="embedding") for v in raw]
+    return [checked_embedding(v, ctx.dim) for v in raw]
 
 
 def embed_one(ctx: StoreContext, text: str) -> Operation[NDArray[np.float32]]:
-    """Embed a single text (always through ``embed``)."""
+    """Embed a single text (always through ``embed``). Raises as :func:`embed_texts`."""
     vector = yield from call_embedder(ctx.settings.embed, text, what="embed")
     ctx.count("embedding_calls")
-    return unit_vector(vector, ctx.dim, field="embedding")
+    return checked_embedding(vector, ctx.dim)

@@ -18,10 +18,9 @@ from agent_memory.errors import (
 from agent_memory.schema.layout import SCHEMA_VERSION
 from agent_memory.search.dialect import Dialect, detect_dialect
 from agent_memory.store.config import publish_config
-from agent_memory.store.ops.embedding import call_embedder
+from agent_memory.store.ops.embedding import call_embedder, checked_embedding
 from agent_memory.store.ops.membership import ensure_member_indexes
 from agent_memory.store.ops.namespaces import mark_listed
-from agent_memory.store.validation import unit_vector
 
 _PROBE_TEXT = "agent-memory dimension probe"
 _ENSURE_WAIT_SECONDS = 30.0  # an embedder's first call (the dimension probe) may load a model
@@ -70,7 +69,7 @@ def _discover_dim(ctx: StoreContext) -> Operation[int]:
     if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
         return declared
     vector = yield from call_embedder(ctx.settings.embed, _PROBE_TEXT, what="embed")
-    return int(unit_vector(vector, None, field="embedding").size)
+    return int(checked_embedding(vector, None).size)
 
 
 def _check_identity(ctx: StoreContext, dim: int) -> Operation[tuple[bool, int]]:
