@@ -61,7 +61,12 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
 
 
 def _called(fn: Callable[..., Any], args: tuple[Any, ...], as_list: bool) -> Any:
-    result = fn(*args)
+    try:
+        result = fn(*args)
+    except StopIteration as exc:
+        # It cannot cross an asyncio Future (the awaiting task would never wake) and
+        # would end an operation thrown into it: re-raised as what it is, a failure.
+        raise RuntimeError(f"the callback raised StopIteration: {exc}") from exc
     return listed(result) if as_list else result
 
 

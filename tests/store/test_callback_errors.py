@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
@@ -157,3 +158,27 @@ def test_an_unusable_vector_is_an_embedder_error(returned: Any) -> None:
     if returned != [1.0, 2.0]:  # as the probe of an embedder declaring no dim
         with pytest.raises(EmbedderError, match="embedding"):
             _store(Keyspace(), lambda text: returned).ensure_index()
+
+
+class _RaisesStopIteration:
+    dim = EMBEDDER.dim
+
+    def __call__(self, text: str) -> list[float]:
+        raise StopIteration  # e.g. a next() on an exhausted iterator inside the model code
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_an_embedder_raising_stop_iteration_is_an_embedder_error(mode: str) -> None:
+    """StopIteration cannot cross an asyncio Future: raised by a blocking embedder in its
+    worker thread it left the async store's call waiting forever."""
+    keyspace = Keyspace()
+    with pytest.raises(EmbedderError, match="StopIteration") as caught:
+        if mode == "sync":
+            _store(keyspace, _RaisesStopIteration()).remember("x")
+        else:
+            store = MemoryStore(AsyncInProcessClient(keyspace), "callbacks", _RaisesStopIteration())
+            # The bound only keeps a regression from hanging the suite.
+            await asyncio.wait_for(store.remember("x"), timeout=30)
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert isinstance(caught.value.__cause__.__cause__, StopIteration)
+    assert _store(keyspace).list().items == ()
