@@ -123,6 +123,7 @@ def test_the_upgrade_of_an_old_store_skips_damaged_records(
             (registry,) = client.keys(f"{name}:__mem_reg:*")
             client.zadd(registry, {b"\xff\xfe": float("inf")})
         client.hdel(f"{name}:__mem_meta", "lexical")  # as written before hybrid recall
+        client.hset(f"{name}:__mem_meta", "schema_version", "1")
         reader = SyncMemoryStore(client, name, embed, default_threshold=2.0)
         reader.ensure_index()
         assert reader._ctx.counters["corrupt_records"] >= 1

@@ -98,13 +98,25 @@ def ensure_lexical(ctx: StoreContext, *, force: bool = False) -> Operation[bool]
     """Make sure the store's memories carry their terms in ``ctx.lexical_form``; True
     when the lexical data were rebuilt now.
 
+    A store of this schema version that records no form yet is a new one (the form is
+    recorded before anything is written): the first process records it, and no process
+    rebuilds anything. (A rebuild recounts the term statistics from a listing: run while
+    other processes of a new store already write, it would lose their counts.)
+
     Raises:
         IndexMismatchError: the store records another analyzer.
     """
     wanted = ctx.lexical_form
-    replies = yield from execute_batch([command("HGET", ctx.keys.meta, L.META_LEXICAL)])
-    raise_first_error(replies)
-    recorded = optional_text(replies[0])
+    recorded, version = yield from recorded_form(ctx)
+    if recorded is None and version == L.SCHEMA_VERSION and not force:
+        claimed = yield from execute_batch(
+            [
+                command("HSETNX", ctx.keys.meta, L.META_LEXICAL, wanted),
+                command("HGET", ctx.keys.meta, L.META_LEXICAL),
+            ]
+        )
+        raise_first_error(claimed)
+        recorded = optional_text(claimed[1])
     if recorded is not None and recorded.split(":", 1)[0] != ANALYZER:
         raise IndexMismatchError(
             f"store {ctx.keys.name!r} holds lexical data of analyzer {recorded!r}, not "

@@ -22,7 +22,15 @@ from typing import Any
 import pytest
 import valkey.asyncio
 
-from agent_memory import AgentMemoryError, MemoryInput, MemoryStore, NotFoundError, Scope
+from agent_memory import (
+    AgentMemoryError,
+    MemoryInput,
+    MemoryStore,
+    NotFoundError,
+    Scope,
+    SyncMemoryStore,
+)
+from agent_memory.backends import upgrade
 from agent_memory.schema.encoding import namespace_token
 from agent_memory.schema.lexical import stats_delta
 from tests.conftest import _Servers
@@ -164,3 +172,49 @@ async def test_bookkeeping_matches_the_records_after_concurrent_writes(
     finally:
         for store in stores:
             await store.close()
+
+
+def test_a_store_opened_while_another_process_creates_it_never_recounts_its_terms(
+    servers: _Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes open a new store at once: the second one read no lexical form
+    recorded yet (the first had not recorded it), and used to take the store for one
+    written before hybrid recall and recount its term statistics from a listing, while
+    the first already wrote: a memory stored between that listing and the recount lost
+    its terms (seen as a drift in the property test above). Deterministic here: the first
+    store opens and writes right after the second read the store's record, and writes
+    again right before the second would have replaced the statistics."""
+    url = servers.get("valkey").url
+    name = f"p{uuid.uuid4().hex[:10]}"
+    first = SyncMemoryStore(valkey.Valkey.from_url(url), name, TableEmbedder())
+    second = SyncMemoryStore(valkey.Valkey.from_url(url), name, TableEmbedder())
+    reading = {"armed": False}
+    original_batch, original_replace = upgrade.execute_batch, upgrade.replace_args
+
+    def batch(commands: Any) -> Any:
+        replies = yield from original_batch(commands)
+        if reading["armed"]:  # the second store's first read of the store's record
+            reading["armed"] = False
+            first.remember("written first", scope=Scope(namespace="n1"))
+        return replies
+
+    def replace(key: str, delta: Any) -> Any:
+        first.remember("written during the recount", scope=Scope(namespace="n1"))
+        return original_replace(key, delta)
+
+    monkeypatch.setattr(upgrade, "execute_batch", batch)
+    monkeypatch.setattr(upgrade, "replace_args", replace)
+    try:
+        reading["armed"] = True
+        second.remember("written second", scope=Scope(namespace="n1"))
+        contents = [item.content for item in second.list(scope=Scope(namespace="n1")).items]
+        raw = valkey.Valkey.from_url(url)
+        stats = {
+            k.decode(): int(v)
+            for k, v in raw.hgetall(second._ctx.keys.term_stats(namespace_token("n1"))).items()
+        }
+        raw.close()
+        assert {k: v for k, v in stats.items() if v} == stats_delta(contents, 1)
+    finally:
+        first.close()
+        second.close()

@@ -264,6 +264,7 @@ async def test_store_written_before_hybrid_recall_is_upgraded(env: StoreEnv) -> 
         await _raw(old, "HDEL", f"{name}:mem:{memory_id}", "lex")
     await _raw(old, "DEL", f"{name}:__mem_df:{namespace_token(None)}")
     await _raw(old, "HDEL", f"{name}:__mem_meta", "lexical")
+    await _raw(old, "HSET", f"{name}:__mem_meta", "schema_version", "1")
     if env.expected_backend == "ft":
         await _raw(old, "FT.DROPINDEX", f"{name}:mem:idx")
         await _raw(
