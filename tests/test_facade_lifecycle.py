@@ -290,6 +290,46 @@ async def test_a_cancelled_close_still_releases_the_store_and_the_client(
     assert all(not c.is_connected for c in pool._available_connections)
 
 
+async def test_a_close_cancelled_during_a_beat_leaves_the_closed_client_unused(
+    server: ServerInfo,
+) -> None:
+    """Cancelled while it waited for a beat in flight, close() released the store and
+    closed its own client, but the beat went on: it reconnected the closed client (a
+    connection nothing released) and announced the closed agent again."""
+    agent = AgentMemory.from_url(
+        server.url, name=_name(), embed=TableEmbedder(), heartbeat_interval=0.01
+    )
+    await agent.initialize()
+    beating, proceed = asyncio.Event(), asyncio.Event()
+    real_beat = agent._heartbeat._beat
+    beats: list[str] = []
+
+    async def held_beat() -> None:  # a beat waiting for the server, held at will
+        beating.set()
+        await proceed.wait()
+        await real_beat()
+        beats.append("beat")
+
+    agent._heartbeat._beat = held_beat
+    await beating.wait()
+    beat_task = agent._heartbeat._task
+    assert beat_task is not None
+    closing = asyncio.create_task(agent.close())
+    while not closing.done() and not agent._heartbeat._stopping.is_set():  # type: ignore[union-attr]
+        await asyncio.sleep(0)
+    await asyncio.sleep(0)  # close() now waits for the beat in flight
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    proceed.set()  # the server answers the beat
+    await asyncio.gather(beat_task, return_exceptions=True)
+    assert beat_task.done() and not beats
+    assert agent.memory._closed
+    pool = agent._client.connection_pool
+    assert not pool._in_use_connections
+    assert all(not c.is_connected for c in pool._available_connections)
+
+
 async def test_a_close_during_initialize_leaves_no_heartbeat(
     server: ServerInfo, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,9 +16,10 @@ class AsyncHeartbeat:
 
     A failing beat (whatever it raises) is logged and counted through ``on_failure``;
     the loop goes on, so discovery recovers by itself after a server restart. ``stop()`` lets a beat in
-    flight finish rather than cancelling it mid-command, which could leave a pooled
-    connection half-read, or leave its write queued on a stalled server, to land after
-    the caller deleted the heartbeat.
+    flight finish rather than cancelling it mid-command, which could leave its write
+    queued on a stalled server, to land after the caller deleted the heartbeat. A
+    cancelled ``stop()`` cancels that beat too: the caller is about to release what
+    the beat uses (the store, the client), which a beat going on would use again.
     """
 
     def __init__(
@@ -53,12 +54,18 @@ class AsyncHeartbeat:
     async def stop(self) -> None:
         """Return once no beat runs or will run: after it, the caller may delete what
         the beats write. A beat in flight is waited for, as long as its commands take
-        (bounded by the client's timeouts); cancelling ``stop()`` leaves it running."""
+        (bounded by the client's timeouts). Cancelling ``stop()`` cancels it: it sends
+        nothing more (a connection it was reading from is dropped, not reused), though a
+        write it sent may still land (a heartbeat expires by itself)."""
         task, self._task = self._task, None
         if task is None or self._stopping is None:
             return
         self._stopping.set()
-        await asyncio.shield(task)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.cancel()  # it ends at its next step, before it could send anything more
+            raise
 
 
 class SyncHeartbeat:
