@@ -27,7 +27,7 @@ _releasing: set[asyncio.Task[None]] = set()  # strong references until each is d
 def _releases(ctx: StoreContext) -> Operation[None]:
     claims, ctx.abandoned_claims = ctx.abandoned_claims, []
     for keys, token in claims:
-        yield from release_scopes(ctx, keys, token)
+        yield from release_scopes(ctx, keys, token, abandoned=True)
 
 
 def release_abandoned(ctx: StoreContext, executor: AsyncExecutor | SyncExecutor) -> None:

@@ -18,6 +18,7 @@ from agent_memory.core.effects import Batch, Call, Operation, Sleep
 from agent_memory.errors import OperationTimeoutError, ServerResponseError
 from agent_memory.schema import scripts
 from agent_memory.schema.layout import Keys
+from agent_memory.store import abandoned
 from agent_memory.store.ops import claims, write
 from tests.conftest import ServerInfo, _Servers
 from tests.store.conftest import StoreEnv
@@ -190,6 +191,43 @@ async def test_a_cancelled_deduplicating_write_releases_its_claim(
         monkeypatch.undo()
         await store.remember("User likes tea")
         assert store._ctx.counters.get("dedupe_claim_waits", 0) == 0
+    finally:
+        await store.close()
+
+
+async def _cancel_me() -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    task.cancel()
+    await asyncio.sleep(0)
+
+
+async def test_a_write_cancelled_after_its_release_counts_no_expired_claim(
+    server: ServerInfo, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Cancelled once its release was sent (its reply unread), a deduplicating write
+    had its claim released again by the store, which found it gone and reported a
+    claim whose lease had run out before its write ended (logged and counted in
+    ``dedupe_claims_expired``), though none had."""
+    real_release = claims.release_scopes
+
+    def release_then_cancelled(*args: Any, **kwargs: Any) -> Operation[None]:
+        yield from real_release(*args, **kwargs)
+        yield Call(_cancel_me, (), "labeler")  # the task is cancelled right after
+
+    name = f"t{uuid.uuid4().hex[:12]}"
+    store = MemoryStore.from_url(server.url, name=name, embed=TableEmbedder(), dedupe=True)
+    try:
+        await store.ensure_index()
+        monkeypatch.setattr(claims, "release_scopes", release_then_cancelled)
+        with pytest.raises(asyncio.CancelledError):
+            await store.remember("User likes tea")
+        monkeypatch.undo()
+        while abandoned._releasing:  # the store's release of the abandoned claim
+            await asyncio.gather(*abandoned._releasing)
+        assert store._ctx.counters.get("dedupe_claims_expired", 0) == 0
+        assert "had run out" not in caplog.text
+        assert (await store.list()).total == 1  # the write itself was done
     finally:
         await store.close()
 

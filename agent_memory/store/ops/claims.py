@@ -150,11 +150,16 @@ def abandon(ctx: StoreContext, keys: Sequence[str], token: str) -> None:
     ctx.abandoned_claims.append((tuple(keys), token))
 
 
-def release_scopes(ctx: StoreContext, keys: Sequence[str], token: str) -> Operation[None]:
+def release_scopes(
+    ctx: StoreContext, keys: Sequence[str], token: str, *, abandoned: bool = False
+) -> Operation[None]:
     """Release claims taken by :func:`claim_scopes`; best-effort: a failure is logged
     and counted (``dedupe_claim_release_failures``), the lease ends the claim anyway. A
     claim found no longer held (its lease ran out first, so another writer may have
-    written meanwhile) is logged and counted as ``dedupe_claims_expired``."""
+    written meanwhile) is logged and counted as ``dedupe_claims_expired``; not one of
+    ``abandoned`` claims (:func:`abandon`): the operation may never have won it (its
+    claim batch never sent, or lost to another writer) or released it already (the
+    release's reply unread), so finding it gone says nothing of a lease."""
     if not keys:
         return
     try:
@@ -168,7 +173,7 @@ def release_scopes(ctx: StoreContext, keys: Sequence[str], token: str) -> Operat
             ctx.keys.name, failures[0],
         )  # fmt: skip
         ctx.count("dedupe_claim_release_failures")
-    expired = sum(1 for r in replies if r == 0)
+    expired = 0 if abandoned else sum(1 for r in replies if r == 0)
     if expired:
         logger.warning(
             "%s: %d dedupe claim(s) had run out before their write ended", ctx.keys.name, expired
