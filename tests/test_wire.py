@@ -281,3 +281,74 @@ async def test_async_and_failing_callbacks_behave_as_on_the_clients_own_path(
     finally:
         await client.delete(f"{prefix}:s")
         await client.aclose()
+
+
+def _one_connection_client(url: str, package: str, protocol: int, compiled: bool) -> Any:
+    """An asyncio client whose pool holds one connection, with the compiled reply
+    parser (libvalkey, hiredis) or the package's pure-Python one."""
+    module = __import__(f"{package}.asyncio", fromlist=["connection"])
+    connection = module.connection
+    python_parser = connection._AsyncRESP3Parser if protocol == 3 else connection._AsyncRESP2Parser
+    compiled_parser = getattr(
+        connection, "_AsyncLibvalkeyParser" if package == "valkey" else "_AsyncHiredisParser"
+    )
+    pool = module.BlockingConnectionPool.from_url(
+        url,
+        max_connections=1,
+        protocol=protocol,
+        parser_class=compiled_parser if compiled else python_parser,
+    )
+    cls = module.Valkey if package == "valkey" else module.Redis
+    return cls(connection_pool=pool)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+@pytest.mark.parametrize(
+    ("package", "protocol"), [("valkey", 2), ("valkey", 3), ("redis", 2), ("redis", 3)]
+)
+async def test_a_batch_cancelled_between_its_replies_leaves_none_for_the_next_caller(
+    plain_server: ServerInfo,
+    package: str,
+    protocol: int,
+    compiled: bool,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cancellation reaching the lane between two replies of a batch (outside the
+    package's own read, which drops its connection itself) must not hand the pool a
+    connection with replies unread: the next caller would read them as its own."""
+    client = _one_connection_client(plain_server.url, package, protocol, compiled)
+    prefix = f"wire{uuid.uuid4().hex[:8]}"
+    keys = [f"{prefix}:{i}" for i in range(4)]
+    await client.mset({key: f"value {i}" for i, key in enumerate(keys)})
+    executor = AsyncExecutor(client)
+    assert executor._lane is not None
+    connection_class = type(client.connection_pool.make_connection())
+    real_read = connection_class.read_response
+    reads: list[int] = []
+    cancel_at = [0]  # the read at which the cancellation arrives
+
+    async def read_then_cancelled(self: Any, *args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        if len(reads) == cancel_at[0]:
+            raise asyncio.CancelledError  # delivered right there, the rest unread
+        return await real_read(self, *args, **kwargs)
+
+    try:
+        pop = command("BLPOP", f"{prefix}:empty", "0.2")
+        reads_of_rest = tuple(command("GET", key) for key in keys[1:])
+        for at in (1, 2, 3):
+            cancel_at[0] = at
+            reads.clear()
+            monkeypatch.setattr(connection_class, "read_response", read_then_cancelled)
+            with pytest.raises(asyncio.CancelledError):
+                # The blocked pop answers (nil) after 0.2 s: its reply and the later
+                # ones are still in flight when the next caller sends its command.
+                await executor.batch(Batch((command("GET", keys[0]), pop, *reads_of_rest)))
+            monkeypatch.undo()
+            for i, key in enumerate(keys):
+                assert await executor.command(command("GET", key)) == f"value {i}".encode()
+            assert await executor.batch(Batch((command("STRLEN", keys[0]),))) == [7]
+    finally:
+        monkeypatch.undo()
+        await client.delete(*keys)
+        await client.aclose()
