@@ -144,7 +144,6 @@ STORE_CASES: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("recall_by_vector", ([1.0] * (DIM + 1),), {}),
     ("recall_by_vector", ([],), {}),
     ("recall_by_vector", ([0.0] * DIM,), {}),
-    ("recall_by_vector", ([1e308] * DIM,), {}),
     ("recall_by_vector", (["a"] * DIM,), {}),
     ("recall_by_vector", ([None] * DIM,), {}),
     ("recall_by_vector", ([1j] * DIM,), {}),
