@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -94,12 +95,16 @@ class StoreContext:
     # claims (keys, token) of operations abandoned while holding them: an operation
     # closed mid-way cannot send commands, so the store releases them for it
     abandoned_claims: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
+    # the threads of a blocking store count together: ``counters`` is read, then written
+    _count_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def now_ms(self) -> int:
         return int(self.settings.clock() * 1000)
 
     def count(self, name: str, amount: int = 1) -> None:
-        """Count a process-local event (exported by the telemetry layer)."""
-        self.counters[name] = self.counters.get(name, 0) + amount
+        """Count a process-local event (exported by the telemetry layer); exact when
+        threads share the store."""
+        with self._count_lock:
+            self.counters[name] = self.counters.get(name, 0) + amount
         if self.telemetry is not None:
             self.telemetry.count(name, amount)

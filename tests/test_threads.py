@@ -1,0 +1,116 @@
+"""One blocking store (and one blocking agent) shared by the threads of a web app's pool."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from agent_memory import Scope, SyncMemoryStore
+from tests.conftest import ServerInfo
+from tests.support import TableEmbedder, random_unit
+
+_PROBE = "agent-memory dimension probe"
+
+
+@pytest.fixture
+def often_switching() -> Iterator[None]:
+    """Make the interpreter switch threads often (exposes unsynchronised updates)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+class _ProbedEmbedder:
+    """Declares no width, so the lazy setup probes it (counted)."""
+
+    def __init__(self) -> None:
+        self.probes = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> list[float]:
+        if text == _PROBE:
+            with self._lock:
+                self.probes += 1
+        return random_unit(text)
+
+
+def test_threads_sharing_a_fresh_store_set_it_up_once_and_count_exactly(
+    any_server: ServerInfo, often_switching: None
+) -> None:
+    embed = _ProbedEmbedder()
+    store = SyncMemoryStore.from_url(
+        any_server.url, name=f"thr{uuid.uuid4().hex[:8]}", embed=embed, default_threshold=1.5
+    )
+    threads, rounds = 8, 10
+    start = threading.Barrier(threads)
+    failures: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            start.wait()
+            for r in range(rounds):
+                store.remember(f"fact {i} {r}", scope=Scope(namespace=f"ns{i % 2}"))
+                store.recall(f"fact {i}", scope=Scope(namespace=f"ns{i % 2}"))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    try:
+        workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join()
+        assert failures == []
+        assert embed.probes == 1  # one thread set the store up; the others waited
+        stats = store.stats()
+        assert stats.items == threads * rounds
+        assert stats.counters["recalls"] == threads * rounds
+        local = store._ctx.counters
+        assert local["recalls"] == threads * rounds
+        assert local["recall_hits"] + local.get("recall_empty", 0) == threads * rounds
+    finally:
+        store.close()
+
+
+class _InterleavedReads(dict[str, int]):
+    """Counters whose first two readers both read before either writes (when nothing
+    keeps the second out while the first updates)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.both_read = threading.Barrier(2, timeout=1.0)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = super().get(key, default)
+        # Broken: the other thread waited its turn, it reads after this one's write.
+        with contextlib.suppress(threading.BrokenBarrierError):
+            self.both_read.wait()
+        return value
+
+
+def test_events_counted_by_two_threads_at_once_are_both_counted(plain_server: ServerInfo) -> None:
+    store = SyncMemoryStore.from_url(
+        plain_server.url, name=f"thr{uuid.uuid4().hex[:8]}", embed=TableEmbedder()
+    )
+    store._ctx.counters = _InterleavedReads()
+    try:
+        reporters = [
+            threading.Thread(target=store.report_corrupt_record, args=(f"m{i}", "damaged"))
+            for i in range(2)
+        ]
+        for t in reporters:
+            t.start()
+        for t in reporters:
+            t.join()
+        assert store._ctx.counters["corrupt_records"] == 2
+    finally:
+        store.close()
