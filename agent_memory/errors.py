@@ -116,7 +116,8 @@ class ReplyParseError(AgentMemoryError):
 
 
 class StoreClosedError(AgentMemoryError):
-    """The store (or cache tier) was used after ``close()``."""
+    """The store (or cache tier) was used after ``close()``, or closed while the call
+    ran (its connection dropped by the ``close()`` of another thread or task)."""
 
 
 __all__ = [

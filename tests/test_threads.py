@@ -10,8 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import valkey
 
-from agent_memory import Scope, SyncMemoryStore
+from agent_memory import Scope, SyncAgentMemory, SyncMemoryStore
+from agent_memory.errors import ServerUnavailableError, StoreClosedError
 from tests.conftest import ServerInfo
 from tests.support import TableEmbedder, random_unit
 
@@ -114,3 +116,89 @@ def test_events_counted_by_two_threads_at_once_are_both_counted(plain_server: Se
         assert store._ctx.counters["corrupt_records"] == 2
     finally:
         store.close()
+
+
+class _HeldReply(valkey.Connection):
+    """A connection whose reply, in the thread ``held`` names, is read only once the
+    test says so (the command has reached the server by then)."""
+
+    held: threading.Thread | None = None
+    reading = threading.Event()
+    go_on = threading.Event()
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        if threading.current_thread() is _HeldReply.held:
+            _HeldReply.held = None
+            _HeldReply.reading.set()
+            _HeldReply.go_on.wait(timeout=30)
+        return super().read_response(*args, **kwargs)
+
+
+@pytest.fixture
+def held_reply() -> Iterator[type[_HeldReply]]:
+    _HeldReply.held = None
+    _HeldReply.reading = threading.Event()
+    _HeldReply.go_on = threading.Event()
+    yield _HeldReply
+    _HeldReply.held = None
+    _HeldReply.go_on.set()
+
+
+def _closed_mid_call(held: type[_HeldReply], call: Any, close: Any) -> BaseException | None:
+    """``call()`` in a thread, whose reply is still awaited when ``close()`` runs."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - returned below
+            raised.append(exc)
+
+    worker = threading.Thread(target=run)
+    held.held = worker
+    worker.start()
+    assert held.reading.wait(timeout=30)
+    close()
+    held.go_on.set()
+    worker.join(timeout=30)
+    assert not worker.is_alive()
+    return raised[0] if raised else None
+
+
+def _valkey_url(server: ServerInfo) -> str:
+    return server.url.replace("redis://", "valkey://", 1)
+
+
+def test_a_call_under_way_when_another_thread_closes_the_store_raises_store_closed(
+    plain_server: ServerInfo, held_reply: type[_HeldReply]
+) -> None:
+    store = SyncMemoryStore.from_url(
+        _valkey_url(plain_server),
+        name=f"thr{uuid.uuid4().hex[:8]}",
+        embed=TableEmbedder(),
+        client_connection_class=held_reply,
+    )
+    store.ensure_index()
+    raised = _closed_mid_call(held_reply, lambda: store.recall("anything"), store.close)
+    assert isinstance(raised, StoreClosedError), repr(raised)
+    assert isinstance(raised.__cause__, ServerUnavailableError)
+    with pytest.raises(StoreClosedError):
+        store.recall("anything")
+
+
+def test_a_tier_call_under_way_when_another_thread_closes_the_agent_raises_store_closed(
+    plain_server: ServerInfo, held_reply: type[_HeldReply]
+) -> None:
+    agent = SyncAgentMemory.from_url(
+        _valkey_url(plain_server),
+        name=f"thr{uuid.uuid4().hex[:8]}",
+        embed=TableEmbedder(),
+        discovery=False,
+        client_connection_class=held_reply,
+    )
+    session = agent.session
+    assert session is not None
+    session.set("t1", "k", "v")
+    raised = _closed_mid_call(held_reply, lambda: session.get("t1", "k"), agent.close)
+    assert isinstance(raised, StoreClosedError), repr(raised)
+    assert isinstance(raised.__cause__, ServerUnavailableError)

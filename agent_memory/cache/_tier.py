@@ -32,6 +32,7 @@ from agent_memory.core.runner import run_async, run_sync
 from agent_memory.errors import (
     InvalidInputError,
     ReplyParseError,
+    ServerUnavailableError,
     StoreClosedError,
     WrongTypeError,
 )
@@ -294,8 +295,9 @@ class AsyncTier:
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
             try:
                 result = await run_async(op, self._executor, self._telemetry.child_span)
-            except BaseException:  # what it met before failing is counted all the same
+            except BaseException as exc:  # what it met before failing is counted all the same
                 _record(self._telemetry, self._tier, scope, None, self._tier_core())
+                _raise_if_closed(self, exc)
                 raise
             _record(self._telemetry, self._tier, scope, result, self._tier_core())
             return result
@@ -327,8 +329,9 @@ class SyncTier:
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
             try:
                 result = run_sync(op, self._executor, self._telemetry.child_span)
-            except BaseException:  # what it met before failing is counted all the same
+            except BaseException as exc:  # what it met before failing is counted all the same
                 _record(self._telemetry, self._tier, scope, None, self._tier_core())
+                _raise_if_closed(self, exc)
                 raise
             _record(self._telemetry, self._tier, scope, result, self._tier_core())
             return result
@@ -346,6 +349,15 @@ def _refuse_if_closed(tier: AsyncTier | SyncTier, op: Operation[Any]) -> None:
     if tier._closed_by is not None:
         op.close()
         raise StoreClosedError(f"the {tier._tier} cache of {tier._closed_by} is closed")
+
+
+def _raise_if_closed(tier: AsyncTier | SyncTier, exc: BaseException) -> None:
+    """An operation's lost connection as :class:`StoreClosedError` when the tier was
+    closed while it ran (its owner closed the client under it, from another thread)."""
+    if tier._closed_by is not None and isinstance(exc, ServerUnavailableError):
+        raise StoreClosedError(
+            f"the {tier._tier} cache of {tier._closed_by} was closed during the operation"
+        ) from exc
 
 
 def export_events(tier: AsyncTier | SyncTier) -> None:

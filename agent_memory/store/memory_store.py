@@ -35,6 +35,7 @@ from agent_memory.core.runner import run_async
 from agent_memory.errors import (
     AgentMemoryError,
     InvalidInputError,
+    ServerUnavailableError,
     StoreClosedError,
 )
 from agent_memory.schema.labels import LabelPolicy
@@ -314,16 +315,23 @@ class MemoryStore(MemoryMethods, UpkeepMethods):
             raise StoreClosedError(f"store {self.name!r} is closed")
         telemetry = self._telemetry
         with telemetry.operation(operation, attributes=attributes) as scope:
-            if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
-                self._next_refresh = time.monotonic() + self._config_refresh
-                await run_async(refresh_config(self._ctx), self._executor)
-            if self._adopt_interval is not None and time.monotonic() >= self._next_adoption:
-                self._next_adoption = time.monotonic() + self._adopt_interval
-                await self._adopt_recent()
             try:
-                result = await run_async(op, self._executor, telemetry.child_span)
-            except BaseException:
-                release_abandoned(self._ctx, self._executor)  # a cancelled write's claims
+                if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
+                    self._next_refresh = time.monotonic() + self._config_refresh
+                    await run_async(refresh_config(self._ctx), self._executor)
+                if self._adopt_interval is not None and time.monotonic() >= self._next_adoption:
+                    self._next_adoption = time.monotonic() + self._adopt_interval
+                    await self._adopt_recent()
+                try:
+                    result = await run_async(op, self._executor, telemetry.child_span)
+                except BaseException:
+                    release_abandoned(self._ctx, self._executor)  # a cancelled write's claims
+                    raise
+            except ServerUnavailableError as exc:
+                if self._closed:  # close() (another thread's) dropped the connections
+                    raise StoreClosedError(
+                        f"store {self.name!r} was closed during {operation}"
+                    ) from exc
                 raise
             describe_result(scope, result)
             return result
@@ -378,7 +386,10 @@ class MemoryStore(MemoryMethods, UpkeepMethods):
         return await self._run(refresh_config(self._ctx), "refresh_config")
 
     async def close(self) -> None:
-        """Release the store (idempotent); closes the client only if the store created it."""
+        """Release the store (idempotent); closes the client only if the store created it.
+
+        A call of another thread (or task) under way then finishes, or raises
+        :class:`~agent_memory.errors.StoreClosedError` when its connection was closed."""
         if self._closed:
             return
         self._closed = True

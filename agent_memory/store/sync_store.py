@@ -28,6 +28,7 @@ from agent_memory.core.runner import run_sync
 from agent_memory.errors import (
     AgentMemoryError,
     InvalidInputError,
+    ServerUnavailableError,
     StoreClosedError,
 )
 from agent_memory.schema.labels import LabelPolicy
@@ -307,16 +308,23 @@ class SyncMemoryStore(SyncMemoryMethods, SyncUpkeepMethods):
             raise StoreClosedError(f"store {self.name!r} is closed")
         telemetry = self._telemetry
         with telemetry.operation(operation, attributes=attributes) as scope:
-            if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
-                self._next_refresh = time.monotonic() + self._config_refresh
-                run_sync(refresh_config(self._ctx), self._executor)
-            if self._adopt_interval is not None and time.monotonic() >= self._next_adoption:
-                self._next_adoption = time.monotonic() + self._adopt_interval
-                self._adopt_recent()
             try:
-                result = run_sync(op, self._executor, telemetry.child_span)
-            except BaseException:
-                release_abandoned(self._ctx, self._executor)  # a cancelled write's claims
+                if self._config_refresh is not None and time.monotonic() >= self._next_refresh:
+                    self._next_refresh = time.monotonic() + self._config_refresh
+                    run_sync(refresh_config(self._ctx), self._executor)
+                if self._adopt_interval is not None and time.monotonic() >= self._next_adoption:
+                    self._next_adoption = time.monotonic() + self._adopt_interval
+                    self._adopt_recent()
+                try:
+                    result = run_sync(op, self._executor, telemetry.child_span)
+                except BaseException:
+                    release_abandoned(self._ctx, self._executor)  # a cancelled write's claims
+                    raise
+            except ServerUnavailableError as exc:
+                if self._closed:  # close() (another thread's) dropped the connections
+                    raise StoreClosedError(
+                        f"store {self.name!r} was closed during {operation}"
+                    ) from exc
                 raise
             describe_result(scope, result)
             return result
@@ -371,7 +379,10 @@ class SyncMemoryStore(SyncMemoryMethods, SyncUpkeepMethods):
         return self._run(refresh_config(self._ctx), "refresh_config")
 
     def close(self) -> None:
-        """Release the store (idempotent); closes the client only if the store created it."""
+        """Release the store (idempotent); closes the client only if the store created it.
+
+        A call of another thread (or task) under way then finishes, or raises
+        :class:`~agent_memory.errors.StoreClosedError` when its connection was closed."""
         if self._closed:
             return
         self._closed = True
