@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from typing import Any
+
 from agent_memory.schema.lexical import TermStats, term_token, term_tokens
 from agent_memory.schema.term_choice import (
     CANDIDATE_BUDGET,
@@ -83,3 +87,27 @@ def test_the_chosen_terms_fit_the_room_rarest_held_first() -> None:
     )
     assert candidate_terms(big, big, budget=200, docs=5000, size=len, room=9) == ("rare",)
     assert candidate_terms(big, big, budget=200, docs=5000, size=len, room=3) == ()
+
+
+def test_a_term_another_thread_forgets_while_it_is_read_is_still_returned() -> None:
+    """Threads of one blocking store share the frequencies: a term read by one recall
+    while another's ``learn`` pushes it out (past the capacity) is no failure."""
+    freq = DocumentFrequencies(capacity=2)
+    freq.learn("ns", TermStats(docs=5, df={"elephant": 3}), ["elephant"])
+
+    class _OtherThreadBetween(OrderedDict[tuple[str, str], int]):
+        """Runs another thread's ``learn`` of two new terms right after a read."""
+
+        def get(self, key: Any, default: Any = None) -> Any:
+            value = super().get(key, default)
+            other = threading.Thread(
+                target=freq.learn,
+                args=("ns", TermStats(docs=5, df={"zoo": 1, "purple": 2}), ["zoo", "purple"]),
+            )
+            other.start()
+            other.join()
+            return value
+
+    freq._df = _OtherThreadBetween(freq._df)
+    assert freq.get("ns", ["elephant"]) == {"elephant": 3}
+    assert freq.unknown("ns", ["elephant", "zoo", "purple"]) == ["elephant"]

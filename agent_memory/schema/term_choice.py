@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 
 from agent_memory.schema.lexical import TermStats
 
@@ -101,7 +102,9 @@ def _within(
 
 class DocumentFrequencies:
     """The document frequency of recently queried terms, per namespace, as last read
-    from the term statistics (least recently used terms forgotten past ``capacity``)."""
+    from the term statistics (least recently used terms forgotten past ``capacity``).
+    Shared by the threads of a blocking store, lock-free: each step is one dict
+    operation, and one that another thread's overtook is skipped (an estimate)."""
 
     def __init__(self, capacity: int = 65536) -> None:
         self.capacity = capacity
@@ -122,16 +125,22 @@ class DocumentFrequencies:
         for term in terms:
             value = self._df.get((namespace, term))
             if value is not None:
-                self._df.move_to_end((namespace, term))
+                # Gone meanwhile (another thread's learn pushed it out): still known here.
+                with suppress(KeyError):
+                    self._df.move_to_end((namespace, term))
                 out[term] = value
         return out
 
     def learn(self, namespace: str, stats: TermStats, terms: Sequence[str]) -> None:
         """Record what a read of the statistics said about ``terms`` (absent: 0)."""
         self._docs[namespace] = stats.docs
+        # The threads of a blocking store share this without a lock: a step another
+        # thread's eviction overtook (the key gone, the map emptied) is skipped.
         for term in terms:
             key = (namespace, term)
             self._df[key] = stats.df.get(term, 0)
-            self._df.move_to_end(key)
+            with suppress(KeyError):
+                self._df.move_to_end(key)
         while len(self._df) > self.capacity:
-            self._df.popitem(last=False)
+            with suppress(KeyError):
+                self._df.popitem(last=False)
