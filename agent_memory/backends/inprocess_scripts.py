@@ -495,7 +495,7 @@ def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     current = _number((ks.get(key, Hash) or {}).get("importance", "0"))
     if _number(argv[1]) > current:
         _hash_set(ks, [key, "importance", argv[1]])
-    _hincrby(ks, [key, "access_count", "1"])
+    _hincrby(ks, [key, "access_count", argv[4]])
     if raw is None:
         return 1
     if _s(argv[2]) == "":

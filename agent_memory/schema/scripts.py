@@ -333,7 +333,7 @@ if expires and tonumber(expires) and tonumber(expires) <= tonumber(ARGV[1]) then
 redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])
 local current = tonumber(redis.call('HGET', KEYS[1], 'importance') or '0')
 if tonumber(ARGV[2]) > current then redis.call('HSET', KEYS[1], 'importance', ARGV[2]) end
-redis.call('HINCRBY', KEYS[1], 'access_count', 1)
+redis.call('HINCRBY', KEYS[1], 'access_count', ARGV[5])
 if not expires then return 1 end
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], 'expires_at')
@@ -348,7 +348,8 @@ end
 return 1
 """
 """ARGV = [now_ms, importance, expires_at ms of the new write or '' (persistent), its TTL
-in ms]: a re-remembered duplicate refreshes the existing memory (recency, access count,
+in ms, the number of writes collapsing into it (added to the access count)]: a
+re-remembered duplicate refreshes the existing memory (recency, access count,
 importance = max) instead of creating a second copy, and keeps the longer of the two
 lifetimes. Returns 0 when the memory is gone (or expired by ``now_ms``: the caller writes
 a fresh one), 1 when refreshed, 2 when refreshed and its lifetime extended (the caller

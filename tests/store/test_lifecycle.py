@@ -130,6 +130,55 @@ async def test_a_batch_of_duplicates_of_a_vanished_memory_stores_one_copy(
     assert [item.id for item in (await store.list(scope=scope)).items] == [again[0]]
 
 
+async def test_a_deduplicating_batch_refreshes_as_its_writes_one_after_another_would(
+    env: StoreEnv,
+) -> None:
+    """Copies in one ``remember_many(dedupe=True)`` leave what the same writes, one
+    ``remember(dedupe=True)`` after another, leave: the higher importance, the longer
+    lifetime (none: persistent) and an access per copy, in the record, on the server and
+    in the expiry sets; a later copy collapsing into an earlier one of the batch used to
+    add nothing to it, and a stored memory met by several copies counted one access."""
+    clock = Clock()
+    store = env.make(clock=clock)
+    keys = getattr(store, "wrapped", store)._ctx.keys
+
+    async def state(mid: str, agent: str) -> tuple[Any, ...]:
+        item = await store.get(mid)
+        assert item is not None
+        listed = keys.expiry_sets(namespace_token(None), agent, None)
+        scores = [await _raw(store, "ZSCORE", key, mid) for key in listed]
+        pttl = int(await _raw(store, "PTTL", _key(store, mid)))
+        lifetime = -1 if pttl == -1 else item.expires_at
+        return item.importance, item.expires_at, item.access_count, lifetime, scores
+
+    writes = [
+        [("a note", 0.1, 10.0), ("a note", 0.9, None), ("a note", 0.5, 20.0)],
+        [("brief", 0.9, 10.0), ("brief", 0.2, 30.0), ("brief", 0.1, 20.0)],
+    ]
+    for stored in (None, 5.0):  # copies of one another; then copies of a stored memory
+        for number, copies in enumerate(writes):
+            one, batch = (
+                Scope(agent_id=f"one{number}{stored}"),
+                Scope(agent_id=f"all{number}{stored}"),
+            )
+            if stored is not None:
+                for scope in (one, batch):
+                    await store.remember(copies[0][0], importance=0.3, ttl=stored, scope=scope)
+            alone = [
+                await store.remember(text, importance=i, ttl=ttl, scope=one, dedupe=True)
+                for text, i, ttl in copies
+            ]
+            together = await store.remember_many(
+                [MemoryInput(text, importance=i, ttl=ttl, scope=batch) for text, i, ttl in copies],
+                dedupe=True,
+            )
+            assert len(set(alone)) == 1 and len(set(together)) == 1
+            assert (await store.list(scope=batch)).total == 1
+            assert await state(together[0], batch.agent_id or "") == await state(
+                alone[0], one.agent_id or ""
+            )
+
+
 async def test_a_duplicate_expired_by_the_stores_clock_does_not_hide_a_live_one(
     env: StoreEnv,
 ) -> None:

@@ -164,26 +164,52 @@ def batch_distance(first: NewMemory, second: NewMemory) -> float:
 @dataclass(frozen=True, slots=True)
 class Refresh:
     """A stored duplicate to refresh: the importance and lifetime the new writes bring
-    (``expires_at`` ms, ``None``: persistent) and the sets listing it by expiry."""
+    (``expires_at`` ms, ``None``: persistent), the sets listing it by expiry, and how many
+    writes collapse into it (each counts as an access, as one after another would)."""
 
     id: str
     importance: float
     expires_at: int | None
     expiry_sets: tuple[str, ...]
     registry_version: str
+    writes: int = 1
+
+
+def _longer(first: int | None, second: int | None) -> int | None:
+    """The longer of two lifetimes (``expires_at`` ms; ``None``, persistent, beats any)."""
+    return None if first is None or second is None else max(first, second)
 
 
 def merge_refresh(earlier: Refresh | None, later: Refresh) -> Refresh:
-    """Two writes collapsing into one stored memory: the higher importance and the
-    longer lifetime (persistent beats any TTL)."""
+    """Two writes collapsing into one stored memory: the higher importance, the longer
+    lifetime (persistent beats any TTL) and both counted."""
     if earlier is None:
         return later
-    expires = (
-        None
-        if earlier.expires_at is None or later.expires_at is None
-        else max(earlier.expires_at, later.expires_at)
+    return replace(
+        later,
+        importance=max(earlier.importance, later.importance),
+        expires_at=_longer(earlier.expires_at, later.expires_at),
+        writes=earlier.writes + later.writes,
     )
-    return replace(later, importance=max(earlier.importance, later.importance), expires_at=expires)
+
+
+def absorb(
+    written: tuple[NewMemory, float | None], copy: tuple[NewMemory, float | None]
+) -> tuple[NewMemory, float | None]:
+    """A memory of a batch about to be written (with its TTL in seconds) after a later
+    ``copy`` of the batch collapsed into it (pure): what the copy's refresh would have
+    left, written one after the other: the higher importance, the longer lifetime and one
+    more access (at the batch's time, the memory's creation)."""
+    memory, ttl = written
+    other, other_ttl = copy
+    longer = None if ttl is None or other_ttl is None else max(ttl, other_ttl)
+    merged = replace(
+        memory,
+        importance=max(memory.importance, other.importance),
+        expires_at=_longer(memory.expires_at, other.expires_at),
+        access_count=memory.access_count + 1,
+    )
+    return merged, longer
 
 
 def refresh_command(ctx: StoreContext, refresh: Refresh, now_ms: int) -> Command:
@@ -194,7 +220,7 @@ def refresh_command(ctx: StoreContext, refresh: Refresh, now_ms: int) -> Command
     return Command(
         (
             "EVAL", scripts.REFRESH_DUPLICATE, "1", ctx.keys.memory(refresh.id),
-            str(now_ms), repr(refresh.importance), expires, ttl,
+            str(now_ms), repr(refresh.importance), expires, ttl, str(refresh.writes),
         )
     )  # fmt: skip
 

@@ -27,6 +27,7 @@ from agent_memory.store.ops.capacity import evict_over_capacity
 from agent_memory.store.ops.claims import under_claims
 from agent_memory.store.ops.dedupe import (
     Refresh,
+    absorb,
     find_duplicates,
     merge_refresh,
     refresh_existing,
@@ -381,16 +382,22 @@ def _deduplicated_write(
     # clock): the first of the batch's writes that found it is written in its place,
     # and the others collapse into that one, as into any earlier write of the batch.
     replaced: dict[str, str] = {}
-    for (memory, ttl), target in zip(memories, targets, strict=True):
-        if target is not None and target in gone and target in replaced:
-            ids.append(replaced[target])
-        elif target is None or target in gone:
-            if target is not None:
-                replaced[target] = memory.id
-            fresh.append((memory, ttl))
+    # by id: the place in ``fresh`` of the memory written under it, which takes in
+    # the importance, lifetime and access of the later copies collapsing into it
+    place: dict[str, int] = {}
+    for pair, found in zip(memories, targets, strict=True):
+        memory = pair[0]
+        if found is None or (found in gone and found not in replaced):
+            if found is not None:
+                replaced[found] = memory.id
+            place[memory.id] = len(fresh)
+            fresh.append(pair)
             ids.append(memory.id)
-        else:
-            ids.append(target)
+            continue
+        target = replaced[found] if found in gone else found
+        if target in place:
+            fresh[place[target]] = absorb(fresh[place[target]], pair)
+        ids.append(target)
     yield from write_memories(ctx, fresh)
     return ids, fresh
 
