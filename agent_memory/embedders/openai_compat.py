@@ -42,11 +42,36 @@ _MAX_BATCH = 2048  # OpenAI's limit on inputs per request
 _DIM_PROBE = "dimension probe"
 
 
-def max_response_bytes(texts: int) -> int:
-    """The largest answer read for ``texts`` texts: each vector as JSON of
-    :data:`~agent_memory.embedders.base.MAX_DIM` numbers of up to 32 characters, plus
-    1 MiB for the rest (usage, model name, whitespace)."""
-    return texts * MAX_DIM * 32 + (1 << 20)
+_NUMBER_BYTES = 48
+"""Room for one number of a vector in an answer: the longest float in JSON
+(``-1.2345678901234567e-308``, 24 characters), its separator and the indentation of a
+pretty-printed answer (base64 takes under 6)."""
+_ITEM_BYTES = 1024
+"""Room for the other fields of each vector's item (``object``, ``index``...)."""
+_REST_BYTES = 1 << 20
+"""Room for the rest of an answer (usage, model name, whitespace)."""
+UNKNOWN_WIDTH = 4096
+"""Vectors allowed for in an answer read before the dimension is known (given, or
+learned from the first answer): as wide as this (one text: up to
+:data:`~agent_memory.embedders.base.MAX_DIM`). Compact JSON of vectors about twice as
+wide still fits; for wider models give ``dim``."""
+
+
+def max_response_bytes(texts: int, dim: int | None = None) -> int:
+    """The largest answer read for ``texts`` vectors of ``dim`` numbers (``None``: not
+    known yet, :data:`UNKNOWN_WIDTH`): :data:`_NUMBER_BYTES` a number,
+    :data:`_ITEM_BYTES` a vector and 1 MiB for the rest."""
+    numbers = texts * dim if dim is not None else max(MAX_DIM, texts * UNKNOWN_WIDTH)
+    return numbers * _NUMBER_BYTES + texts * _ITEM_BYTES + _REST_BYTES
+
+
+def _announced_length(response: http.client.HTTPResponse) -> int | None:
+    """The answer's ``Content-Length`` (None: absent or unreadable, e.g. chunked)."""
+    raw = response.headers.get("Content-Length")
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
 
 
 class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
@@ -197,10 +222,15 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
         )
         where = f"embedding server {self._endpoint}"
         too_slow = f"{where} did not answer in full within {self._timeout} s"
-        limit = max_response_bytes(len(texts))
+        dim = self._dim
+        limit = max_response_bytes(len(texts), dim)
         try:
             with opener().open(request, timeout=self._timeout) as response:
-                body: bytes = response.read(limit + 1)
+                announced = _announced_length(response)
+                # an answer announced as larger is refused unread; any other is read up
+                # to one byte past the limit (a chunked or mislabelled one may run on)
+                oversized = announced is not None and announced > limit
+                body: bytes = b"" if oversized else response.read(limit + 1)
         except urllib.error.HTTPError as exc:
             with exc:  # it holds the response and its socket until closed
                 raise status_error(exc.code, self._redact(error_detail(exc))) from exc
@@ -215,10 +245,16 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
             raise ServerUnavailableError(
                 f"connection to {where} failed: {type(exc).__name__}"
             ) from exc
-        if len(body) > limit:  # a server gone wrong must not fill the process's memory
+        if oversized or len(body) > limit:  # a server gone wrong must not fill the memory
+            width = (
+                f"{dim}-dimensional vector(s)"
+                if dim is not None
+                else f"vector(s) of up to {max(UNKNOWN_WIDTH, MAX_DIM // len(texts))} numbers "
+                "(dimension not known yet: give dim for wider ones)"
+            )
             raise ServerResponseError(
                 f"{where} answered over {limit} bytes for {len(texts)} text(s): more than "
-                "any vectors could need; not read further"
+                f"{len(texts)} {width} could need; not read further"
             )
         return body
 
@@ -249,7 +285,8 @@ class OpenAICompatibleEmbedder(ThreadedAsyncMixin):
             OperationTimeoutError: no complete answer within ``timeout``, HTTP 408, 504.
             ServerResponseError: any other HTTP error (401/403: bad key; 404: wrong URL
                 or model), vectors of the wrong dimension, non-finite or zero, or an
-                answer larger than any vectors could need (:func:`max_response_bytes`,
+                answer larger than its vectors could need (:func:`max_response_bytes`
+                of the known ``dim``, or of :data:`UNKNOWN_WIDTH` before it is known;
                 not read further).
             ReplyParseError: the response is not the expected JSON.
         """

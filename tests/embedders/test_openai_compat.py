@@ -47,6 +47,7 @@ class Behaviour:
     value: float | None = None  # fill every component with this value
     headers: dict[str, str] = field(default_factory=dict)
     drip: Literal["", "head", "body"] = ""  # send this part one byte per DRIP_SECONDS
+    length: int | None = None  # the Content-Length announced, if not the body's
 
 
 class FakeServer:
@@ -91,10 +92,12 @@ class FakeServer:
                 body = b.body if b.body is not None else self.embeddings(payload["input"], b)
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(b.length or len(body)))
                 self.end_headers()
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(body)  # the client may have given up (timeout test)
+                if b.length is not None:
+                    self.close_connection = True
 
             def answer_dripping(self, part: str) -> None:
                 head = (
@@ -353,6 +356,45 @@ def test_an_answer_larger_than_any_vectors_is_not_read(server: FakeServer) -> No
         make(server).embed("x")
     server.behaviour.body = None
     assert len(make(server).embed("x")) == DIM  # an answer within the bound is read
+
+
+def test_the_answer_is_bounded_by_the_known_dimension(server: FakeServer) -> None:
+    """Once ``dim`` is known (given, or learned from the first answer), an answer is read
+    only up to what that many vectors of that width take in JSON: the bound used to be
+    the widest vectors' (65,536 numbers each: 129 MiB for a batch of 64, 4 GiB for one
+    of 2,048), however narrow the model. Before it is known, vectors of up to 4,096
+    numbers are allowed for (one text: the widest)."""
+    from agent_memory.embedders import openai_compat
+
+    given, learned = make(server, dim=DIM), make(server)
+    learned.embed("first")  # learns the dimension
+    server.behaviour.body = b" " * (2 << 20)  # 2 MiB: far more than 64 vectors of 8 numbers
+    for embedder in (given, learned):
+        for texts in (["x"], [f"t{i}" for i in range(64)]):
+            with pytest.raises(ServerResponseError, match=f"answered over .* {DIM}-dimensional"):
+                embedder.embed_many(texts)
+    limit: Any = openai_compat.max_response_bytes
+    assert limit(64, 1536) < 8 << 20  # text-embedding-3-small, a batch of 64
+    assert limit(2048, 3072) < 400 << 20  # -3-large, OpenAI's largest batch
+    assert limit(1) > 65_536 * 32  # the widest vector, before dim is known
+    assert limit(64) < 32 << 20
+    many = [f"t{i}" for i in range(32)]  # before dim is known: up to 4,096 numbers each
+    server.behaviour.body = b" " * (limit(32) + 1)
+    with pytest.raises(ServerResponseError, match=f"over {limit(32)} bytes .* up to 4096"):
+        make(server).embed_many(many)
+    server.behaviour.body = b"{}" + b" " * limit(32, DIM)  # within the bound: read, parsed
+    with pytest.raises(ReplyParseError):
+        make(server).embed_many(many)
+    server.behaviour.body = None
+    assert len(given.embed_many(many)) == len(learned.embed_many(many)) == 32
+
+
+def test_an_answer_announced_larger_than_the_bound_is_not_read(server: FakeServer) -> None:
+    """A ``Content-Length`` over the bound is refused from the header, the body unread."""
+    server.behaviour.body = b'{"data": []}'
+    server.behaviour.length = 2 << 20  # far more than one vector of 8 numbers
+    with pytest.raises(ServerResponseError, match="answered over"):
+        make(server, dim=DIM).embed("x")
 
 
 @pytest.mark.parametrize(
