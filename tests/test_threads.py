@@ -13,6 +13,8 @@ import pytest
 import valkey
 
 from agent_memory import Scope, SyncAgentMemory, SyncMemoryStore
+from agent_memory.backends.portable import PortableBackend, _NamespaceMirror
+from agent_memory.backends.snapshot import Snapshot
 from agent_memory.errors import ServerUnavailableError, StoreClosedError
 from tests.conftest import ServerInfo
 from tests.support import TableEmbedder, random_unit
@@ -202,3 +204,103 @@ def test_a_tier_call_under_way_when_another_thread_closes_the_agent_raises_store
     raised = _closed_mid_call(held_reply, lambda: session.get("t1", "k"), agent.close)
     assert isinstance(raised, StoreClosedError), repr(raised)
     assert isinstance(raised.__cause__, ServerUnavailableError)
+
+
+class _WatchedLock:
+    """A lock that tells when the thread ``watched`` names first asks for it."""
+
+    def __init__(self, asked: threading.Event) -> None:
+        self.inner = threading.Lock()
+        self.asked = asked
+        self.watched: threading.Thread | None = None
+
+    def __enter__(self) -> bool:
+        if threading.current_thread() is self.watched:
+            self.asked.set()
+        return self.inner.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.release()
+
+
+class _PausedPublish(_NamespaceMirror):
+    """A namespace mirror whose refresh by the thread ``paused`` names stops as it
+    publishes its snapshot, until the test says go; tells when another thread dropped
+    it for a new epoch (or asked for its lock to)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused: threading.Thread | None = None
+        self.publishing = threading.Event()
+        self.go_on = threading.Event()
+        self.reset_or_asked = threading.Event()
+        self.lock = _WatchedLock(self.reset_or_asked)  # type: ignore[assignment]
+
+    @property  # type: ignore[override]
+    def snapshot(self) -> Snapshot | None:
+        held: Snapshot | None = _NamespaceMirror.snapshot.__get__(self)  # type: ignore[attr-defined]
+        return held
+
+    @snapshot.setter
+    def snapshot(self, value: Snapshot | None) -> None:
+        if value is not None and threading.current_thread() is self.paused:
+            self.paused = None
+            self.publishing.set()
+            self.go_on.wait(timeout=30)
+        _NamespaceMirror.snapshot.__set__(self, value)  # type: ignore[attr-defined]
+
+    @property  # type: ignore[override]
+    def epoch(self) -> str | None:
+        held: str | None = _NamespaceMirror.epoch.__get__(self)  # type: ignore[attr-defined]
+        return held
+
+    @epoch.setter
+    def epoch(self, value: str | None) -> None:
+        _NamespaceMirror.epoch.__set__(self, value)  # type: ignore[attr-defined]
+        if value is not None and threading.current_thread() is self.lock.watched:
+            self.reset_or_asked.set()
+
+
+def test_a_refresh_racing_an_update_never_leaves_stale_vectors_in_the_mirror(
+    plain_server: ServerInfo,
+) -> None:
+    # A recall's refresh checked the epoch, then published; a recall of the new epoch
+    # (after an update of the text) dropping the mirror in between left the old snapshot
+    # under the new epoch: recalls served the old vector until membership changed.
+    embed = TableEmbedder()
+    embed.set("where is the cat", [1.0] + [0.0] * 15)
+    embed.set("the cat sleeps on the sofa", [0.99, 0.1] + [0.0] * 14)
+    embed.set("the cat sleeps in the kitchen", [0.97, 0.0, 0.0, 0.2] + [0.0] * 12)
+    store = SyncMemoryStore.from_url(
+        plain_server.url, name=f"thr{uuid.uuid4().hex[:8]}", embed=embed, default_threshold=0.5
+    )
+    scope = Scope(namespace="ns")
+    try:
+        memory = store.remember("the cat sleeps on the sofa", scope=scope)
+        backend = store._ctx.backend
+        assert isinstance(backend, PortableBackend)
+        mirror = _PausedPublish()
+        backend._mirrors["ns"] = mirror
+
+        def recall() -> None:
+            store.recall("where is the cat", scope=scope)
+
+        old = threading.Thread(target=recall)
+        mirror.paused = old
+        old.start()
+        assert mirror.publishing.wait(timeout=30)  # it read the sofa's vector
+        store.update(memory, content="the cat sleeps in the kitchen")
+        new = threading.Thread(target=recall)
+        mirror.lock.watched = new
+        new.start()
+        assert mirror.reset_or_asked.wait(timeout=30)
+        mirror.go_on.set()
+        for t in (old, new):
+            t.join(timeout=30)
+            assert not t.is_alive()
+        (hit,) = store.recall("where is the cat", scope=scope)
+        assert hit.item.content == "the cat sleeps in the kitchen"
+        kitchen = 1.0 - 0.97 / (0.97**2 + 0.2**2) ** 0.5
+        assert hit.distance == pytest.approx(kitchen, abs=1e-5)
+    finally:
+        store.close()

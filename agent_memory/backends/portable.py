@@ -96,6 +96,11 @@ class _NamespaceMirror:
     # (agent_memory.schema.versions), so each is read and reported once.
     skipped: set[str] = field(default_factory=set)
     loading: InFlight = field(default_factory=InFlight)  # a refresh under way
+    # Makes each change of the fields above one step: a refresh publishing its snapshot
+    # checks the epoch and assigns under it, so a thread dropping the mirror for a new
+    # epoch meanwhile cannot leave the old snapshot under the new epoch. Never held
+    # across a round trip or the scoring.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def entries(self) -> Mapping[str, int]:
@@ -107,7 +112,8 @@ class PortableBackend:
     """Exact KNN over a client-side mirror of the stored vectors.
 
     Safe to share between threads and coroutines: each recall works on an immutable
-    snapshot, and a mirror refresh only ever replaces whole objects.
+    snapshot, and a mirror refresh only ever replaces whole objects (checking the epoch
+    and publishing under the mirror's lock).
     """
 
     def __init__(self, name: str = "portable", max_mirrors: int = MAX_MIRRORS) -> None:
@@ -200,9 +206,11 @@ class PortableBackend:
         for ns, (epoch, version) in zip(namespaces, tokens, strict=True):
             mirror = self._mirror(ns)
             if mirror.epoch != epoch:
-                mirror.snapshot = None
-                mirror.skipped = set()
-                mirror.epoch = epoch
+                with mirror.lock:
+                    if mirror.epoch != epoch:
+                        mirror.snapshot = None
+                        mirror.skipped = set()
+                        mirror.epoch = epoch
 
             def same_epoch(m: _NamespaceMirror = mirror, e: str = epoch) -> bool:
                 return m.epoch == e
@@ -260,10 +268,11 @@ class PortableBackend:
         missing = [listed[i] for i in np.flatnonzero(rows < 0).tolist()]
         added = yield from self._fetch(ctx, [m for m in missing if m not in skipped], skipped)
         snapshot = yield from base.updated(listed, expires, rows, added)
-        if mirror.epoch == epoch:
-            mirror.snapshot = snapshot
-            mirror.version = version
-            mirror.skipped = skipped
+        with mirror.lock:
+            if mirror.epoch == epoch:
+                mirror.snapshot = snapshot
+                mirror.version = version
+                mirror.skipped = skipped
         return snapshot
 
     @staticmethod
@@ -425,9 +434,12 @@ class PortableBackend:
             rows = [row for m in gone if (row := snap.row_of.get(m)) is not None]
             marked[ns] = snap.without(rows) if rows else snap
             mirror = self._mirrors.get(ns)
-            if rows and mirror is not None and mirror.snapshot is snap:
-                mirror.snapshot = marked[ns]
-                mirror.skipped = mirror.skipped | {snap.ids[row] for row in rows}
+            if not rows or mirror is None:
+                continue
+            with mirror.lock:
+                if mirror.snapshot is snap:
+                    mirror.snapshot = marked[ns]
+                    mirror.skipped = mirror.skipped | {snap.ids[row] for row in rows}
         return marked
 
 
