@@ -360,6 +360,61 @@ async def test_a_close_during_initialize_leaves_no_heartbeat(
     assert not pool._in_use_connections
 
 
+def _closed_by_another_thread_at_start(
+    agent: SyncAgentMemory, after: bool
+) -> tuple[StoreClosedError | None, bool]:
+    """initialize(), with close() run to its end by another thread as the heartbeat is
+    about to start (``after``: once it started); what initialize() raised, and whether a
+    heartbeat thread ran after it (then stopped)."""
+    heartbeat = agent._heartbeat
+    real_start = heartbeat.start
+
+    def start() -> Any:
+        started = real_start() if after else None
+        closer = threading.Thread(target=agent.close)
+        closer.start()
+        closer.join(timeout=30)
+        assert not closer.is_alive()
+        return started if after else real_start()
+
+    heartbeat.start = start  # type: ignore[method-assign]
+    raised = None
+    try:
+        agent.initialize()
+    except StoreClosedError as exc:
+        raised = exc
+    beating = heartbeat._thread is not None and heartbeat._thread.is_alive()
+    heartbeat.stop()  # a heartbeat started for the closed agent
+    return raised, beating
+
+
+def _announced(url: str, agent: SyncAgentMemory) -> list[str]:
+    raw = redis.Redis.from_url(url, decode_responses=True)
+    try:
+        return [
+            field
+            for field in (f"{agent.name}:mem", agent.name)
+            if raw.exists(discovery.heartbeat_key(field))
+        ]
+    finally:
+        raw.close()
+
+
+def test_a_close_from_another_thread_as_initialize_starts_the_heartbeat_starts_none(
+    server: ServerInfo,
+) -> None:
+    # initialize() checked that the agent was open, then started the heartbeat: a
+    # close() in between left a heartbeat thread beating for the closed agent (its beats
+    # reopening the closed client and announcing it live to Monitor).
+    agent = SyncAgentMemory.from_url(server.url, name=_name(), embed=TableEmbedder())
+    raised, beating = _closed_by_another_thread_at_start(agent, after=False)
+    assert not beating
+    assert isinstance(raised, StoreClosedError)
+    assert _announced(server.url, agent) == []
+    pool = agent._client.connection_pool
+    assert all(not c.is_connected for c in pool._available_connections)
+
+
 async def test_a_close_cancelled_while_sending_counters_still_releases_everything(
     server: ServerInfo, monkeypatch: pytest.MonkeyPatch
 ) -> None:

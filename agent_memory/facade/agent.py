@@ -248,10 +248,11 @@ class AgentMemory:
             self._stamp = await run_async(
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
-            if self._closed:  # closed while registering: no heartbeat for a closed agent
+            # start() refuses once close() stopped the heartbeat: closed while
+            # registering, or (blocking twin) by another thread since that check.
+            if self._closed or not self._heartbeat.start():
                 await self._withdraw()
                 raise StoreClosedError(f"agent {self._name!r} was closed during initialize")
-            self._heartbeat.start()
         self._initialized = True
         return self._status
 

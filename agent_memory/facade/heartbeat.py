@@ -33,11 +33,17 @@ class AsyncHeartbeat:
         self._on_failure = on_failure
         self._task: asyncio.Task[None] | None = None
         self._stopping: asyncio.Event | None = None
+        self._stopped = False
 
-    def start(self) -> None:
+    def start(self) -> bool:
+        """Start the beats (unless they run); ``False``, starting nothing, once
+        :meth:`stop` was called: the owner is closing."""
+        if self._stopped:
+            return False
         if self._task is None or self._task.done():
             self._stopping = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._loop(self._stopping))
+        return True
 
     async def _loop(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
@@ -56,7 +62,9 @@ class AsyncHeartbeat:
         the beats write. A beat in flight is waited for, as long as its commands take
         (bounded by the client's timeouts). Cancelling ``stop()`` cancels it: it sends
         nothing more (a connection it was reading from is dropped, not reused), though a
-        write it sent may still land (a heartbeat expires by itself)."""
+        write it sent may still land (a heartbeat expires by itself). For good: a later
+        :meth:`start` starts nothing."""
+        self._stopped = True
         task, self._task = self._task, None
         if task is None or self._stopping is None:
             return
@@ -70,7 +78,12 @@ class AsyncHeartbeat:
 
 class SyncHeartbeat:
     """Calls ``beat()`` every ``interval`` seconds from a daemon thread until stopped
-    (a failing beat is handled as :class:`AsyncHeartbeat` does)."""
+    (a failing beat is handled as :class:`AsyncHeartbeat` does).
+
+    Its owner may start and stop it from different threads: :meth:`start` checks and
+    starts under a lock that :meth:`stop` takes to mark it stopped, so a start that
+    :meth:`stop` overtook starts nothing, and two starts at once start one thread. The
+    lock is not held while :meth:`stop` waits for a beat in flight."""
 
     def __init__(
         self, beat: Callable[[], None], interval: float, on_failure: Callable[[Exception], None]
@@ -80,15 +93,22 @@ class SyncHeartbeat:
         self._on_failure = on_failure
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
 
-    def start(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._stopping.clear()
-        self._thread = threading.Thread(
-            target=self._loop, name="agent-memory-heartbeat", daemon=True
-        )
-        self._thread.start()
+    def start(self) -> bool:
+        """Start the beats (unless they run); ``False``, starting nothing, once
+        :meth:`stop` was called: the owner is closing."""
+        with self._lock:
+            if self._stopped:
+                return False
+            if self._thread is None or not self._thread.is_alive():
+                self._stopping.clear()
+                self._thread = threading.Thread(
+                    target=self._loop, name="agent-memory-heartbeat", daemon=True
+                )
+                self._thread.start()
+            return True
 
     def _loop(self) -> None:
         while not self._stopping.wait(self._interval):
@@ -101,8 +121,11 @@ class SyncHeartbeat:
         """Return once no beat runs or will run: after it, the caller may delete what
         the beats write. A beat in flight is waited for, as long as its commands take
         (bounded by the client's timeouts): given up on, its write could land after
-        that delete, on a server that stalled."""
-        self._stopping.set()
-        thread, self._thread = self._thread, None
+        that delete, on a server that stalled. For good: a later :meth:`start` starts
+        nothing."""
+        with self._lock:
+            self._stopped = True
+            self._stopping.set()
+            thread, self._thread = self._thread, None
         if thread is not None:
             thread.join()

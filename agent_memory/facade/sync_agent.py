@@ -258,10 +258,11 @@ class SyncAgentMemory:
             self._stamp = run_sync(
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
-            if self._closed:  # closed while registering: no heartbeat for a closed agent
+            # start() refuses once close() stopped the heartbeat: closed while
+            # registering, or (blocking twin) by another thread since that check.
+            if self._closed or not self._heartbeat.start():
                 self._withdraw()
                 raise StoreClosedError(f"agent {self._name!r} was closed during initialize")
-            self._heartbeat.start()
         self._initialized = True
         return self._status
 
