@@ -415,6 +415,17 @@ def test_a_close_from_another_thread_as_initialize_starts_the_heartbeat_starts_n
     assert all(not c.is_connected for c in pool._available_connections)
 
 
+def test_a_close_from_another_thread_once_the_heartbeat_started_withdraws_it(
+    server: ServerInfo,
+) -> None:
+    # close() ran after the heartbeat started but before initialize() marked the agent
+    # initialized: it stopped the beats but left the heartbeats register wrote, so
+    # Monitor showed the closed agent live until they expired.
+    agent = SyncAgentMemory.from_url(server.url, name=_name(), embed=TableEmbedder())
+    assert _closed_by_another_thread_at_start(agent, after=True) == (None, False)
+    assert _announced(server.url, agent) == []
+
+
 async def test_a_close_cancelled_while_sending_counters_still_releases_everything(
     server: ServerInfo, monkeypatch: pytest.MonkeyPatch
 ) -> None:

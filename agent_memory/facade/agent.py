@@ -248,6 +248,9 @@ class AgentMemory:
             self._stamp = await run_async(
                 protocol.register(self._markers(), unreadable=self._unreadable), self._executor
             )
+            # Set before the heartbeat starts: a close() from here on withdraws what
+            # register wrote.
+            self._initialized = True
             # start() refuses once close() stopped the heartbeat: closed while
             # registering, or (blocking twin) by another thread since that check.
             if self._closed or not self._heartbeat.start():
