@@ -304,3 +304,46 @@ def test_a_refresh_racing_an_update_never_leaves_stale_vectors_in_the_mirror(
         assert hit.distance == pytest.approx(kitchen, abs=1e-5)
     finally:
         store.close()
+
+
+class _PublishedWhileRead(_NamespaceMirror):
+    """A mirror whose snapshot, once read by the checking thread, is replaced with a
+    newer one (and its version) by another thread, as a refresh publishes it."""
+
+    def __init__(self, newer: Snapshot) -> None:
+        super().__init__()
+        self.newer = newer
+        self.armed = True
+
+    @property  # type: ignore[override]
+    def snapshot(self) -> Snapshot | None:
+        held: Snapshot | None = _NamespaceMirror.snapshot.__get__(self)  # type: ignore[attr-defined]
+        if self.armed:
+            self.armed = False
+
+            def publish() -> None:
+                with self.lock:
+                    self.snapshot, self.version = self.newer, "v2"
+
+            publisher = threading.Thread(target=publish)
+            publisher.start()
+            publisher.join(timeout=0.5)  # done at once unless the reader holds the lock
+        return held
+
+    @snapshot.setter
+    def snapshot(self, value: Snapshot | None) -> None:
+        _NamespaceMirror.snapshot.__set__(self, value)  # type: ignore[attr-defined]
+
+
+def test_a_snapshot_published_while_a_search_checks_its_tokens_is_not_taken_for_current() -> None:
+    """A recall checks that the tokens read with its candidates are those of the
+    snapshot it searched; a refresh publishing a newer snapshot and version between the
+    check's reads used to pass the old snapshot for the new version (one recall served
+    stale vectors)."""
+    old, newer = Snapshot.empty(4), Snapshot.empty(4)
+    mirror = _PublishedWhileRead(newer)
+    _NamespaceMirror.snapshot.__set__(mirror, old)  # type: ignore[attr-defined]
+    mirror.epoch, mirror.version = "e1", "v1"
+    backend = PortableBackend()
+    backend._mirrors["ns"] = mirror
+    assert backend._still_current(["ns"], {"ns": old}, [("e1", "v2")]) is False

@@ -174,15 +174,20 @@ class PortableBackend:
         held: dict[str, Snapshot],
         tokens: Sequence[tuple[str, str]],
     ) -> bool:
-        """Whether the tokens just read are those of the snapshots a search used."""
+        """Whether the tokens just read are those of the snapshots a search used (the
+        mirror's fields read in one step: a snapshot published between two reads would
+        pass an old snapshot for the new version)."""
         for ns, (epoch, version) in zip(namespaces, tokens, strict=True):
             mirror = self._mirrors.get(ns)
-            if (
-                mirror is None
-                or mirror.snapshot is not held[ns]
-                or mirror.epoch != epoch
-                or mirror.version != version
-            ):
+            if mirror is None:
+                return False
+            with mirror.lock:
+                current = (
+                    mirror.snapshot is held[ns]
+                    and mirror.epoch == epoch
+                    and mirror.version == version
+                )
+            if not current:
                 return False
         return True
 
@@ -220,8 +225,9 @@ class PortableBackend:
 
             while True:
                 yield from mirror.loading.wait(same_epoch)  # one recall reads for all
-                current = mirror.snapshot
-                if current is not None and mirror.version == version:
+                with mirror.lock:  # one step: see _still_current
+                    current, current_version = mirror.snapshot, mirror.version
+                if current is not None and current_version == version:
                     snapshots[ns] = current
                     break
                 claimed = mirror.loading.claim(stale, deadline=_LOAD_WAIT_SECONDS)
