@@ -229,3 +229,83 @@ def test_a_registry_with_a_clashing_name_is_refused_and_left_as_it_was() -> None
                operation="remember")
         == 1
     )  # fmt: skip
+
+
+def _cache_spans(operation: str) -> list[dict[str, object]]:
+    return [dict(s.attributes or {}) for s in EXPORTER.get_finished_spans() if s.name == operation]
+
+
+async def test_concurrent_cache_operations_each_describe_their_own_lookup(
+    server: ServerInfo,
+) -> None:
+    """Each span carries its own lookup (lookups were kept in one counter per tier and
+    taken by whichever operation ended next: a wrapped call that missed and then waited
+    for its completion function lost its ``cache.hit`` to a call that ended meanwhile,
+    whose span then showed two lookups and no ``cache.hit`` at all)."""
+    import asyncio
+
+    EXPORTER.clear()
+    registry = CollectorRegistry()
+    name = f"c{uuid.uuid4().hex[:10]}"
+    client = redis.asyncio.Redis.from_url(server.url)
+    cache = LlmCache(client, name, registry=registry)
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def complete(**params: object) -> str:
+        if params["model"] == "slow":
+            entered.set()
+            await release.wait()
+        return f"answer of {params['model']}"
+
+    call = cache.wrap(complete)
+    try:
+        await call(model="fast")  # stored: the next call of it hits
+        EXPORTER.clear()
+        slow = asyncio.create_task(call(model="slow"))  # misses, then waits in complete
+        await entered.wait()
+        assert await call(model="fast") == "answer of fast"  # a hit, ended meanwhile
+        release.set()
+        assert await slow == "answer of slow"
+    finally:
+        await client.aclose()
+    spans = _cache_spans("agent_cache.llm.cached_call")
+    assert [s.get("cache.hit") for s in spans] == [True, False]
+    assert _value(registry, "agent_cache_requests_total", name=name, tier="llm", result="hit") == 1
+    assert _value(registry, "agent_cache_requests_total", name=name, tier="llm", result="miss") == 2
+
+
+def test_threads_of_a_sync_tier_each_describe_their_own_lookup(server: ServerInfo) -> None:
+    """The same for a sync tier shared by threads."""
+    import threading
+
+    from agent_memory import SyncLlmCache
+
+    EXPORTER.clear()
+    registry = CollectorRegistry()
+    name = f"c{uuid.uuid4().hex[:10]}"
+    client = redis.Redis.from_url(server.url)
+    cache = SyncLlmCache(client, name, registry=registry)
+    entered, release = threading.Event(), threading.Event()
+
+    def complete(**params: object) -> str:
+        if params["model"] == "slow":
+            entered.set()
+            assert release.wait(30)
+        return f"answer of {params['model']}"
+
+    call = cache.wrap(complete)
+    got: list[object] = []
+    try:
+        call(model="fast")
+        EXPORTER.clear()
+        slow = threading.Thread(target=lambda: got.append(call(model="slow")))
+        slow.start()
+        assert entered.wait(30)
+        assert call(model="fast") == "answer of fast"
+        release.set()
+        slow.join(30)
+    finally:
+        client.close()
+    assert got == ["answer of slow"]
+    spans = _cache_spans("agent_cache.llm.cached_call")
+    assert [s.get("cache.hit") for s in spans] == [True, False]

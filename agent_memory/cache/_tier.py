@@ -6,6 +6,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,28 @@ from agent_memory.telemetry.core import describe_result
 logger = logging.getLogger("agent_memory.cache")
 
 
+class Tally:
+    """What one running operation of a tier counted for the tier's metrics: its lookups
+    (hits, misses, micro-dollars saved) and the bytes it stored. Each operation has its
+    own (:data:`_TALLY`), so concurrent operations of one tier (asyncio tasks, threads
+    of a sync tier) never take each other's counts, and no lock is needed: only the
+    operation's own code adds to it."""
+
+    __slots__ = ("core", "hits", "misses", "saved", "stored")
+
+    def __init__(self, core: TierCore) -> None:
+        self.core = core
+        self.hits = 0
+        self.misses = 0
+        self.saved = 0
+        self.stored = 0
+
+
+# The tally of the tier operation running in this context (set by the runners of
+# AsyncTier and SyncTier around one operation; a context of its own per task and thread).
+_TALLY: ContextVar[Tally | None] = ContextVar("agent_memory_cache_tally", default=None)
+
+
 class TierCore:
     """State shared by the operations of one tier (no I/O)."""
 
@@ -49,7 +72,10 @@ class TierCore:
         self.layout = KeyLayout(name)
         self.buffer = StatsBuffer()
         self._stored = 0
-        self._lookups = [0, 0, 0]  # hits, misses, micro-dollars saved
+        # Counted outside an operation's tally (an operation driven by other means than
+        # the tier runners): hits, misses, micro-dollars saved; bytes stored.
+        self._lookups = [0, 0, 0]
+        self._loose = False  # any of those is not zero
         self._lock = threading.Lock()
         # Set by tiers that track sessions: the count the active-sessions gauge shows.
         self.active_sessions: Callable[[], int] | None = None
@@ -127,19 +153,22 @@ class TierCore:
         )
 
     def note_lookups(self, hits: int, misses: int, saved: int = 0) -> None:
-        """Count lookups for the tier's metrics (read by the facade after each call,
-        whatever the operation returns: a wrapped call's response, a list of vectors)."""
+        """Count lookups for the tier's metrics: in the tally of the operation of this
+        tier running in this context (read by its runner when it ends, whatever it
+        returns: a wrapped call's response, a list of vectors), else (an operation run
+        by other means) in the tier's loose counts, which the next operation of the
+        tier sends to the metrics."""
+        tally = _TALLY.get()
+        if tally is not None and tally.core is self:
+            tally.hits += hits
+            tally.misses += misses
+            tally.saved += saved
+            return
         with self._lock:
+            self._loose = True
             self._lookups[0] += hits
             self._lookups[1] += misses
             self._lookups[2] += saved
-
-    def take_lookups(self) -> tuple[int, int, int]:
-        """(hits, misses, micro-dollars saved) since the last call."""
-        with self._lock:
-            hits, misses, saved = self._lookups
-            self._lookups = [0, 0, 0]
-            return hits, misses, saved
 
     def unreadable(self, key: str, reason: str) -> None:
         """An entry no writer of this library (or of agent-cache) makes: logged and
@@ -150,15 +179,27 @@ class TierCore:
         self.buffer.note("corrupt_entries")
 
     def note_stored(self, size: int) -> None:
-        """Count bytes an operation wrote (read by the facade into its metric)."""
+        """Count bytes an operation wrote (in its tally, else loose: as
+        :meth:`note_lookups`)."""
+        tally = _TALLY.get()
+        if tally is not None and tally.core is self:
+            tally.stored += size
+            return
         with self._lock:
+            self._loose = True
             self._stored += size
 
-    def take_stored(self) -> int:
-        """Bytes written since the last call."""
+    def take_loose(self) -> tuple[int, int, int, int]:
+        """The loose (hits, misses, saved, stored) since the last call; without a lock
+        when there are none (the usual case: every operation of a tier's runners counts
+        in its own tally)."""
+        if not self._loose:
+            return 0, 0, 0, 0
         with self._lock:
-            size, self._stored = self._stored, 0
-            return size
+            self._loose = False
+            (hits, misses, saved), stored = self._lookups, self._stored
+            self._lookups, self._stored = [0, 0, 0], 0
+            return hits, misses, saved, stored
 
     def stats(self) -> Operation[CacheStats]:
         return stats_op(self.layout, self.buffer)
@@ -252,19 +293,24 @@ def _name_of(op: Operation[Any]) -> str:
 
 
 def _record(
-    telemetry: Telemetry, tier: str, scope: OperationScope, result: Any, core: TierCore
+    telemetry: Telemetry, tier: str, scope: OperationScope, result: Any, tally: Tally
 ) -> None:
+    """The metrics and span attributes of one operation that ended: the span describes
+    the operation's own lookups (its tally); the metrics count them, plus any loose
+    counts of the tier."""
+    core = tally.core
     describe_result(scope, result)
-    telemetry.cache_stored(tier, core.take_stored())
+    hits, misses, saved = tally.hits, tally.misses, tally.saved
+    if hits + misses == 1 and not isinstance(getattr(result, "hit", None), bool):
+        scope.set("cache.hit", hits == 1)  # a wrapped call: its one lookup
+    loose_hits, loose_misses, loose_saved, loose_stored = core.take_loose()
+    telemetry.cache_stored(tier, tally.stored + loose_stored)
     _count_events(telemetry, core)
     if core.active_sessions is not None:
         telemetry.cache_sessions(core.active_sessions())
-    hits, misses, saved = core.take_lookups()
-    telemetry.cache_request(tier, True, amount=hits)
-    telemetry.cache_request(tier, False, amount=misses)
-    telemetry.cache_cost_saved(saved)
-    if hits + misses == 1 and not isinstance(getattr(result, "hit", None), bool):
-        scope.set("cache.hit", hits == 1)  # a wrapped call: its one lookup
+    telemetry.cache_request(tier, True, amount=hits + loose_hits)
+    telemetry.cache_request(tier, False, amount=misses + loose_misses)
+    telemetry.cache_cost_saved(saved + loose_saved)
 
 
 class AsyncTier:
@@ -292,14 +338,18 @@ class AsyncTier:
 
     async def _run(self, op: Operation[T]) -> T:
         _refuse_if_closed(self, op)
+        tally = Tally(self._tier_core())
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
+            token = _TALLY.set(tally)
             try:
                 result = await run_async(op, self._executor, self._telemetry.child_span)
             except BaseException as exc:  # what it met before failing is counted all the same
-                _record(self._telemetry, self._tier, scope, None, self._tier_core())
+                _record(self._telemetry, self._tier, scope, None, tally)
                 _raise_if_closed(self, exc)
                 raise
-            _record(self._telemetry, self._tier, scope, result, self._tier_core())
+            finally:
+                _TALLY.reset(token)
+            _record(self._telemetry, self._tier, scope, result, tally)
             return result
 
 
@@ -326,14 +376,18 @@ class SyncTier:
 
     def _run(self, op: Operation[T]) -> T:
         _refuse_if_closed(self, op)
+        tally = Tally(self._tier_core())
         with self._telemetry.operation(_name_of(op), tier=self._tier) as scope:
+            token = _TALLY.set(tally)
             try:
                 result = run_sync(op, self._executor, self._telemetry.child_span)
             except BaseException as exc:  # what it met before failing is counted all the same
-                _record(self._telemetry, self._tier, scope, None, self._tier_core())
+                _record(self._telemetry, self._tier, scope, None, tally)
                 _raise_if_closed(self, exc)
                 raise
-            _record(self._telemetry, self._tier, scope, result, self._tier_core())
+            finally:
+                _TALLY.reset(token)
+            _record(self._telemetry, self._tier, scope, result, tally)
             return result
 
 
