@@ -309,3 +309,30 @@ def test_threads_of_a_sync_tier_each_describe_their_own_lookup(server: ServerInf
     assert got == ["answer of slow"]
     spans = _cache_spans("agent_cache.llm.cached_call")
     assert [s.get("cache.hit") for s in spans] == [True, False]
+
+
+def test_cache_errors_are_counted_with_their_tier(server: ServerInfo) -> None:
+    """A failing cache operation is counted under its tier (agent_memory_errors has no
+    tier label, so the LLM and tool tiers of one name failing the same way could not be
+    told apart); agent_memory_errors still counts it as before."""
+    from agent_memory import SyncLlmCache, SyncToolCache
+    from agent_memory.errors import InvalidInputError
+
+    registry = CollectorRegistry()
+    name = f"c{uuid.uuid4().hex[:10]}"
+    client = redis.Redis.from_url(server.url)
+    llm = SyncLlmCache(client, name, registry=registry)
+    tool = SyncToolCache(client, name, registry=registry)
+    try:
+        with pytest.raises(InvalidInputError):
+            llm.check({"messages": []})  # no model
+        with pytest.raises(InvalidInputError):
+            tool.check("", {})  # no tool name
+        with pytest.raises(InvalidInputError):
+            tool.check("", {})
+    finally:
+        client.close()
+    labels = {"name": name, "operation": "check", "error": "InvalidInputError"}
+    assert _value(registry, "agent_cache_errors_total", tier="llm", **labels) == 1
+    assert _value(registry, "agent_cache_errors_total", tier="tool", **labels) == 2
+    assert _value(registry, "agent_memory_errors_total", **labels) == 3

@@ -89,7 +89,7 @@ class Telemetry:
             try:
                 yield scope
             except Exception as exc:
-                self._error(operation, exc)
+                self._error(operation, tier, exc)
                 raise
             finally:
                 self._observe(operation, tier, time.perf_counter() - start)
@@ -111,9 +111,17 @@ class Telemetry:
         if operation.startswith("recall"):
             f.memory_recall_duration.labels(self.name).observe(seconds)
 
-    def _error(self, operation: str, exc: Exception) -> None:
-        if self.families is not None:
-            self.families.memory_errors.labels(self.name, operation, type(exc).__name__).inc()
+    def _error(self, operation: str, tier: str | None, exc: Exception) -> None:
+        """Count a failed operation: in ``agent_memory_errors`` (every operation, cache
+        ones included, as always) and, for a cache operation, in ``agent_cache_errors``
+        with its tier too (two tiers of one name stay apart)."""
+        f = self.families
+        if f is None:
+            return
+        error = type(exc).__name__
+        f.memory_errors.labels(self.name, operation, error).inc()
+        if tier:
+            f.cache_errors.labels(self.name, tier, operation, error).inc()
 
     def count(self, event: str, amount: int = 1) -> None:
         """Count a library event under its metric (unknown events go to ``*_events``)."""

@@ -35,6 +35,7 @@ class MetricFamilies:
     cache_cost_saved: Counter
     cache_stored_bytes: Counter
     cache_active_sessions: Gauge
+    cache_errors: Counter
 
 
 class _Maker:
@@ -143,6 +144,10 @@ def _families(maker: _Maker) -> MetricFamilies:
         ),
         cache_active_sessions=gauge(
             "agent_cache_active_sessions", "Session threads touched recently by this process"
+        ),
+        cache_errors=counter(
+            "agent_cache_errors", "Cache operations that raised, by tier and error class",
+            ("name", "tier", "operation", "error"),
         ),
     )  # fmt: skip
 
