@@ -7,8 +7,9 @@ seconds (default 7 days; ``None``: never).
 
 Counters: ``embedding:hits`` (embedding calls saved) and ``embedding:misses``:
 ``get_many`` counts each text it looks up, ``embed_many`` and ``wrap`` each text served
-without an embedding call (a repeat in one batch included) and each text embedded. Lookups
-are buffered and ride on the tier's next pipeline (see :mod:`agent_memory.cache.stats`).
+without an embedding call (a repeat in one batch included; counted only when the call
+returns its vectors: one whose embed function fails served none) and each text to embed
+(counted whatever the embed function then does). Lookups are buffered and ride on the tier's next pipeline (see :mod:`agent_memory.cache.stats`).
 
 Every method raises :class:`~agent_memory.errors.ServerUnavailableError`,
 :class:`~agent_memory.errors.OperationTimeoutError` or
@@ -192,7 +193,10 @@ class EmbeddingCore:
         batched: bool,
     ) -> Operation[list[Vector]]:
         """Counts one hit per text served without an embedding call (a cached text, or a
-        repeat of a text in ``texts``) and one miss per text embedded.
+        repeat of a text in ``texts``) and one miss per distinct text not cached. The
+        misses are counted once the lookup answered, the hits only once the vectors are
+        ready to be returned: a call whose embed function fails (raises, returns the
+        wrong number of vectors or an invalid one) counts its misses and no hit.
 
         Vectors the embed function returned are returned even when caching them fails
         (the server failed meanwhile): as :meth:`~agent_memory.cache.llm.LlmCore.cached_call` keeps a paid-for
@@ -201,7 +205,7 @@ class EmbeddingCore:
         items = _texts(texts)
         found = yield from self._lookup(embedder_id, items)
         missing = list(dict.fromkeys(t for t, v in zip(items, found, strict=True) if v is None))
-        self._count(len(items) - len(missing), len(missing))
+        self._count(0, len(missing))  # the misses, whatever the embed function does
         fresh: list[Any] = []
         if batched and missing:
             fresh = vectors_of(
@@ -216,6 +220,9 @@ class EmbeddingCore:
                 field="embed",
             )
         blobs = [_blob(v, "embed") for v in fresh]
+        # The hits only now, as the vectors are sure to be returned: a call whose embed
+        # function failed served none (before the write, so they ride on its batch).
+        self._count(len(items) - len(missing), 0)
         try:
             yield from self._write(embedder_id, missing, blobs, self.ttl_ms)
         except AgentMemoryError as exc:  # logged and counted; the paid-for vectors are kept

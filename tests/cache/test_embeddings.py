@@ -166,3 +166,37 @@ async def test_invalid_input(env: Env) -> None:
     with pytest.raises(InvalidInputError):
         cache.wrap(fake_embed, embedder_id="")
     assert env.keys("emb:*") == []
+
+
+class _Boom(Exception):
+    pass
+
+
+@pytest.mark.parametrize("failure", ["raises", "too few vectors", "bad vector"])
+async def test_an_embed_call_that_fails_counts_no_hit(env: Env, failure: str) -> None:
+    """embed_many serves nothing when its embed function fails: the cached text it
+    found is no hit (it was counted as one, an embedding call saved, before the call,
+    in the stats hash and in the metrics); the text that missed is still a miss."""
+    registry = CollectorRegistry()
+    cache = embeddings(env, registry=registry)
+    await cache.put_many("f", ["known"], [fake_embed("known")])
+
+    def embed_batch(texts: list[str]) -> list[list[float]]:
+        if failure == "raises":
+            raise _Boom("the embedder is down")
+        return [] if failure == "too few vectors" else [[float("nan")] for _ in texts]
+
+    with pytest.raises((_Boom, InvalidInputError)):
+        await cache.embed_many("f", ["known", "new"], embed_batch)
+    stats = await cache.stats()
+    assert (stats.embedding_hits, stats.embedding_misses) == (0, 1)
+
+    def requests(result: str) -> float:
+        labels = {"name": env.name, "tier": "embedding", "result": result}
+        return registry.get_sample_value("agent_cache_requests_total", labels) or 0.0
+
+    assert (requests("hit"), requests("miss")) == (0, 1)
+    assert await cache.embed_many("f", ["known", "new"], lambda ts: [[1.0] for _ in ts])
+    stats = await cache.stats()
+    assert (stats.embedding_hits, stats.embedding_misses) == (1, 2)
+    assert (requests("hit"), requests("miss")) == (1, 2)
