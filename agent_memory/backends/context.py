@@ -87,6 +87,9 @@ class StoreContext:
     near_miss_warned: bool = False
     frequencies: DocumentFrequencies = field(default_factory=DocumentFrequencies)
     ensuring: InFlight = field(default_factory=InFlight)  # a lazy ensure_index under way
+    # the server's record of the store's identity changed or vanished since ensure_index
+    # checked it (wiped, the name reopened by another width): checked again first
+    identity_stale: bool = False
     counters: dict[str, int] = field(default_factory=dict)
     telemetry: Telemetry | None = None
     # foreign records the last adoption scan left as they were (it could not adopt

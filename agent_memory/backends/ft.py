@@ -30,6 +30,7 @@ from agent_memory.backends.ft_index import (
     read_index_info,
     read_info,
     repair_shards,
+    width_mismatch,
 )
 from agent_memory.backends.upgrade import choose_form, ensure_lexical, recorded_form
 from agent_memory.core.effects import (
@@ -255,13 +256,19 @@ class FtBackend:
         if any(is_missing(r) for r in replies):
             # The server lost the index (restarted without persistence, FLUSHALL, an
             # operator's FT.DROPINDEX; on a cluster, one node restarted): re-create it
-            # once (the server backfills the hashes already there) and search again.
+            # once (the server backfills the hashes already there) and search again. The
+            # store's identity record may be gone with it: recorded again (or found to
+            # name another width) at the next operation.
+            ctx.identity_stale = True
             yield from self.prepare(ctx)
             replies = yield from execute_batch(batch)
         searched = len(commands) + len(extra)
         self._learn_sizes(ctx, plan, replies[searched:])
         results: list[list[KnnMatch]] = []
         for q, reply in zip(queries, replies, strict=False):
+            mismatch = width_mismatch(ctx, reply)
+            if mismatch is not None:
+                raise mismatch from reply
             if isinstance(reply, AgentMemoryError):
                 raise reply
             # Each reply holds ~50 documents: decoded in turns of their own (the first

@@ -53,6 +53,32 @@ def is_missing(reply: Any) -> bool:
     return isinstance(reply, ServerResponseError) and missing_index(reply)
 
 
+# RediSearch 2.10 ("Error parsing vector similarity query: ...") and valkey-search 1.2
+# ("... parameters: ...") refuse a query vector of another width than the index's so
+# (valkey-search 1.0.2 answers it without an error).
+_BLOB_SIZE = re.compile(r"blob size \((\d+)\) does not match index's expected size \((\d+)\)")
+
+
+def width_mismatch(ctx: StoreContext, reply: Any) -> IndexMismatchError | None:
+    """The store's error for a search refused because its query vector does not have
+    the index's width (the server was wiped and the name reopened by a store of
+    another width), or ``None`` for any other reply. Marks the store's identity for a
+    check at its next operation."""
+    if not isinstance(reply, ServerResponseError):
+        return None
+    found = _BLOB_SIZE.search(error_text(reply))
+    if found is None:
+        return None
+    ctx.identity_stale = True
+    ours, theirs = (int(size) // 4 for size in found.groups())  # FLOAT32 components
+    return IndexMismatchError(
+        f"store {ctx.keys.name!r}: its index now holds {theirs}-dimensional vectors but "
+        f"this store's embedder produces {ours} (was the server wiped and the name "
+        "reopened by a store of another width?); open the store with an embedder of "
+        f"width {theirs}, or use another name"
+    )
+
+
 def cluster_size() -> Operation[int]:
     """The number of primaries serving slots (``cluster_size`` of ``CLUSTER INFO``)."""
     reply = yield from execute("CLUSTER", "INFO")

@@ -149,6 +149,7 @@ def ensure_index(ctx: StoreContext) -> Operation[IndexStatus]:
     if version < SCHEMA_VERSION:  # upgraded in place by prepare: older code must not write
         yield from execute("HSET", ctx.keys.meta, "schema_version", str(SCHEMA_VERSION))
     ctx.backend = backend
+    ctx.identity_stale = False
     adopted = 0
     if choice == "ft":
         # Imported here: adoption writes through the import path, which ensures first.
@@ -174,7 +175,7 @@ def ensure_ready(ctx: StoreContext) -> Operation[None]:
     """
 
     def needed() -> bool:
-        return ctx.backend is None or ctx.dim is None
+        return ctx.backend is None or ctx.dim is None or ctx.identity_stale
 
     while True:
         yield from ctx.ensuring.wait(needed)
