@@ -11,7 +11,7 @@ import pytest
 import valkey
 
 from agent_memory import IndexMismatchError, SyncMemoryStore
-from tests.conftest import _Servers
+from tests.conftest import ALL_KINDS, _Servers
 from tests.support import TableEmbedder
 
 # the kinds whose search refuses a query vector of another width than the index's
@@ -48,4 +48,28 @@ def test_recall_after_the_name_was_reopened_with_another_width(
     with pytest.raises(IndexMismatchError, match="16-dimensional"):  # refused, not sent
         first.remember("alpha three")
     assert len(second.recall("beta two", k=5)) == 1
+    client.close()
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_write_after_the_name_was_reopened_with_another_width(servers: _Servers, kind: str) -> None:
+    """The first write after the name was reopened reports the memory it wrote with the
+    old width; the next is refused before anything is sent."""
+    server = servers.get(kind)
+    client = valkey.Valkey.from_url(server.url)
+    name = f"w{uuid.uuid4().hex[:12]}"
+    first = SyncMemoryStore(client, name, TableEmbedder(8))
+    first.remember("alpha one")
+    _wipe(client, name)
+    second = SyncMemoryStore(client, name, TableEmbedder(16))
+    second.remember("beta two")
+    records = set(client.scan_iter(match=f"{name}:mem:*"))
+    with pytest.raises(IndexMismatchError, match="16-dimensional") as raised:
+        first.remember("alpha three")
+    (landed,) = set(client.scan_iter(match=f"{name}:mem:*")) - records
+    assert landed.decode().rsplit(":", 1)[1] in str(raised.value)
+    before = sorted(client.scan_iter(match=f"{name}:mem:*"))
+    with pytest.raises(IndexMismatchError, match="16-dimensional"):
+        first.remember("alpha four")
+    assert sorted(client.scan_iter(match=f"{name}:mem:*")) == before
     client.close()

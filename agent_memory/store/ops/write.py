@@ -11,8 +11,13 @@ from typing import Any
 
 from agent_memory.backends.context import StoreContext
 from agent_memory.core.effects import Command, Operation, command, execute_batch
-from agent_memory.core.replies import integer, raise_first_error
-from agent_memory.errors import AgentMemoryError, InvalidInputError, WrongTypeError
+from agent_memory.core.replies import integer, raise_first_error, text
+from agent_memory.errors import (
+    AgentMemoryError,
+    IndexMismatchError,
+    InvalidInputError,
+    WrongTypeError,
+)
 from agent_memory.schema import scripts
 from agent_memory.schema.labels import LabelPolicy, Labels, check_labels
 from agent_memory.schema.lexical import adjust_args, stats_delta
@@ -221,6 +226,30 @@ def _report_bookkeeping(ctx: StoreContext, replies: Sequence[Any]) -> None:
             ctx.keys.name, failed, ctx.keys.usage, ctx.keys.stats,
         )  # fmt: skip
         ctx.count("bookkeeping_failures", failed)
+
+
+def _check_width(ctx: StoreContext, reply: Any, ids: Sequence[str]) -> None:
+    """React to the width ``{name}:__mem_meta`` recorded when a write batch ran: gone
+    (the server was wiped) or another one (the name reopened by a store of another
+    width) marks the identity stale, for :func:`ensure_ready` to check (record it again,
+    or refuse) before the next operation; another width also fails this write, whose
+    memories landed with vectors of the old width."""
+    if isinstance(reply, Exception) or ctx.dim is None:
+        return  # the write's own replies tell what went wrong
+    if reply is None:
+        ctx.identity_stale = True
+        return
+    recorded = text(reply)
+    if recorded == str(ctx.dim):
+        return
+    ctx.identity_stale = True
+    raise IndexMismatchError(
+        f"store {ctx.keys.name!r} now records {recorded}-dimensional vectors but this "
+        f"store's embedder produces {ctx.dim} (was the server wiped and the name reopened "
+        "by a store of another width?); this write landed with vectors no search of the "
+        f"store will find: memories {', '.join(ids)} (forget them, and open the store with "
+        f"an embedder of width {recorded}, or use another name)"
+    )
 
 
 def _status(reply: Any) -> Any:
@@ -509,7 +538,10 @@ def write_memories(
             commands += _cluster_bookkeeping(ctx, new)
         commands = [*terms, *commands]
         waits = wait_commands(ctx)
-        replies = yield from execute_writes(ctx, [*commands, *waits])
+        # the store's recorded width, read in the same batch (no round trip of its own)
+        width = command("HGET", ctx.keys.meta, "dim")
+        replies = yield from execute_writes(ctx, [width, *commands, *waits])
+        _check_width(ctx, replies.pop(0), [m.id for m, _ in chunk])
         if ctx.settings.cluster:
             replies = _tolerate_bookkeeping(ctx, commands, replies)
         raise_first_error(replies)
