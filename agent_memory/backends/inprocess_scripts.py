@@ -487,6 +487,9 @@ def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     key = keys[0]
     if not ks._alive(key):
         return 0
+    seq = (ks.get(key, Hash) or {}).get("seq")
+    if ("=" + _s(seq) if seq is not None else "") != _s(argv[5]):
+        return 0
     raw = (ks.get(key, Hash) or {}).get("expires_at")
     expires = lua_number(_s(raw)) if raw is not None else None
     if expires is not None and expires <= _number(argv[0]):
@@ -498,14 +501,22 @@ def _refresh_duplicate(ks: Keyspace, keys: list[str], argv: list[Any]) -> int:
     _hincrby(ks, [key, "access_count", argv[4]])
     if raw is None:
         return 1
+
+    def rescored(score: Any) -> int:
+        for listing in keys[2:]:
+            _zadd(ks, [listing, "XX", score, argv[6]])
+        if len(keys) > 1:
+            _set(ks, [keys[1], argv[7]])
+        return 2
+
     if _s(argv[2]) == "":
         _hdel(ks, [key, "expires_at"])
         ks.expires.pop(key, None)
-        return 2
+        return rescored("+inf")
     if expires is None or _number(argv[2]) > expires:
         _hash_set(ks, [key, "expires_at", argv[2]])
         _expire(0.001)(ks, [key, argv[3]])
-        return 2
+        return rescored(argv[2])
     return 1
 
 

@@ -328,6 +328,9 @@ or changed since it was read (nothing written: it stays as it is), else what
 
 REFRESH_DUPLICATE = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local seq = redis.call('HGET', KEYS[1], 'seq')
+if seq then seq = '=' .. seq else seq = '' end
+if seq ~= ARGV[6] then return 0 end
 local expires = redis.call('HGET', KEYS[1], 'expires_at')
 if expires and tonumber(expires) and tonumber(expires) <= tonumber(ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[1], 'last_accessed_at', ARGV[1])
@@ -335,25 +338,36 @@ local current = tonumber(redis.call('HGET', KEYS[1], 'importance') or '0')
 if tonumber(ARGV[2]) > current then redis.call('HSET', KEYS[1], 'importance', ARGV[2]) end
 redis.call('HINCRBY', KEYS[1], 'access_count', ARGV[5])
 if not expires then return 1 end
+local function rescored(score)
+  for i = 3, #KEYS do redis.call('ZADD', KEYS[i], 'XX', score, ARGV[7]) end
+  if #KEYS > 1 then redis.call('SET', KEYS[2], ARGV[8]) end
+  return 2
+end
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], 'expires_at')
   redis.call('PERSIST', KEYS[1])
-  return 2
+  return rescored('+inf')
 end
 if not tonumber(expires) or tonumber(ARGV[3]) > tonumber(expires) then
   redis.call('HSET', KEYS[1], 'expires_at', ARGV[3])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  return 2
+  return rescored(ARGV[3])
 end
 return 1
 """
-"""ARGV = [now_ms, importance, expires_at ms of the new write or '' (persistent), its TTL
-in ms, the number of writes collapsing into it (added to the access count)]: a
-re-remembered duplicate refreshes the existing memory (recency, access count,
-importance = max) instead of creating a second copy, and keeps the longer of the two
-lifetimes. Returns 0 when the memory is gone (or expired by ``now_ms``: the caller writes
-a fresh one), 1 when refreshed, 2 when refreshed and its lifetime extended (the caller
-re-scores its expiry sets)."""
+"""KEYS = [memory, registry version, sorted set scored by expiry...] (standalone
+servers; a cluster passes the memory alone, the others live in other slots); ARGV =
+[now_ms, importance, expires_at ms of the new write or '' (persistent), its TTL in ms,
+the number of writes collapsing into it (added to the access count), the ``seq`` the
+duplicate search read (``=`` and the value, or empty when absent), the memory's id, a
+fresh registry version token]: a re-remembered duplicate refreshes the existing memory
+(recency, access count, importance = max) instead of creating a second copy, and keeps
+the longer of the two lifetimes. Only the memory the search found: a write under its id
+since changed its ``seq``. Returns 0 when the memory is gone, rewritten since the search
+or expired by ``now_ms`` (nothing written: the caller writes a fresh one), 1 when
+refreshed, 2 when refreshed and its lifetime extended, with in the same step its sorted
+sets re-scored and the registry version bumped when passed (a cluster's caller does
+that: :func:`~agent_memory.store.ops.dedupe.rescore_commands`)."""
 
 _APPLY_EVAL = """
 local function add_float(key, field, delta)

@@ -299,9 +299,10 @@ def single_memory(draw: Any) -> Scenario:
                                   "importance", "1"]),
         (scripts.UPDATE_GUARDED, ["4000", "0", "0", "m1", "1", "seq", "", "0"]),
         (scripts.UPDATE_GUARDED, ["0", "0", "0", "m1", "0", "0", "importance", "1"]),
-        (scripts.REFRESH_DUPLICATE, ["1200", "0.9", "", "0", "1"]),
-        (scripts.REFRESH_DUPLICATE, ["1200", "0.9", "5000", "3800", "3"]),
-        (scripts.REFRESH_DUPLICATE, ["1200", "0.1", "1250", "50", "1"]),
+        (scripts.REFRESH_DUPLICATE, ["1200", "0.9", "", "0", "1", "", "m1", "t"]),
+        (scripts.REFRESH_DUPLICATE, ["1200", "0.9", "5000", "3800", "3", "", "m1", "t"]),
+        (scripts.REFRESH_DUPLICATE, ["1200", "0.1", "1250", "50", "1", "", "m1", "t"]),
+        (scripts.REFRESH_DUPLICATE, ["1200", "0.9", "", "0", "1", "=4", "m1", "t"]),
         (scripts.FEEDBACK, ["set", "0.5", "1300"]),
         (scripts.FEEDBACK, ["clear", "0", "1300"]),
         (scripts.DELETE_MEMORY, []),
@@ -638,6 +639,36 @@ DAMAGED = ["1e-7", "999.5", "inf", "-inf", "nan", "99999999999999999999", "", " 
            "9223372036854775808"]  # fmt: skip
 
 
+@st.composite
+def refreshed_duplicate(draw: Any) -> Scenario:
+    """A duplicate refreshed by a search that read its ``seq`` (or read it absent) while
+    it may have been rewritten since, its lifetime kept, extended or made persistent,
+    its listings (standalone) re-scored in the same step."""
+    memory = draw(MEMORY)
+    held = draw(st.sampled_from([None, "4", "5"]))
+    if held is not None:
+        memory["seq"] = held
+    read = draw(st.sampled_from(["", "=4", "=5"]))
+    lifetime = draw(st.sampled_from([["", "0"], ["5000", "3800"], ["1250", "50"]]))
+    state = draw(st.sampled_from(["memory", "memory", "absent", "string"]))
+    hashes = {"mem:m1": memory} if state == "memory" else {}
+    strings = {"mem:m1": "not a hash"} if state == "string" else {}
+    zsets = {"reg": {"m1": 1300.0, "m2": 9.0}, "idx": {"m2": 9.0}}
+    keys = ["mem:m1", *(["version", "reg", "idx"] if draw(st.booleans()) else [])]
+    argv = ["1200", "0.9", *lifetime, "2", read, "m1", "tok"]
+    return Scenario(scripts.REFRESH_DUPLICATE, keys, argv, hashes, zsets=zsets,
+                    strings={**strings, "version": "old"}, others=["version", "reg", "idx"])  # fmt: skip
+
+
+@SETTINGS
+@given(refreshed_duplicate())
+def test_refresh_duplicate_twin_guards_and_rescores(server: ServerInfo, sc: Scenario) -> None:
+    """The refresh of a stored duplicate: nothing written once the memory's ``seq``
+    differs from the one its search read; its listings re-scored and the registry
+    version bumped in the same step when its lifetime changes."""
+    _run_both(server, sc)
+
+
 def _far(v: str) -> str:
     """``v`` as a TTL in ms that outlives the comparison: its first run of digits, when
     not zero, scaled by a million (the damage kept: spaces, signs, zeros, exponents). A
@@ -660,14 +691,14 @@ def _damaged_scenarios(v: str) -> list[Scenario]:
         ),
         Scenario(scripts.RECALL_EFFECTS, effects, recall,
                  {"mem:m1": {"content": "a"}, "usage": {"x:m1": v}}),
-        Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", "0.5", "", "0", "1"],
+        Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", "0.5", "", "0", "1", "", "m1", "t"],
                  {"mem:m1": {"content": "a", "importance": v}}),
-        Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", v, "", "0", "1"],
+        Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", v, "", "0", "1", "", "m1", "t"],
                  {"mem:m1": {"content": "a", "importance": "0.5"}}),
-        Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", "0.9", "", "0", "2"],
+        Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", "0.9", "", "0", "2", "", "m1", "t"],
                  {"mem:m1": {"content": "a", "importance": "0.5", "access_count": v}}),
         *(
-            Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", "0.9", *lifetime, "1"],
+            Scenario(scripts.REFRESH_DUPLICATE, ["mem:m1"], ["1200", "0.9", *lifetime, "1", "", "m1", "t"],
                      {"mem:m1": {"content": "a", "expires_at": v}})
             for lifetime in (["", "0"], ["5000", "3800"])
         ),

@@ -118,7 +118,7 @@ async def test_a_batch_of_duplicates_of_a_vanished_memory_stores_one_copy(
 
     def deleted_after_search(ctx: Any, memories: Any, distance: float) -> Any:
         found = yield from searching(ctx, memories, distance)
-        yield from execute_batch([command("DEL", ctx.keys.memory(m)) for m in found if m])
+        yield from execute_batch([command("DEL", ctx.keys.memory(m)) for m in found[0] if m])
         return found
 
     scope = Scope(agent_id="b")

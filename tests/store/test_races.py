@@ -284,7 +284,9 @@ async def _score(store: Any, key: str, member: str) -> float | None:
     return float(held) if held is not None else None
 
 
-async def _listings_agree_with_the_record(store: Any, mid: str, home: Scope, away: Scope) -> None:
+async def _listings_agree_with_the_record(
+    store: Any, mid: str, home: Scope, away: Scope, *, items: int = 1
+) -> None:
     """The memory ``mid`` lives in ``home``: its listings there score it as its record
     expires, and ``away``'s (where it lived before) no longer list it."""
     from agent_memory.schema.encoding import encode_value, namespace_token
@@ -297,7 +299,7 @@ async def _listings_agree_with_the_record(store: Any, mid: str, home: Scope, awa
         ns = namespace_token(scope.namespace)
         for key in keys.expiry_sets(ns, encode_value(str(scope.agent_id)), None):
             assert await _score(store, key, mid) == listed, key
-    assert (await store.stats()).items == 1
+    assert (await store.stats()).items == items
 
 
 def _race_before(
@@ -379,3 +381,71 @@ async def test_an_update_of_the_text_racing_the_same_text_elsewhere_trades_the_r
         assert await _stats(store, "b") == _expected(["penguin colony south"])
     finally:
         other.client.close()
+
+
+async def test_a_dedupe_refresh_racing_a_write_under_the_duplicates_id_leaves_the_new_memory(
+    env: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deduplicating write found a stored duplicate, then refreshed it by its id. A
+    write under that id in between (another text, another namespace) was refreshed in
+    its place: its access count, importance and lifetime changed for a write it never
+    matched, and the deduplicating write answered its id. The refresh must apply only to
+    the memory found: refused, the duplicate is gone and the write stores a fresh one."""
+    from agent_memory.store.ops import dedupe as dedupe_module
+
+    store = env.make()
+    raw = getattr(store, "wrapped", store)
+    before, after = Scope(namespace="a", agent_id="x"), Scope(namespace="b", agent_id="y")
+    await store.remember_many(
+        [MemoryInput("walrus migration", id="m1", scope=before, ttl=60.0, importance=0.1)]
+    )
+    other = _blocking_store(env, raw.name)
+    moved = [MemoryInput("penguin colony", id="m1", scope=after, ttl=60.0, importance=0.1)]
+    raced = _race_before(dedupe_module, monkeypatch, store, lambda: other.remember_many(moved))
+    try:
+        again = MemoryInput("walrus migration", scope=before, ttl=600.0, importance=0.9)
+        (written,) = await store.remember_many([again], dedupe=True)
+        monkeypatch.undo()
+        assert raced == [["m1"]]
+        assert written != "m1"
+        moved_item = await store.get("m1")
+        assert moved_item is not None and moved_item.content == "penguin colony"
+        assert moved_item.access_count == 0
+        assert moved_item.importance == pytest.approx(0.1)
+        fresh = await store.get(written)
+        assert fresh is not None and fresh.content == "walrus migration"
+        await _listings_agree_with_the_record(store, "m1", after, before, items=2)
+        listed = await store.list(scope=before)
+        assert [i.id for i in listed.items] == [written]
+    finally:
+        other.client.close()
+
+
+async def test_labels_of_a_write_land_only_on_the_memory_they_were_computed_for(
+    env: StoreEnv,
+) -> None:
+    """The labeler runs after a memory is committed, and its labels are written by id.
+    A write under that id in between (another text, another namespace) got the labels
+    computed for the old text. They must land only on the memory written."""
+    raw_holder: list[Any] = []
+    others: list[SyncMemoryStore] = []
+
+    def labeler(text: str) -> dict[str, list[str]]:
+        if text == "walrus migration" and not others:
+            others.append(_blocking_store(env, raw_holder[0].name))
+            moved = MemoryInput("penguin colony", id="m1", scope=Scope(namespace="b"))
+            assert others[0].remember_many([moved]) == ["m1"]
+        return {"topic": ["walrus"]} if "walrus" in text else {}
+
+    store = env.make(labeler=labeler)
+    raw_holder.append(getattr(store, "wrapped", store))
+    try:
+        mine = MemoryInput("walrus migration", id="m1", scope=Scope(namespace="a"))
+        assert await store.remember_many([mine]) == ["m1"]
+        assert len(others) == 1
+        item = await store.get("m1")
+        assert item is not None and item.content == "penguin colony"
+        assert dict(item.labels) == {}
+    finally:
+        for other in others:
+            other.client.close()

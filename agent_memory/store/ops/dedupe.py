@@ -20,7 +20,8 @@ from agent_memory.schema.encoding import encode_value
 from agent_memory.schema.filters import scope_filter
 from agent_memory.schema.records import NewMemory
 from agent_memory.schema.scoring import cosine_distances
-from agent_memory.schema.versions import bump
+from agent_memory.schema.versions import bump, fresh_token
+from agent_memory.store.ops.forget import expected_value
 from agent_memory.store.ops.settle import execute_writes
 
 DEFAULT_DEDUPE_DISTANCE = 0.05
@@ -60,8 +61,8 @@ def stored_duplicate(
     k: int,
     distance: float,
     now_ms: int,
-) -> tuple[bool, str | None]:
-    """``(True, id)``: the nearest match of ``matches`` (at most ``k`` asked) within
+) -> tuple[bool, KnnMatch | None]:
+    """``(True, match)``: the nearest match of ``matches`` (at most ``k`` asked) within
     ``distance`` in the exact scope ``wanted`` and not expired by ``now_ms``, or
     ``(True, None)`` when there is none; ``(False, None)`` when all ``k`` matches are
     near but in other scopes (or expired), so a wider search may still find one.
@@ -82,7 +83,7 @@ def stored_duplicate(
         if found == wanted and not _expired(match.fields.get(L.F_EXPIRES), now_ms):
             # (one expired by the store's clock, not yet reaped, would not be refreshed:
             # chosen, it would hide a live copy written in its place behind it)
-            return True, match.id
+            return True, match
     return len(matches) < k, None
 
 
@@ -99,8 +100,11 @@ def _expired(expires: object, now_ms: int) -> bool:
 
 def find_duplicates(
     ctx: StoreContext, memories: Sequence[NewMemory], distance: float
-) -> Operation[list[str | None]]:
-    """For each memory: the id it collapses into (stored or earlier in the batch), or None.
+) -> Operation[tuple[list[str | None], dict[str, bytes]]]:
+    """For each memory: the id it collapses into (stored or earlier in the batch), or
+    None; and for each stored one, the write ``seq`` the search read (as a guard expects
+    it: :func:`~agent_memory.store.ops.forget.expected_value`), which its refresh checks
+    (:class:`Refresh`).
 
     One search in the common case; a memory whose nearest matches are all within
     ``distance`` but in other scopes (the same text under other agents or threads) is
@@ -112,6 +116,7 @@ def find_duplicates(
         for m in memories
     ]
     stored: list[str | None] = [None] * len(memories)
+    seqs: dict[str, bytes] = {}
     pending = list(range(len(memories)))
     k = _NEIGHBOURS
     now = ctx.now_ms()
@@ -120,9 +125,11 @@ def find_duplicates(
         results = yield from ctx.backend.knn(ctx, queries)
         undecided = []
         for index, matches in zip(pending, results, strict=True):
-            decided, stored[index] = stored_duplicate(
-                _tokens(memories[index]), matches, k, distance, now
-            )
+            decided, match = stored_duplicate(_tokens(memories[index]), matches, k, distance, now)
+            if match is not None:
+                stored[index] = match.id
+                # (read again by a wider search: the later read, as the memory now is)
+                seqs[match.id] = expected_value(match.fields.get(L.F_SEQ))
             if not decided:
                 undecided.append(index)
         if undecided and k >= _MAX_NEIGHBOURS:
@@ -150,7 +157,7 @@ def find_duplicates(
                     match_id = out[earlier] or other.id
                     break
         out.append(match_id)
-    return out
+    return out, seqs
 
 
 def batch_distance(first: NewMemory, second: NewMemory) -> float:
@@ -163,11 +170,14 @@ def batch_distance(first: NewMemory, second: NewMemory) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Refresh:
-    """A stored duplicate to refresh: the importance and lifetime the new writes bring
-    (``expires_at`` ms, ``None``: persistent), the sets listing it by expiry, and how many
-    writes collapse into it (each counts as an access, as one after another would)."""
+    """A stored duplicate to refresh: the write ``seq`` its search read (a guard's
+    expected value: refreshed only while it holds it), the importance and lifetime the
+    new writes bring (``expires_at`` ms, ``None``: persistent), the sets listing it by
+    expiry, and how many writes collapse into it (each counts as an access, as one after
+    another would)."""
 
     id: str
+    seq: bytes
     importance: float
     expires_at: int | None
     expiry_sets: tuple[str, ...]
@@ -213,20 +223,28 @@ def absorb(
 
 
 def refresh_command(ctx: StoreContext, refresh: Refresh, now_ms: int) -> Command:
-    """The script refreshing one stored duplicate at the store's time ``now_ms``."""
+    """The script refreshing one stored duplicate at the store's time ``now_ms``, only
+    while it is the memory its search found; on a standalone server it re-scores the
+    duplicate's expiry sets in the same step."""
     expires, ttl = "", "0"
     if refresh.expires_at is not None:
         expires, ttl = str(refresh.expires_at), str(max(1, refresh.expires_at - now_ms))
+    listings: tuple[str, ...] = ()
+    if not ctx.settings.cluster:
+        listings = (refresh.registry_version, *refresh.expiry_sets)
     return Command(
         (
-            "EVAL", scripts.REFRESH_DUPLICATE, "1", ctx.keys.memory(refresh.id),
+            "EVAL", scripts.REFRESH_DUPLICATE, str(1 + len(listings)),
+            ctx.keys.memory(refresh.id), *listings,
             str(now_ms), repr(refresh.importance), expires, ttl, str(refresh.writes),
+            refresh.seq, refresh.id, fresh_token(),
         )
     )  # fmt: skip
 
 
 def rescore_commands(refresh: Refresh) -> list[Command]:
-    """Re-score an extended memory in its expiry sets (``+inf``: persistent)."""
+    """Re-score an extended memory in its expiry sets (``+inf``: persistent): a
+    cluster's second step (its sets live in other slots than the memory)."""
     score = str(refresh.expires_at) if refresh.expires_at is not None else "+inf"
     return [
         *(command("ZADD", key, "XX", score, refresh.id) for key in refresh.expiry_sets),
@@ -235,10 +253,11 @@ def rescore_commands(refresh: Refresh) -> list[Command]:
 
 
 def refresh_existing(ctx: StoreContext, refreshes: Sequence[Refresh]) -> Operation[set[str]]:
-    """Refresh stored duplicates; returns the ids that no longer exist (or expired by the
-    store's clock: the caller writes fresh memories instead). A duplicate whose lifetime
-    the new write extends is re-scored in its expiry sets (a second round trip, only
-    then)."""
+    """Refresh stored duplicates; returns the ids that no longer hold them (gone,
+    rewritten under their id since the search, or expired by the store's clock: the
+    caller writes fresh memories instead). A duplicate whose lifetime the new write
+    extends is re-scored in its expiry sets (by the refresh script on a standalone
+    server; on a cluster a second round trip, only then)."""
     if not refreshes:
         return set()
     now = ctx.now_ms()
@@ -251,7 +270,7 @@ def refresh_existing(ctx: StoreContext, refreshes: Sequence[Refresh]) -> Operati
         outcome = integer(reply)
         if not outcome:
             gone.add(refresh.id)
-        elif outcome == 2:
+        elif outcome == 2 and ctx.settings.cluster:
             extended += rescore_commands(refresh)
     if extended:
         raise_first_error((yield from execute_writes(ctx, extended)))

@@ -390,7 +390,7 @@ def _deduplicated_write(
 ) -> Operation[tuple[list[str], list[tuple[NewMemory, float | None]]]]:
     """Refresh the memories' stored duplicates and write the others; returns the id
     each input ended as, and the memories written."""
-    targets = yield from find_duplicates(
+    targets, seqs = yield from find_duplicates(
         ctx, [m for m, _ in memories], ctx.settings.dedupe_distance
     )
     stored = {t for t in targets if t is not None} - {m.id for m, _ in memories}
@@ -400,7 +400,7 @@ def _deduplicated_write(
             ns = memory.namespace_token
             sets = ctx.keys.expiry_sets(ns, memory.agent_token, memory.thread_token)
             refresh = Refresh(
-                target, memory.importance, memory.expires_at, tuple(sets),
+                target, seqs[target], memory.importance, memory.expires_at, tuple(sets),
                 ctx.keys.registry_version(ns),
             )  # fmt: skip
             refreshes[target] = merge_refresh(refreshes.get(target), refresh)
