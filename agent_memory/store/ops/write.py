@@ -18,6 +18,7 @@ from agent_memory.errors import (
     InvalidInputError,
     WrongTypeError,
 )
+from agent_memory.schema import layout as L
 from agent_memory.schema import scripts
 from agent_memory.schema.labels import LabelPolicy, Labels, check_labels
 from agent_memory.schema.lexical import adjust_args, stats_delta
@@ -48,6 +49,7 @@ from agent_memory.store.ops.forget import (
     deleted_from,
     raise_unless_wrong_type,
 )
+from agent_memory.store.ops.guarded import guarded_update
 from agent_memory.store.ops.labeling import labeler_failed, run_labeler
 from agent_memory.store.ops.settle import execute_writes
 from agent_memory.store.validation import (
@@ -435,7 +437,9 @@ def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Oper
     """Run the store's labeler on committed memories; best-effort.
 
     A labeler that raises or returns labels outside the policy leaves the memory valid
-    and unlabelled by it (logged and counted as ``labeler_failures``).
+    and unlabelled by it (logged and counted as ``labeler_failures``). The labels land
+    only while the memory still holds the namespace, text and labels written (a write
+    under its id meanwhile keeps its own).
     """
     if ctx.settings.labeler is None or not memories:
         return
@@ -458,10 +462,19 @@ def label_after_commit(ctx: StoreContext, memories: Sequence[NewMemory]) -> Oper
             continue
         if merged == memory.labels:
             continue
-        key = ctx.keys.memory(memory.id)
+        # only on the memory written: one written under its id since (another text,
+        # namespace or labels) keeps its own (the guard's reply -1: nothing written)
+        written = {
+            L.F_NAMESPACE: memory.namespace_token,
+            L.F_CONTENT: memory.content,
+            L.F_LABELS_RAW: label_fields(memory.labels)[1],
+        }
         commands.append(
-            Command(("EVAL", scripts.UPDATE_IF_EXISTS, "1", key, "0", *label_fields(merged)))
-        )
+            guarded_update(
+                ctx.keys.memory(memory.id), memory.id, written,
+                guard=tuple(written), writes=label_fields(merged),
+            )
+        )  # fmt: skip
         namespaces.add(memory.namespace_token)
     commands += [bump(ctx.keys.epoch(ns)) for ns in sorted(namespaces)]
     replies = yield from execute_writes(ctx, commands)
