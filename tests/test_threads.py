@@ -16,7 +16,7 @@ from agent_memory import Scope, SyncAgentMemory, SyncMemoryStore
 from agent_memory.backends.portable import PortableBackend, _NamespaceMirror
 from agent_memory.backends.snapshot import Snapshot
 from agent_memory.errors import ServerUnavailableError, StoreClosedError
-from tests.conftest import ServerInfo
+from tests.conftest import ALL_KINDS, ServerInfo, _Servers
 from tests.support import TableEmbedder, random_unit
 
 _PROBE = "agent-memory dimension probe"
@@ -47,12 +47,19 @@ class _ProbedEmbedder:
         return random_unit(text)
 
 
+# valkey-search 1.0.2 is left out: eight threads writing through scripts on a busy
+# 2-core host deadlock the module itself (a CI run timed out every thread; README
+# "Limits", as in tests/reliability/test_concurrency.py: run 1.0.3+ or 1.2).
+THREAD_KINDS = [kind for kind in ALL_KINDS if kind != "valkey-search-1.0"]
+
+
+@pytest.mark.parametrize("kind", THREAD_KINDS)
 def test_threads_sharing_a_fresh_store_set_it_up_once_and_count_exactly(
-    any_server: ServerInfo, often_switching: None
+    servers: _Servers, kind: str, often_switching: None
 ) -> None:
     embed = _ProbedEmbedder()
     store = SyncMemoryStore.from_url(
-        any_server.url, name=f"thr{uuid.uuid4().hex[:8]}", embed=embed, default_threshold=1.5
+        servers.get(kind).url, name=f"thr{uuid.uuid4().hex[:8]}", embed=embed, default_threshold=1.5
     )
     threads, rounds = 8, 10
     start = threading.Barrier(threads)
